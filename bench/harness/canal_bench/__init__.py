@@ -1,0 +1,2 @@
+"""canal's benchmark harness: one statistics and reporting module shared by
+every benchmark family (micro, seed programs, channel peers, IPC methods)."""

@@ -1,0 +1,3 @@
+module canal/bench/peers/go
+
+go 1.21

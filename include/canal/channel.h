@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * canal/channel.h - Go-style bounded channels between threads.
+ *
+ * Conventions, stated once and kept everywhere:
+ *  - Functions returning int return 0 (or a non-negative count) on success
+ *    and a negative errno value on failure (as liburing does). errno is not
+ *    touched, except by canal_chan_create(), which returns NULL and sets
+ *    errno because it returns a pointer.
+ *  - Every operation on a channel may be called from any number of threads
+ *    at once (multi-producer, multi-consumer), except canal_chan_destroy(),
+ *    which must be called once, when no other thread uses the channel.
+ *  - "Blocks" means the caller is parked (a short spin, then a futex wait:
+ *    no CPU is burnt while nothing can progress) until the operation can
+ *    complete, the channel is closed, or a timeout expires.
+ *  - Elements are copied by value: elt_size bytes per element, fixed at
+ *    creation. elt_size may be 0 (signal-only channels); then element
+ *    pointers may be NULL.
+ *  - Order: elements are received in the order their sends claimed a
+ *    position in the channel. In particular, the elements of one sending
+ *    thread are received in the order it sent them (per-producer FIFO).
+ *
+ * Closing: canal_close() forbids further sends. Everything whose send
+ * returned 0 before (or concurrently with, but ordered before) the close is
+ * still delivered: receivers drain the channel, then get -EPIPE. Close wakes
+ * every blocked sender (they return -EPIPE) and every blocked receiver.
+ *
+ * Capacity 0 is a synchronous (rendezvous) channel: a blocking send returns
+ * only once a receiver has taken the element; canal_try_send() succeeds only
+ * when a receiver is waiting.
+ */
+#ifndef CANAL_CHANNEL_H
+#define CANAL_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct canal_chan;
+
+/* ------------------------------------------------------------------ */
+/* Creation                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Flags for canal_chan_create(). */
+enum {
+	/* Reserved for channels placed in shared memory between processes;
+	 * not implemented yet: canal_chan_create() fails with EOPNOTSUPP. */
+	CANAL_SHARED = 1u << 0,
+};
+
+/* Largest capacity and element size accepted (elements, bytes). */
+#define CANAL_CAPACITY_MAX ((size_t)1 << 32)
+#define CANAL_ELT_SIZE_MAX ((size_t)1 << 30)
+
+/*
+ * canal_chan_create - create a channel of elements of elt_size bytes that
+ * holds up to capacity elements (0: synchronous channel).
+ *
+ * Returns the channel, or NULL with errno set:
+ *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,
+ *           elt_size > CANAL_ELT_SIZE_MAX, or the buffer size overflows;
+ *   ENOMEM  the memory could not be allocated;
+ *   EOPNOTSUPP  a flag is valid but not supported by this build.
+ * Never blocks. Thread-safe.
+ */
+struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
+				     unsigned flags);
+
+/*
+ * canal_chan_destroy - free a channel. No thread may use the channel during
+ * or after this call (close it and join its users first). Elements still in
+ * the channel are discarded. NULL is accepted and ignored.
+ */
+void canal_chan_destroy(struct canal_chan *ch);
+
+/* canal_chan_elt_size, canal_chan_capacity - the values given at creation.
+ * ch must be a valid channel. Never block; thread-safe. */
+size_t canal_chan_elt_size(const struct canal_chan *ch);
+size_t canal_chan_capacity(const struct canal_chan *ch);
+
+/*
+ * canal_chan_len - number of elements in the channel now (a snapshot that
+ * may be stale as soon as it is returned; 0 for a synchronous channel with
+ * no element being handed over). Never blocks; thread-safe.
+ */
+size_t canal_chan_len(const struct canal_chan *ch);
+
+/* canal_chan_is_closed - 1 once canal_close() has been called, else 0. */
+int canal_chan_is_closed(const struct canal_chan *ch);
+
+/* ------------------------------------------------------------------ */
+/* Sending and receiving one element                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * canal_send - copy *elt into the channel.
+ * Blocks while the channel is full (capacity 0: until a receiver takes the
+ * element). Returns 0, or -EPIPE if the channel is closed (before or while
+ * waiting; then the element was not sent and will never be received).
+ */
+int canal_send(struct canal_chan *ch, const void *elt);
+
+/*
+ * canal_recv - take the oldest element and copy it to *elt.
+ * Blocks while the channel is empty and open. Returns 0, or -EPIPE when the
+ * channel is closed and every element has been received.
+ */
+int canal_recv(struct canal_chan *ch, void *elt);
+
+/*
+ * canal_try_send - like canal_send() but never blocks: returns -EAGAIN when
+ * the channel is full (capacity 0: when no receiver is waiting), -EPIPE when
+ * closed, 0 when sent. With capacity 0, a 0 return means the element was
+ * handed to a waiting receiver; the call does not wait for it to be copied.
+ */
+int canal_try_send(struct canal_chan *ch, const void *elt);
+
+/*
+ * canal_try_recv - like canal_recv() but never blocks: -EAGAIN when the
+ * channel is empty and open, -EPIPE when closed and drained, 0 when an
+ * element was received. On a synchronous channel it succeeds only when a
+ * sender has an element ready.
+ */
+int canal_try_recv(struct canal_chan *ch, void *elt);
+
+/*
+ * canal_close - close the channel: later sends fail with -EPIPE, receivers
+ * drain what is left then get -EPIPE, and every blocked sender and receiver
+ * is woken. Returns 0, or -EPIPE if the channel was already closed.
+ * Never blocks; thread-safe (exactly one of concurrent closes returns 0).
+ */
+int canal_close(struct canal_chan *ch);
+
+/* ------------------------------------------------------------------ */
+/* Timeouts                                                            */
+/* ------------------------------------------------------------------ */
+
+/* canal_now_ns - CLOCK_MONOTONIC in nanoseconds, the clock of deadlines. */
+uint64_t canal_now_ns(void);
+
+/*
+ * canal_send_timeout, canal_recv_timeout - like canal_send() and
+ * canal_recv() but give up after timeout_ns nanoseconds with -ETIMEDOUT.
+ * timeout_ns < 0 waits forever; timeout_ns == 0 does not wait at all (then
+ * the result is -ETIMEDOUT, not -EAGAIN, when the operation could not
+ * complete at once). On -ETIMEDOUT nothing was sent or received.
+ */
+int canal_send_timeout(struct canal_chan *ch, const void *elt,
+		       int64_t timeout_ns);
+int canal_recv_timeout(struct canal_chan *ch, void *elt, int64_t timeout_ns);
+
+/*
+ * canal_send_deadline, canal_recv_deadline - the same with an absolute
+ * deadline on canal_now_ns()'s clock. A deadline in the past makes one
+ * attempt without waiting.
+ */
+int canal_send_deadline(struct canal_chan *ch, const void *elt,
+			uint64_t deadline_ns);
+int canal_recv_deadline(struct canal_chan *ch, void *elt,
+			uint64_t deadline_ns);
+
+/* ------------------------------------------------------------------ */
+/* Batches ("par lots")                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * canal_send_batch - send the n elements of the array elts (n * elt_size
+ * bytes, in order). Claims as many free slots as are available with one
+ * atomic operation per group, and blocks while the channel is full until all
+ * n are sent. The elements of one batch are received in order, but elements
+ * of other senders may be interleaved between groups.
+ * Returns the number of elements sent: n, or fewer if the channel was closed
+ * meanwhile (the first elements were sent, the rest were not); -EPIPE if it
+ * was closed before any was sent; -EINVAL if n > 0 and elts is NULL while
+ * elt_size > 0. n == 0 returns 0 at once.
+ */
+ssize_t canal_send_batch(struct canal_chan *ch, const void *elts, size_t n);
+
+/*
+ * canal_recv_batch - receive at least one and at most max elements into the
+ * array elts. Blocks until at least one is available; returns as soon as one
+ * is, taking every element available up to max. Returns the count (>= 1),
+ * -EPIPE when closed and drained, -EINVAL as above. max == 0 returns 0.
+ */
+ssize_t canal_recv_batch(struct canal_chan *ch, void *elts, size_t max);
+
+/* canal_try_send_batch, canal_try_recv_batch - as above but never block:
+ * send or receive what can be done at once; -EAGAIN if nothing could. */
+ssize_t canal_try_send_batch(struct canal_chan *ch, const void *elts,
+			     size_t n);
+ssize_t canal_try_recv_batch(struct canal_chan *ch, void *elts, size_t max);
+
+/* ------------------------------------------------------------------ */
+/* Single copy ("une seule copie")                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A slot of the channel lent to the caller, so that an element is written or
+ * read in place: one copy instead of two.
+ *
+ * Sending: canal_send_reserve() claims the next position and lends its slot;
+ * the caller writes the element at slot->data, then canal_send_commit()
+ * publishes it (or canal_send_abort() withdraws it: receivers skip it).
+ * Receiving: canal_recv_borrow() takes the oldest element and lends its slot;
+ * the caller reads slot->data, then canal_recv_release() gives the slot back.
+ *
+ * What stays valid when: slot->data is valid for writing from reserve until
+ * commit/abort, and for reading from borrow until release, and not after.
+ * Every reserve must be followed by exactly one commit or abort, and every
+ * borrow by exactly one release, by the same or another thread, before the
+ * channel is destroyed. While a slot is lent, later positions may be claimed
+ * by others, but receivers of the reserved position (and senders that wrap
+ * around onto a borrowed slot) wait for it: hold slots briefly.
+ * On a synchronous channel (capacity 0), commit blocks until a receiver
+ * has borrowed the element... and returns once it is taken.
+ */
+struct canal_slot {
+	void *data;	  /* elt_size bytes, see above */
+	uint64_t position; /* private to canal */
+};
+
+/* canal_send_reserve - block until a slot is free, claim it. Returns 0, or
+ * -EPIPE if the channel is closed. canal_try_send_reserve: -EAGAIN instead of
+ * blocking. */
+int canal_send_reserve(struct canal_chan *ch, struct canal_slot *slot);
+int canal_try_send_reserve(struct canal_chan *ch, struct canal_slot *slot);
+
+/* canal_send_commit - publish a reserved slot. Returns 0 (the element will
+ * be received even if the channel is closed after the reserve). Blocks only
+ * on a synchronous channel, until a receiver has taken the element. */
+int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot);
+
+/* canal_send_abort - withdraw a reserved slot: nobody receives it. Returns 0.
+ * Never blocks. */
+int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot);
+
+/* canal_recv_borrow - block until an element is there, lend its slot.
+ * Returns 0, or -EPIPE when closed and drained. canal_try_recv_borrow:
+ * -EAGAIN instead of blocking. */
+int canal_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
+int canal_try_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
+
+/* canal_recv_release - give a borrowed slot back. Returns 0. Never blocks. */
+int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
+
+/* ------------------------------------------------------------------ */
+/* Select: a passive wait on a set of operations                       */
+/* ------------------------------------------------------------------ */
+
+enum canal_op {
+	CANAL_OP_SEND = 1, /* send *elt on ch */
+	CANAL_OP_RECV = 2, /* receive into *elt from ch */
+};
+
+/* One operation of a select. result is written by canal_select() for the
+ * case it completes: 0, or -EPIPE if the channel was closed. */
+struct canal_case {
+	struct canal_chan *ch;
+	int op;	   /* enum canal_op */
+	void *elt; /* element to send, or buffer to receive into */
+	int result;
+};
+
+/* Flags for canal_select(). */
+enum {
+	/* Choose the first ready case in array order instead of a uniformly
+	 * random one among the ready cases. */
+	CANAL_SELECT_BIASED = 1u << 0,
+};
+
+/* Largest number of cases in one blocking canal_select(). */
+#define CANAL_SELECT_MAX 128
+
+/*
+ * canal_select - perform exactly one of the n operations in cases, the
+ * first that can complete, waiting up to timeout_ns for one to be ready
+ * (0: poll, do not wait; < 0: wait forever).
+ *
+ * Among cases ready at once, one is chosen uniformly at random (as Go
+ * does), unless flags has CANAL_SELECT_BIASED. A case on a closed channel
+ * is ready: a send case completes with result -EPIPE, a receive case once
+ * drained with result -EPIPE. The wait is passive: the thread sleeps on the
+ * futex words of all involved channels (futex_waitv) while nothing is ready.
+ * A case whose ch is NULL is ignored (as a nil channel in Go).
+ *
+ * Returns the index of the completed case (its result field says how), or
+ *   -EAGAIN     timeout_ns == 0 and no case was ready;
+ *   -ETIMEDOUT  the timeout expired;
+ *   -EINVAL     cases is NULL with n > 0, n > CANAL_SELECT_MAX, an op is
+ *               not a canal_op, or flags has unknown bits;
+ *   -ENOENT     every case has a NULL channel and timeout_ns < 0 (it would
+ *               block forever).
+ * Thread-safe. Operations on synchronous channels take part: a receive case
+ * makes the thread count as a waiting receiver while it waits. If the select
+ * then completes another case, an element that a sender handed over in that
+ * instant stays in the channel for the next receiver (the sender's blocking
+ * send still returns only once it is taken).
+ */
+int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
+		 unsigned flags);
+
+/* canal_strerror - a static English description of a canal error code
+ * (negative errno), e.g. "channel closed" for -EPIPE. Never NULL. */
+const char *canal_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CANAL_CHANNEL_H */

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs what the build needs on Debian, or says exactly what is missing.
+# Idempotent and quiet when everything is present.
+set -e
+missing=""
+need() { # need <command> <debian package>
+	command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
+}
+need_pkg() { # need_pkg <dpkg package>
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || missing="$missing $1"
+}
+need cmake cmake
+need ninja ninja-build
+need cc gcc
+need pkg-config pkg-config
+need python3 python3
+if command -v dpkg-query >/dev/null 2>&1; then
+	need_pkg python3-venv
+	need_pkg liburing-dev
+	need_pkg libzmq3-dev
+fi
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "bootstrap: installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+	echo "bootstrap: missing packages:$missing" >&2
+	echo "bootstrap: run: sudo apt-get install -y$missing" >&2
+	exit 1
+fi

@@ -1,0 +1,858 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan.c - channel creation, the ring, send/recv (blocking, try, timed),
+ * batches and single copy. The layout, invariants and memory-ordering
+ * pairs are described in internal.h; the wait protocol in wait.h.
+ *
+ * Fast paths first: an uncontended send or receive is one load of a slot
+ * stamp, one CAS of an index, a copy, one release store of the stamp and one
+ * load of the other side's waiter count (no syscall when nobody sleeps).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Busy-wait budget before parking: 2^0 + ... + 2^(SPIN_ROUNDS-1) pauses,
+ * a few microseconds, shorter than a futex round trip (~9 us here). */
+#define SPIN_ROUNDS 8
+
+/* Allocations up to this size come from the heap, larger ones from mmap
+ * (zero pages mapped lazily: a zero-filled ring is a valid empty ring). */
+#define HEAP_ALLOC_MAX ((size_t)256 << 10)
+
+/* Largest mapping accepted: beyond this a request is absurd, not merely
+ * too big for this machine (x86-64 user space is 128 TiB). */
+#define CHAN_BYTES_MAX ((uint64_t)1 << 46)
+
+/* ------------------------------------------------------------------ */
+/* Backoff while the other side is between its index CAS and its stamp */
+/* store (bounded: it is running, or preempted and then we yield).     */
+/* ------------------------------------------------------------------ */
+
+struct backoff {
+	unsigned step;
+};
+
+static void backoff_snooze(struct backoff *b)
+{
+	if (b->step < 6) {
+		for (unsigned i = 0; i < (1u << b->step); i++)
+			canal_cpu_relax();
+		b->step++;
+	} else {
+		sched_yield();
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Ring primitives                                                      */
+/* ------------------------------------------------------------------ */
+
+long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out)
+{
+	struct backoff b = { 0 };
+	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+
+	for (;;) {
+		if (unlikely(t & TAIL_CLOSED))
+			return -EPIPE;
+		uint64_t pos = t >> 1;
+		struct canal_slot_hdr *s = slot_at(ch, pos);
+		uint64_t st = atomic_load_explicit(&s->stamp,
+						   memory_order_acquire);
+
+		if (likely(st == stamp_for(ch, pos, STAMP_FREE))) {
+			size_t k = 1;
+			while (k < n && k < ch->ring &&
+			       atomic_load_explicit(&slot_at(ch, pos + k)->stamp,
+						    memory_order_acquire) ==
+				       stamp_for(ch, pos + k, STAMP_FREE))
+				k++;
+			/* seq_cst: the "N1" of the wait protocol for
+			 * receivers, whose condition reads tail. */
+			if (atomic_compare_exchange_weak_explicit(
+				    &ch->tail, &t, t + ((uint64_t)k << 1),
+				    memory_order_seq_cst, memory_order_relaxed)) {
+				*pos_out = pos;
+				return (long)k;
+			}
+			continue;
+		}
+		uint64_t stamp_pos = (st >> 2) + ring_index(ch, pos);
+		if (stamp_pos < pos) {
+			/* The slot still holds position pos - ring. */
+			uint64_t h = atomic_load_explicit(&ch->head,
+							  memory_order_seq_cst);
+			if (pos - h >= ch->ring) {
+				uint64_t t2 = atomic_load_explicit(
+					&ch->tail, memory_order_relaxed);
+				if (t2 == t)
+					return -EAGAIN; /* full */
+				t = t2;
+				continue;
+			}
+			/* A receiver claimed it and is copying out. */
+			backoff_snooze(&b);
+		}
+		/* else: our tail was stale. */
+		t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+	}
+}
+
+long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out)
+{
+	struct backoff b = { 0 };
+	uint64_t h = atomic_load_explicit(&ch->head, memory_order_relaxed);
+
+	for (;;) {
+		struct canal_slot_hdr *s = slot_at(ch, h);
+		uint64_t st = atomic_load_explicit(&s->stamp,
+						   memory_order_acquire);
+
+		if (likely(st == stamp_for(ch, h, STAMP_FULL) ||
+			   st == stamp_for(ch, h, STAMP_SKIP))) {
+			size_t k = 1;
+			while (k < max && k < ch->ring) {
+				uint64_t st2 = atomic_load_explicit(
+					&slot_at(ch, h + k)->stamp,
+					memory_order_acquire);
+				if (st2 != stamp_for(ch, h + k, STAMP_FULL) &&
+				    st2 != stamp_for(ch, h + k, STAMP_SKIP))
+					break;
+				k++;
+			}
+			/* seq_cst: the "N1" of the wait protocol for senders,
+			 * whose condition reads head. */
+			if (atomic_compare_exchange_weak_explicit(
+				    &ch->head, &h, h + k, memory_order_seq_cst,
+				    memory_order_relaxed)) {
+				*pos_out = h;
+				return (long)k;
+			}
+			continue;
+		}
+		uint64_t stamp_pos = (st >> 2) + ring_index(ch, h);
+		if (stamp_pos <= h) {
+			/* Position h is not published yet. */
+			uint64_t t = atomic_load_explicit(&ch->tail,
+							  memory_order_seq_cst);
+			if ((t >> 1) == h)
+				return (t & TAIL_CLOSED) ? -EPIPE : -EAGAIN;
+			uint64_t h2 = atomic_load_explicit(
+				&ch->head, memory_order_relaxed);
+			if (h2 != h) {
+				h = h2;
+				continue;
+			}
+			/* A sender claimed h and is copying in. */
+			backoff_snooze(&b);
+		}
+		/* else: our head was stale. */
+		h = atomic_load_explicit(&ch->head, memory_order_relaxed);
+	}
+}
+
+void ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state)
+{
+	/* Release: pairs with the acquire load of the stamp by the receiver
+	 * that claims pos (ring_claim_recv), publishing the data. */
+	atomic_store_explicit(&slot_at(ch, pos)->stamp,
+			      stamp_for(ch, pos, state), memory_order_release);
+}
+
+void ring_release(struct canal_chan *ch, uint64_t pos)
+{
+	/* Release: pairs with the acquire load of the stamp by the sender of
+	 * pos + ring (ring_claim_send): our reads of the data come first. */
+	atomic_store_explicit(&slot_at(ch, pos)->stamp,
+			      stamp_for(ch, pos + ch->ring, STAMP_FREE),
+			      memory_order_release);
+}
+
+bool ring_can_send(struct canal_chan *ch)
+{
+	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	if (t & TAIL_CLOSED)
+		return true;
+	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
+	return (t >> 1) - h < ch->ring;
+}
+
+bool ring_can_recv(struct canal_chan *ch)
+{
+	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	return (t >> 1) != h || (t & TAIL_CLOSED);
+}
+
+bool sync_can_send(struct canal_chan *ch)
+{
+	return atomic_load_explicit(&ch->demand, memory_order_seq_cst) > 0 ||
+	       chan_closed(ch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting (spin, then park on an event count)                         */
+/* ------------------------------------------------------------------ */
+
+/* Wait until cond(ch) holds or the deadline passes: 0 or -ETIMEDOUT.
+ * A 0 return only says "try again": the caller re-attempts its operation. */
+static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
+		    bool (*cond)(struct canal_chan *), uint64_t deadline)
+{
+	for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+		for (unsigned i = 0; i < (1u << r); i++)
+			canal_cpu_relax();
+		if (cond(ch))
+			return 0;
+	}
+	uint32_t key = waitq_prepare(q);
+	if (cond(ch)) {
+		waitq_finish(q);
+		return 0;
+	}
+	int w = waitq_sleep(q, key, ch->shared, deadline);
+	waitq_finish(q);
+	return w;
+}
+
+/* Synchronous send: wait until the receiver has claimed position pos. */
+static void wait_ack(struct canal_chan *ch, uint64_t pos)
+{
+	for (;;) {
+		if (atomic_load_explicit(&ch->head, memory_order_seq_cst) > pos)
+			return;
+		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+			for (unsigned i = 0; i < (1u << r); i++)
+				canal_cpu_relax();
+			if (atomic_load_explicit(&ch->head,
+						 memory_order_seq_cst) > pos)
+				return;
+		}
+		uint32_t key = waitq_prepare(&ch->ack_wq);
+		if (atomic_load_explicit(&ch->head, memory_order_seq_cst) > pos) {
+			waitq_finish(&ch->ack_wq);
+			return;
+		}
+		waitq_sleep(&ch->ack_wq, key, ch->shared, CANAL_NO_DEADLINE);
+		waitq_finish(&ch->ack_wq);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Synchronous channels: demand                                        */
+/* ------------------------------------------------------------------ */
+
+void sync_announce(struct canal_chan *ch)
+{
+	int64_t o = atomic_load_explicit(&ch->orphans, memory_order_relaxed);
+	while (o > 0) {
+		if (atomic_compare_exchange_weak_explicit(
+			    &ch->orphans, &o, o - 1, memory_order_seq_cst,
+			    memory_order_relaxed))
+			return; /* an element without receiver is ours */
+	}
+	/* seq_cst: the "N1" of the wait protocol for senders waiting for
+	 * demand (sync_can_send). */
+	atomic_fetch_add_explicit(&ch->demand, 1, memory_order_seq_cst);
+	waitq_notify(&ch->demand_wq, 1, ch->shared);
+}
+
+bool sync_retract(struct canal_chan *ch)
+{
+	int64_t d = atomic_load_explicit(&ch->demand, memory_order_relaxed);
+	while (d > 0) {
+		if (atomic_compare_exchange_weak_explicit(
+			    &ch->demand, &d, d - 1, memory_order_seq_cst,
+			    memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+void sync_make_orphan(struct canal_chan *ch)
+{
+	atomic_fetch_add_explicit(&ch->orphans, 1, memory_order_seq_cst);
+}
+
+/* Give back a unit of demand taken by a sender that could not push. */
+static void sync_give_back(struct canal_chan *ch)
+{
+	atomic_fetch_add_explicit(&ch->demand, 1, memory_order_seq_cst);
+	waitq_notify(&ch->demand_wq, 1, ch->shared);
+}
+
+/* Take one unit of demand: 0, -EAGAIN (try_only), -EPIPE, -ETIMEDOUT. */
+static int sync_take_demand(struct canal_chan *ch, uint64_t deadline,
+			    bool try_only)
+{
+	bool counted = false;
+	int ret;
+	int64_t d = atomic_load_explicit(&ch->demand, memory_order_relaxed);
+
+	for (;;) {
+		while (d > 0) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &ch->demand, &d, d - 1,
+				    memory_order_seq_cst, memory_order_relaxed)) {
+				ret = 0;
+				goto out;
+			}
+		}
+		if (chan_closed(ch)) {
+			ret = -EPIPE;
+			goto out;
+		}
+		if (try_only) {
+			ret = -EAGAIN;
+			goto out;
+		}
+		if (!counted) {
+			/* Lets a try_recv know that a sender waits. */
+			atomic_fetch_add_explicit(&ch->senders_waiting, 1,
+						  memory_order_seq_cst);
+			counted = true;
+		}
+		int w = wait_for(ch, &ch->demand_wq, sync_can_send, deadline);
+		d = atomic_load_explicit(&ch->demand, memory_order_relaxed);
+		if (w == -ETIMEDOUT && d <= 0 && !chan_closed(ch)) {
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+	}
+out:
+	if (counted)
+		atomic_fetch_sub_explicit(&ch->senders_waiting, 1,
+					  memory_order_relaxed);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Send and receive, every flavour                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * send_common - claim a position, then copy elt in and publish it, or lend
+ * the slot (reserve != NULL). Synchronous channels first take demand and,
+ * for a blocking send, wait for the ack.
+ */
+static int send_common(struct canal_chan *ch, const void *elt,
+		       struct canal_slot *reserve, uint64_t deadline,
+		       bool try_only)
+{
+	uint64_t pos;
+	long r;
+
+	if (unlikely(ch->sync)) {
+		int d = sync_take_demand(ch, deadline, try_only);
+		if (d)
+			return d;
+	}
+	for (;;) {
+		r = ring_claim_send(ch, 1, &pos);
+		if (likely(r > 0))
+			break;
+		if (r == -EAGAIN && !try_only &&
+		    wait_for(ch, &ch->send_wq, ring_can_send, deadline) == 0)
+			continue;
+		if (r == -EAGAIN && !try_only) {
+			/* Timed out: one last attempt. */
+			r = ring_claim_send(ch, 1, &pos);
+			if (r > 0)
+				break;
+			if (r == -EAGAIN)
+				r = -ETIMEDOUT;
+		}
+		if (ch->sync && r != -EPIPE)
+			sync_give_back(ch);
+		return (int)r;
+	}
+	if (reserve) {
+		reserve->data = slot_data(slot_at(ch, pos));
+		reserve->position = pos;
+		return 0;
+	}
+	copy_elt(slot_data(slot_at(ch, pos)), elt, ch->elt_size);
+	ring_publish(ch, pos, STAMP_FULL);
+	waitq_notify(&ch->recv_wq, 1, ch->shared);
+	if (unlikely(ch->sync) && !try_only)
+		wait_ack(ch, pos);
+	return 0;
+}
+
+/* After claiming position pos for receiving: hand it out (copy, or lend
+ * it). Returns false for a withdrawn element, which is released. */
+static bool take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
+			 struct canal_slot *lend)
+{
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_acquire);
+
+	if (unlikely(ch->sync))
+		waitq_notify(&ch->ack_wq, UINT32_MAX, ch->shared);
+	if (unlikely((st & 3) == STAMP_SKIP)) {
+		ring_release(ch, pos);
+		waitq_notify(&ch->send_wq, 1, ch->shared);
+		return false;
+	}
+	if (lend) {
+		lend->data = slot_data(s);
+		lend->position = pos;
+		return true;
+	}
+	copy_elt(elt, slot_data(s), ch->elt_size);
+	ring_release(ch, pos);
+	waitq_notify(&ch->send_wq, 1, ch->shared);
+	return true;
+}
+
+/* Receive from the ring, the receiver having announced itself if the
+ * channel is synchronous. committed: a sender has matched this receiver,
+ * so it must not time out. */
+static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
+		     uint64_t deadline, bool try_only, bool committed)
+{
+	uint64_t pos;
+
+	for (;;) {
+		long r = ring_claim_recv(ch, 1, &pos);
+		if (likely(r > 0)) {
+			if (take_claimed(ch, pos, elt, lend))
+				return 0;
+			continue;
+		}
+		if (r == -EPIPE)
+			return -EPIPE;
+		if (try_only)
+			return -EAGAIN;
+		uint64_t dl = committed ? CANAL_NO_DEADLINE : deadline;
+		if (wait_for(ch, &ch->recv_wq, ring_can_recv, dl) == 0)
+			continue;
+		/* Timed out: one last attempt, then give up. */
+		r = ring_claim_recv(ch, 1, &pos);
+		if (r > 0) {
+			if (take_claimed(ch, pos, elt, lend))
+				return 0;
+			continue;
+		}
+		if (r == -EPIPE)
+			return -EPIPE;
+		if (!ch->sync || sync_retract(ch))
+			return -ETIMEDOUT;
+		committed = true; /* a sender took our demand: wait for it */
+	}
+}
+
+int sync_recv_announced(struct canal_chan *ch, void *elt, uint64_t deadline,
+			bool committed)
+{
+	return recv_ring(ch, elt, NULL, deadline, false, committed);
+}
+
+/* How long a try_recv on a synchronous channel waits for a sender that is
+ * already waiting to hand its element over. */
+#define SYNC_TRY_WAIT_NS 1000000u
+
+static int recv_common(struct canal_chan *ch, void *elt,
+		       struct canal_slot *lend, uint64_t deadline,
+		       bool try_only)
+{
+	if (likely(!ch->sync))
+		return recv_ring(ch, elt, lend, deadline, try_only, false);
+	if (try_only) {
+		/* Only an element in the ring or a waiting sender can make a
+		 * synchronous try_recv succeed. */
+		if (!ring_can_recv(ch) &&
+		    atomic_load_explicit(&ch->senders_waiting,
+					 memory_order_seq_cst) == 0)
+			return -EAGAIN;
+		sync_announce(ch);
+		int r = recv_ring(ch, elt, lend,
+				  canal_now_ns() + SYNC_TRY_WAIT_NS, false,
+				  false);
+		return r == -ETIMEDOUT ? -EAGAIN : r;
+	}
+	sync_announce(ch);
+	return recv_ring(ch, elt, lend, deadline, false, false);
+}
+
+int chan_try_send_one(struct canal_chan *ch, const void *elt)
+{
+	return send_common(ch, elt, NULL, 0, true);
+}
+
+int chan_try_recv_one(struct canal_chan *ch, void *elt)
+{
+	return recv_common(ch, elt, NULL, 0, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* Creation                                                            */
+/* ------------------------------------------------------------------ */
+
+static uint64_t round_up(uint64_t x, uint64_t to)
+{
+	return (x + to - 1) / to * to;
+}
+
+EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
+					    unsigned flags)
+{
+	if (flags & ~(unsigned)CANAL_SHARED) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (flags & CANAL_SHARED) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (capacity > CANAL_CAPACITY_MAX || elt_size > CANAL_ELT_SIZE_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	uint64_t ring = capacity ? capacity : CANAL_SYNC_RING;
+	uint64_t stride = round_up(sizeof(struct canal_slot_hdr) + elt_size, 8);
+	uint64_t hdr = round_up(sizeof(struct canal_chan), CANAL_CACHELINE);
+	if (ring > (CHAN_BYTES_MAX - hdr) / stride) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size_t bytes = (size_t)round_up(hdr + ring * stride, CANAL_CACHELINE);
+
+	struct canal_chan *ch;
+	bool mapped = bytes > HEAP_ALLOC_MAX;
+	if (mapped) {
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		ch = p;
+	} else {
+		ch = aligned_alloc(CANAL_CACHELINE, bytes);
+		if (!ch) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		memset(ch, 0, bytes);
+	}
+	ch->magic = CANAL_MAGIC;
+	ch->version = CANAL_LAYOUT_VERSION;
+	ch->flags = flags;
+	ch->elt_size = elt_size;
+	ch->capacity = capacity;
+	ch->ring = ring;
+	ch->pow2 = (ring & (ring - 1)) == 0;
+	ch->ring_mask = ch->pow2 ? ring - 1 : 0;
+	ch->stride = stride;
+	ch->slots_offset = hdr;
+	ch->map_size = bytes;
+	ch->shared = 0;
+	ch->sync = capacity == 0;
+	ch->mmapped = mapped;
+	/* Every index, stamp and futex word starts at 0: an empty, open ring
+	 * (stamps are relative to their slot, see internal.h). */
+	atomic_thread_fence(memory_order_release);
+	return ch;
+}
+
+EXPORT void canal_chan_destroy(struct canal_chan *ch)
+{
+	if (!ch)
+		return;
+	if (ch->mmapped)
+		munmap(ch, ch->map_size);
+	else
+		free(ch);
+}
+
+EXPORT size_t canal_chan_elt_size(const struct canal_chan *ch)
+{
+	return ch->elt_size;
+}
+
+EXPORT size_t canal_chan_capacity(const struct canal_chan *ch)
+{
+	return ch->capacity;
+}
+
+EXPORT size_t canal_chan_len(const struct canal_chan *ch)
+{
+	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	return (t >> 1) > h ? (size_t)((t >> 1) - h) : 0;
+}
+
+EXPORT int canal_chan_is_closed(const struct canal_chan *ch)
+{
+	return chan_closed(ch) ? 1 : 0;
+}
+
+EXPORT int canal_close(struct canal_chan *ch)
+{
+	if (unlikely(!ch))
+		return -EINVAL;
+	/* seq_cst: the "N1" of every waiter's condition (they all read tail). */
+	uint64_t old = atomic_fetch_or_explicit(&ch->tail, TAIL_CLOSED,
+						memory_order_seq_cst);
+	if (old & TAIL_CLOSED)
+		return -EPIPE;
+	waitq_notify(&ch->recv_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->send_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->demand_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->ack_wq, UINT32_MAX, ch->shared);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public send/recv                                                    */
+/* ------------------------------------------------------------------ */
+
+#define CHECK_ELT(ch, elt)                                                   \
+	do {                                                                 \
+		if (unlikely(!(ch) || (!(elt) && (ch)->elt_size)))           \
+			return -EINVAL;                                      \
+	} while (0)
+
+EXPORT int canal_send(struct canal_chan *ch, const void *elt)
+{
+	CHECK_ELT(ch, elt);
+	return send_common(ch, elt, NULL, CANAL_NO_DEADLINE, false);
+}
+
+EXPORT int canal_recv(struct canal_chan *ch, void *elt)
+{
+	CHECK_ELT(ch, elt);
+	return recv_common(ch, elt, NULL, CANAL_NO_DEADLINE, false);
+}
+
+EXPORT int canal_try_send(struct canal_chan *ch, const void *elt)
+{
+	CHECK_ELT(ch, elt);
+	return send_common(ch, elt, NULL, 0, true);
+}
+
+EXPORT int canal_try_recv(struct canal_chan *ch, void *elt)
+{
+	CHECK_ELT(ch, elt);
+	return recv_common(ch, elt, NULL, 0, true);
+}
+
+EXPORT int canal_send_deadline(struct canal_chan *ch, const void *elt,
+			       uint64_t deadline_ns)
+{
+	CHECK_ELT(ch, elt);
+	return send_common(ch, elt, NULL, deadline_ns, false);
+}
+
+EXPORT int canal_recv_deadline(struct canal_chan *ch, void *elt,
+			       uint64_t deadline_ns)
+{
+	CHECK_ELT(ch, elt);
+	return recv_common(ch, elt, NULL, deadline_ns, false);
+}
+
+EXPORT int canal_send_timeout(struct canal_chan *ch, const void *elt,
+			      int64_t timeout_ns)
+{
+	return canal_send_deadline(ch, elt,
+				   canal_deadline_from_timeout(timeout_ns));
+}
+
+EXPORT int canal_recv_timeout(struct canal_chan *ch, void *elt,
+			      int64_t timeout_ns)
+{
+	return canal_recv_deadline(ch, elt,
+				   canal_deadline_from_timeout(timeout_ns));
+}
+
+/* ------------------------------------------------------------------ */
+/* Batches                                                             */
+/* ------------------------------------------------------------------ */
+
+static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
+			  bool try_only)
+{
+	const char *src = elts;
+	size_t done = 0;
+	long r = 0;
+
+	if (unlikely(!ch || (!elts && n && ch->elt_size)))
+		return -EINVAL;
+	if (ch->sync) {
+		/* A rendezvous per element. */
+		for (; done < n; done++) {
+			r = send_common(ch, src + done * ch->elt_size, NULL,
+					CANAL_NO_DEADLINE, try_only);
+			if (r)
+				break;
+		}
+		return done ? (ssize_t)done : (n ? (ssize_t)r : 0);
+	}
+	while (done < n) {
+		uint64_t pos;
+		r = ring_claim_send(ch, n - done, &pos);
+		if (r == -EAGAIN && !try_only) {
+			wait_for(ch, &ch->send_wq, ring_can_send,
+				 CANAL_NO_DEADLINE);
+			continue;
+		}
+		if (r < 0)
+			break;
+		for (long i = 0; i < r; i++) {
+			copy_elt(slot_data(slot_at(ch, pos + (uint64_t)i)),
+				 src + (done + (size_t)i) * ch->elt_size,
+				 ch->elt_size);
+			ring_publish(ch, pos + (uint64_t)i, STAMP_FULL);
+		}
+		waitq_notify(&ch->recv_wq, (uint32_t)r, ch->shared);
+		done += (size_t)r;
+	}
+	return done ? (ssize_t)done : (n ? (ssize_t)r : 0);
+}
+
+static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
+			  bool try_only)
+{
+	char *dst = elts;
+
+	if (unlikely(!ch || (!elts && max && ch->elt_size)))
+		return -EINVAL;
+	if (max == 0)
+		return 0;
+	if (ch->sync) {
+		int r = recv_common(ch, dst, NULL, CANAL_NO_DEADLINE, try_only);
+		return r ? r : 1;
+	}
+	for (;;) {
+		uint64_t pos;
+		long r = ring_claim_recv(ch, max, &pos);
+		if (r == -EAGAIN && !try_only) {
+			wait_for(ch, &ch->recv_wq, ring_can_recv,
+				 CANAL_NO_DEADLINE);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		size_t got = 0;
+		for (long i = 0; i < r; i++) {
+			uint64_t p = pos + (uint64_t)i;
+			struct canal_slot_hdr *s = slot_at(ch, p);
+			uint64_t st = atomic_load_explicit(&s->stamp,
+							   memory_order_acquire);
+			if ((st & 3) == STAMP_FULL) {
+				copy_elt(dst + got * ch->elt_size,
+					 slot_data(s), ch->elt_size);
+				got++;
+			}
+			ring_release(ch, p);
+		}
+		waitq_notify(&ch->send_wq, (uint32_t)r, ch->shared);
+		if (got)
+			return (ssize_t)got;
+	}
+}
+
+EXPORT ssize_t canal_send_batch(struct canal_chan *ch, const void *elts,
+				size_t n)
+{
+	return send_batch(ch, elts, n, false);
+}
+
+EXPORT ssize_t canal_recv_batch(struct canal_chan *ch, void *elts, size_t max)
+{
+	return recv_batch(ch, elts, max, false);
+}
+
+EXPORT ssize_t canal_try_send_batch(struct canal_chan *ch, const void *elts,
+				    size_t n)
+{
+	return send_batch(ch, elts, n, true);
+}
+
+EXPORT ssize_t canal_try_recv_batch(struct canal_chan *ch, void *elts,
+				    size_t max)
+{
+	return recv_batch(ch, elts, max, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* Single copy                                                         */
+/* ------------------------------------------------------------------ */
+
+EXPORT int canal_send_reserve(struct canal_chan *ch, struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot))
+		return -EINVAL;
+	return send_common(ch, NULL, slot, CANAL_NO_DEADLINE, false);
+}
+
+EXPORT int canal_try_send_reserve(struct canal_chan *ch,
+				  struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot))
+		return -EINVAL;
+	return send_common(ch, NULL, slot, 0, true);
+}
+
+static bool slot_is_lent(struct canal_chan *ch, const struct canal_slot *slot)
+{
+	return slot && slot->data == slot_data(slot_at(ch, slot->position));
+}
+
+EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot_is_lent(ch, slot)))
+		return -EINVAL;
+	uint64_t pos = slot->position;
+	slot->data = NULL;
+	ring_publish(ch, pos, STAMP_FULL);
+	waitq_notify(&ch->recv_wq, 1, ch->shared);
+	if (ch->sync)
+		wait_ack(ch, pos);
+	return 0;
+}
+
+EXPORT int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot_is_lent(ch, slot)))
+		return -EINVAL;
+	slot->data = NULL;
+	ring_publish(ch, slot->position, STAMP_SKIP);
+	/* Receivers may wait on this position: let one skip it. */
+	waitq_notify(&ch->recv_wq, 1, ch->shared);
+	if (ch->sync)
+		sync_give_back(ch);
+	return 0;
+}
+
+EXPORT int canal_recv_borrow(struct canal_chan *ch, struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot))
+		return -EINVAL;
+	return recv_common(ch, NULL, slot, CANAL_NO_DEADLINE, false);
+}
+
+EXPORT int canal_try_recv_borrow(struct canal_chan *ch,
+				 struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot))
+		return -EINVAL;
+	return recv_common(ch, NULL, slot, 0, true);
+}
+
+EXPORT int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot)
+{
+	if (unlikely(!ch || !slot_is_lent(ch, slot)))
+		return -EINVAL;
+	slot->data = NULL;
+	ring_release(ch, slot->position);
+	waitq_notify(&ch->send_wq, 1, ch->shared);
+	return 0;
+}

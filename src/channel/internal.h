@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - the channel's layout and the ring operations shared by
+ * chan.c (send/recv/batch/single copy) and select.c.
+ *
+ * THE RING (a bounded MPMC queue with one sequence stamp per slot, after
+ * D. Vyukov). Positions are 64-bit counters that never wrap in practice
+ * (2^62 operations). Position p lives in slot p % ring.
+ *
+ *   tail = (next send position << 1) | CLOSED   (one word: a send's claim
+ *          and close are ordered by the same atomic, so no send can succeed
+ *          after close has returned)
+ *   head = next receive position
+ *
+ * Slot stamps are stored relative to the slot index i, so that a zero-filled
+ * buffer is an empty ring (memory can be mapped lazily, and a shared segment
+ * made by ftruncate() is valid as is):
+ *   stamp = ((p - i) << 2) | state,  state: 0 free for position p,
+ *                                           1 holds p's element,
+ *                                           2 p was withdrawn (skip it).
+ *
+ * Invariants:
+ *  I1 head <= tail position; tail position - head <= ring.
+ *  I2 A sender owns position p from its CAS of tail (p -> p+1) until it
+ *     stores stamp (p,1|2); a receiver owns p from its CAS of head until it
+ *     stores stamp (p+ring, 0). Only the owner writes the slot's data.
+ *  I3 A slot's stamp only moves forward: (p,0) -> (p,1|2) -> (p+ring,0).
+ *
+ * Memory ordering:
+ *  - Sender: CAS tail (seq_cst) ... write data ... store stamp (p,1)
+ *    (release). Receiver: load stamp (acquire) sees (p,1), then reads data:
+ *    the release/acquire pair on the stamp publishes the data.
+ *  - Receiver: CAS head (seq_cst) ... read data ... store stamp (p+ring,0)
+ *    (release). Sender: load stamp (acquire) sees it free, then writes data.
+ *  - Blocking: a thread parks only after reading the *indices* (seq_cst) in
+ *    its wait condition, never the stamp: "empty" is tail == head, "full" is
+ *    tail - head == ring. The other side's CAS of that index is the seq_cst
+ *    RMW of the wait protocol in wait.h, and it notifies after its stamp
+ *    store. When the indices say "ready" but the stamp is not stored yet, the
+ *    other side is between its CAS and its store: we spin (backoff) instead
+ *    of parking.
+ *
+ * SYNCHRONOUS CHANNELS (capacity 0) use a small internal ring and a demand
+ * counter: a receiver first announces itself (demand++), and a sender may
+ * only push after taking one unit of demand (CAS demand d -> d-1, d > 0).
+ * So an element is pushed only for a receiver that is committed to take
+ * one, and the sender then waits for the ack: head past its position.
+ *   demand  = receivers announced and not yet matched by a sender;
+ *   orphans = elements pushed whose receiver went elsewhere (a select that
+ *             completed another case); a receiver announcing itself takes
+ *             an orphan first instead of adding demand.
+ * A receiver that gives up (timeout) retracts its demand (CAS d -> d-1,
+ * d > 0); if demand is 0 a sender has matched it, an element is coming,
+ * and the receiver takes it.
+ */
+#ifndef CANAL_INTERNAL_H
+#define CANAL_INTERNAL_H
+
+#include "wait.h"
+
+#include <canal/channel.h>
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CANAL_CACHELINE 64
+#define CANAL_MAGIC 0x4c414e4143ull /* "CANAL" */
+#define CANAL_LAYOUT_VERSION 1u
+
+#define TAIL_CLOSED 1ull
+
+#define STAMP_FREE 0u
+#define STAMP_FULL 1u
+#define STAMP_SKIP 2u
+
+/* Internal ring size of synchronous channels. */
+#define CANAL_SYNC_RING 16u
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+struct canal_slot_hdr {
+	_Atomic uint64_t stamp;
+	/* data follows, elt_size bytes, 8-byte aligned */
+};
+
+struct canal_chan {
+	/* Read-only after creation. */
+	uint64_t magic;
+	uint32_t version;
+	uint32_t flags;	     /* CANAL_SHARED, ... */
+	uint64_t elt_size;
+	uint64_t capacity;   /* as created; 0 for synchronous */
+	uint64_t ring;	     /* slots */
+	uint64_t ring_mask;  /* ring - 1 when ring is a power of two, else 0 */
+	uint64_t stride;     /* bytes per slot */
+	uint64_t slots_offset;
+	uint64_t map_size;   /* bytes of the whole allocation */
+	uint32_t shared;     /* futex words are process-shared */
+	uint32_t pow2;	     /* ring is a power of two */
+	uint32_t sync;	     /* capacity 0 */
+	uint32_t mmapped;    /* allocated with mmap */
+
+	alignas(CANAL_CACHELINE) _Atomic uint64_t tail;
+	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
+	alignas(CANAL_CACHELINE) struct canal_waitq recv_wq; /* want element */
+	alignas(CANAL_CACHELINE) struct canal_waitq send_wq; /* want slot */
+
+	/* Synchronous channels only. */
+	alignas(CANAL_CACHELINE) _Atomic int64_t demand;
+	_Atomic int64_t orphans;
+	_Atomic uint32_t senders_waiting; /* senders wanting demand */
+	struct canal_waitq demand_wq;	  /* senders waiting for demand */
+	struct canal_waitq ack_wq;	  /* senders waiting for the ack */
+};
+
+static inline uint64_t ring_index(const struct canal_chan *ch, uint64_t pos)
+{
+	return likely(ch->pow2) ? (pos & ch->ring_mask) : (pos % ch->ring);
+}
+
+static inline struct canal_slot_hdr *slot_at(const struct canal_chan *ch,
+					     uint64_t pos)
+{
+	return (struct canal_slot_hdr *)((char *)ch + ch->slots_offset +
+					 ring_index(ch, pos) * ch->stride);
+}
+
+static inline void *slot_data(struct canal_slot_hdr *s)
+{
+	return (char *)s + sizeof(*s);
+}
+
+/* The stamp value meaning `state` for position pos in its slot. */
+static inline uint64_t stamp_for(const struct canal_chan *ch, uint64_t pos,
+				 unsigned state)
+{
+	return ((pos - ring_index(ch, pos)) << 2) | state;
+}
+
+static inline bool chan_closed(const struct canal_chan *ch)
+{
+	return atomic_load_explicit(&ch->tail, memory_order_seq_cst) &
+	       TAIL_CLOSED;
+}
+
+static inline void copy_elt(void *dst, const void *src, size_t n)
+{
+	switch (n) {
+	case 0:
+		return;
+	case 8:
+		memcpy(dst, src, 8);
+		return;
+	case 4:
+		memcpy(dst, src, 4);
+		return;
+	case 16:
+		memcpy(dst, src, 16);
+		return;
+	default:
+		memcpy(dst, src, n);
+	}
+}
+
+/* Ring primitives (chan.c). Return counts > 0, or -EAGAIN / -EPIPE. */
+long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos);
+long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos);
+void ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);
+void ring_release(struct canal_chan *ch, uint64_t pos);
+
+/* Wait conditions, read with seq_cst (see "Blocking" above). */
+bool ring_can_send(struct canal_chan *ch);  /* not full, or closed */
+bool ring_can_recv(struct canal_chan *ch);  /* not empty, or closed */
+bool sync_can_send(struct canal_chan *ch);  /* demand > 0, or closed */
+
+/* Non-blocking single operations used by select (chan.c). */
+int chan_try_send_one(struct canal_chan *ch, const void *elt);
+int chan_try_recv_one(struct canal_chan *ch, void *elt);
+
+/* Synchronous-channel receiver bookkeeping (chan.c). */
+void sync_announce(struct canal_chan *ch);
+/* true: retracted; false: a sender matched us, an element is coming. */
+bool sync_retract(struct canal_chan *ch);
+void sync_make_orphan(struct canal_chan *ch);
+/* Blocking receive for a receiver that has announced itself. */
+int sync_recv_announced(struct canal_chan *ch, void *elt, uint64_t deadline,
+			bool committed);
+
+#endif /* CANAL_INTERNAL_H */

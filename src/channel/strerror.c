@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* strerror.c - descriptions of canal's error codes. */
+#include <canal/channel.h>
+
+#include <errno.h>
+
+__attribute__((visibility("default"))) const char *canal_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case -EPIPE:
+		return "channel closed";
+	case -EAGAIN:
+		return "operation would block (channel full, empty, or no peer ready)";
+	case -ETIMEDOUT:
+		return "timed out";
+	case -EINVAL:
+		return "invalid argument";
+	case -ENOMEM:
+		return "out of memory";
+	case -ENOENT:
+		return "no channel to wait on";
+	case -EOPNOTSUPP:
+		return "operation not supported";
+	default:
+		return "unknown error";
+	}
+}

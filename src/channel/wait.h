@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wait.h - canal's one way to wait: event counts over 32-bit futex words.
+ *
+ * A struct canal_waitq is an event count: a sequence word (the futex word)
+ * and the number of waiters. It lives inside the channel, holds no pointer,
+ * and works in memory shared between processes (the futex operations drop
+ * FUTEX_PRIVATE_FLAG when the queue is shared).
+ *
+ * Protocol (the waiter must re-check its condition between prepare and
+ * sleep; the notifier must make its condition true before notify):
+ *
+ *   waiter                               notifier
+ *   W1 key = waitq_prepare(q)            N1 make the condition true
+ *        (waiters++ seq_cst, then           (a seq_cst RMW on the index
+ *         key = seq acquire)                 the waiter's condition reads)
+ *   W2 if (condition) { cancel; done }   N2 waitq_notify_one/all(q)
+ *        (a seq_cst load of that index)     (load waiters seq_cst; if > 0:
+ *   W3 waitq_sleep(q, key, deadline)         seq++ release; futex_wake)
+ *   W4 waitq_finish(q)  (waiters--)
+ *
+ * Why no wake-up is lost: W1's increment and W2's load are seq_cst, as are
+ * N1's RMW and N2's load of waiters. In the single total order of seq_cst
+ * operations, either N2 comes after W1 - then the notifier sees a waiter and
+ * bumps seq, so W3's futex wait either finds seq != key and returns at once
+ * or is woken - or N2 comes before W1, and then W2 comes after N1 and sees
+ * the condition true. The seq++ is a release paired with W1's acquire read
+ * of seq: a waiter that read the new key also sees N1.
+ *
+ * No wake syscall when nobody sleeps: notify only reads `waiters` (a plain
+ * load on x86) when it is 0.
+ *
+ * Back-ends: sleeping goes through struct canal_parker, so that a later
+ * task runtime can park a task (and run others) instead of a thread. The
+ * default parker uses futex(2) and futex_waitv(2).
+ */
+#ifndef CANAL_WAIT_H
+#define CANAL_WAIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct canal_waitq {
+	_Atomic uint32_t seq;	  /* the futex word: bumped by every notify */
+	_Atomic uint32_t waiters; /* threads between prepare and finish */
+};
+
+/* No deadline: wait forever. Deadlines are canal_now_ns() values. */
+#define CANAL_NO_DEADLINE UINT64_MAX
+
+/*
+ * A parker puts the calling thread (or, later, task) to sleep until a word
+ * changes or a deadline passes. Returns 0 when woken or the word already
+ * differed, -ETIMEDOUT past the deadline. Spurious returns are allowed:
+ * callers always re-check their condition.
+ */
+struct canal_parker {
+	int (*wait)(_Atomic uint32_t *word, uint32_t key, bool shared,
+		    uint64_t deadline_ns);
+	/* Wait until any of n words differs from its key (n <= 128);
+	 * shared[i] says whether words[i] is process-shared. */
+	int (*wait_many)(_Atomic uint32_t *const *words, const uint32_t *keys,
+			 const bool *shared, unsigned n, uint64_t deadline_ns);
+	void (*wake)(_Atomic uint32_t *word, uint32_t count, bool shared);
+};
+
+/* The parker in use (the futex one unless a runtime installs its own). */
+extern const struct canal_parker *canal_parker_current;
+
+static inline void canal_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static inline uint32_t waitq_prepare(struct canal_waitq *q)
+{
+	atomic_fetch_add_explicit(&q->waiters, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&q->seq, memory_order_acquire);
+}
+
+static inline void waitq_finish(struct canal_waitq *q)
+{
+	atomic_fetch_sub_explicit(&q->waiters, 1, memory_order_relaxed);
+}
+
+static inline int waitq_sleep(struct canal_waitq *q, uint32_t key, bool shared,
+			      uint64_t deadline_ns)
+{
+	return canal_parker_current->wait(&q->seq, key, shared, deadline_ns);
+}
+
+/* Slow paths, out of line. */
+void waitq_wake(struct canal_waitq *q, uint32_t count, bool shared);
+
+/* Wake up to count waiters if there are any (count UINT32_MAX: all). */
+static inline void waitq_notify(struct canal_waitq *q, uint32_t count,
+				bool shared)
+{
+	if (atomic_load_explicit(&q->waiters, memory_order_seq_cst) != 0)
+		waitq_wake(q, count, shared);
+}
+
+static inline bool waitq_has_waiters(struct canal_waitq *q)
+{
+	return atomic_load_explicit(&q->waiters, memory_order_seq_cst) != 0;
+}
+
+/* Deadline helpers. */
+uint64_t canal_deadline_from_timeout(int64_t timeout_ns);
+
+#endif /* CANAL_WAIT_H */

@@ -1,0 +1,65 @@
+/* check.h - the minimal assertion and thread helpers of canal's tests. */
+#ifndef CANAL_TEST_CHECK_H
+#define CANAL_TEST_CHECK_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
+				__LINE__, #cond);                            \
+			abort();                                             \
+		}                                                            \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                       \
+	do {                                                                 \
+		long long a_ = (long long)(a), b_ = (long long)(b);          \
+		if (a_ != b_) {                                              \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, " \
+				"%s == %lld\n", __FILE__, __LINE__, #a, a_,   \
+				#b, b_);                                     \
+			abort();                                             \
+		}                                                            \
+	} while (0)
+
+static inline pthread_t spawn(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	int r = pthread_create(&t, NULL, fn, arg);
+	if (r) {
+		fprintf(stderr, "pthread_create: %s\n", strerror(r));
+		abort();
+	}
+	return t;
+}
+
+static inline void *join(pthread_t t)
+{
+	void *ret;
+	pthread_join(t, &ret);
+	return ret;
+}
+
+/* Scale for stress tests: CANAL_STRESS=1 runs the long counts. */
+static inline int stress_scale(void)
+{
+	const char *s = getenv("CANAL_STRESS");
+	return s && *s && *s != '0' ? 10 : 1;
+}
+
+#define TEST_DONE(name)                                                      \
+	do {                                                                 \
+		printf("%s: all checks passed\n", name);                     \
+		return 0;                                                    \
+	} while (0)
+
+#endif
