@@ -21,7 +21,7 @@
 #define FUTEX_32 2
 #endif
 
-uint64_t canal_now_ns(void)
+__attribute__((visibility("default"))) uint64_t canal_now_ns(void)
 {
 	struct timespec ts;
 
