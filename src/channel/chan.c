@@ -205,11 +205,20 @@ bool sync_can_send(struct canal_chan *ch)
 static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		    bool (*cond)(struct canal_chan *), uint64_t deadline)
 {
-	for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
-		for (unsigned i = 0; i < (1u << r); i++)
-			canal_cpu_relax();
-		if (cond(ch))
-			return 0;
+	/* Spin only when nobody sleeps on this queue yet: when others wait
+	 * for the same thing, threads outnumber the work (often the cores
+	 * too) and spinning only takes the CPU from the thread that would
+	 * make progress. At most one spinner (see wait.h). */
+	if (!waitq_has_waiters(q) && waitq_spin_begin(q)) {
+		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+			for (unsigned i = 0; i < (1u << r); i++)
+				canal_cpu_relax();
+			if (cond(ch)) {
+				waitq_spin_end(q);
+				return 0;
+			}
+		}
+		waitq_spin_end(q);
 	}
 	uint32_t key = waitq_prepare(q);
 	if (cond(ch)) {
@@ -242,6 +251,70 @@ static void wait_ack(struct canal_chan *ch, uint64_t pos)
 		waitq_sleep(&ch->ack_wq, key, ch->shared, CANAL_NO_DEADLINE);
 		waitq_finish(&ch->ack_wq);
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Who wakes whom                                                      */
+/* ------------------------------------------------------------------ */
+/*
+ * Wake-ups follow the transitions, as Linux pipes do, so that the thread
+ * that is the bottleneck (a forwarder feeding many readers) makes as few
+ * wake syscalls as possible:
+ *  - a sender wakes receivers only when its first element made the channel
+ *    non-empty (head == its position when it looks after publishing);
+ *  - a receiver that leaves elements behind wakes one more receiver (the
+ *    chain), so there is an awake receiver while elements remain;
+ *  - symmetrically, a receiver wakes senders only when it made the channel
+ *    non-full, and a sender that leaves room behind wakes one more sender.
+ * No wake-up is lost: a sender does [CAS tail (seq_cst); load head
+ * (seq_cst)] and a receiver [CAS head (seq_cst); load tail (seq_cst)]. In
+ * the seq_cst total order, of the sender of position p and the receiver of
+ * position p - 1, either the receiver's load of tail comes after the
+ * sender's CAS (it sees p claimed and chains) or the sender's load of head
+ * comes after the receiver's CAS (it sees head == p and wakes). Each side
+ * first reads the queue's waiter count (the wait.h protocol), so the common
+ * case with no sleeper costs one load.
+ */
+
+/* After publishing positions [pos, pos + k). */
+static inline void wake_receivers(struct canal_chan *ch, uint64_t pos,
+				  uint32_t k)
+{
+	if (likely(!waitq_needs_wake(&ch->recv_wq)))
+		return;
+	if (atomic_load_explicit(&ch->head, memory_order_seq_cst) == pos)
+		waitq_wake(&ch->recv_wq, k, ch->shared);
+}
+
+/* After claiming receive positions up to (not including) next. */
+static inline void chain_receivers(struct canal_chan *ch, uint64_t next)
+{
+	if (likely(!waitq_needs_wake(&ch->recv_wq)))
+		return;
+	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	if ((t >> 1) > next)
+		waitq_wake(&ch->recv_wq, 1, ch->shared);
+}
+
+/* After releasing the slots of positions [pos, pos + k). */
+static inline void wake_senders(struct canal_chan *ch, uint64_t pos,
+				uint32_t k)
+{
+	if (likely(!waitq_needs_wake(&ch->send_wq)))
+		return;
+	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	if ((t >> 1) == pos + ch->ring)
+		waitq_wake(&ch->send_wq, k, ch->shared);
+}
+
+/* After claiming send positions up to (not including) next. */
+static inline void chain_senders(struct canal_chan *ch, uint64_t next)
+{
+	if (likely(!waitq_needs_wake(&ch->send_wq)))
+		return;
+	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
+	if (next - h < ch->ring)
+		waitq_wake(&ch->send_wq, 1, ch->shared);
 }
 
 /* ------------------------------------------------------------------ */
@@ -372,6 +445,7 @@ static int send_common(struct canal_chan *ch, const void *elt,
 			sync_give_back(ch);
 		return (int)r;
 	}
+	chain_senders(ch, pos + 1);
 	if (reserve) {
 		reserve->data = slot_data(slot_at(ch, pos));
 		reserve->position = pos;
@@ -379,7 +453,7 @@ static int send_common(struct canal_chan *ch, const void *elt,
 	}
 	copy_elt(slot_data(slot_at(ch, pos)), elt, ch->elt_size);
 	ring_publish(ch, pos, STAMP_FULL);
-	waitq_notify(&ch->recv_wq, 1, ch->shared);
+	wake_receivers(ch, pos, 1);
 	if (unlikely(ch->sync) && !try_only)
 		wait_ack(ch, pos);
 	return 0;
@@ -395,9 +469,10 @@ static bool take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 
 	if (unlikely(ch->sync))
 		waitq_notify(&ch->ack_wq, UINT32_MAX, ch->shared);
+	chain_receivers(ch, pos + 1);
 	if (unlikely((st & 3) == STAMP_SKIP)) {
 		ring_release(ch, pos);
-		waitq_notify(&ch->send_wq, 1, ch->shared);
+		wake_senders(ch, pos, 1);
 		return false;
 	}
 	if (lend) {
@@ -407,7 +482,7 @@ static bool take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 	}
 	copy_elt(elt, slot_data(s), ch->elt_size);
 	ring_release(ch, pos);
-	waitq_notify(&ch->send_wq, 1, ch->shared);
+	wake_senders(ch, pos, 1);
 	return true;
 }
 
@@ -705,13 +780,14 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 		}
 		if (r < 0)
 			break;
+		chain_senders(ch, pos + (uint64_t)r);
 		for (long i = 0; i < r; i++) {
 			copy_elt(slot_data(slot_at(ch, pos + (uint64_t)i)),
 				 src + (done + (size_t)i) * ch->elt_size,
 				 ch->elt_size);
 			ring_publish(ch, pos + (uint64_t)i, STAMP_FULL);
 		}
-		waitq_notify(&ch->recv_wq, (uint32_t)r, ch->shared);
+		wake_receivers(ch, pos, (uint32_t)r);
 		done += (size_t)r;
 	}
 	return done ? (ssize_t)done : (n ? (ssize_t)r : 0);
@@ -740,6 +816,7 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 		}
 		if (r < 0)
 			return r;
+		chain_receivers(ch, pos + (uint64_t)r);
 		size_t got = 0;
 		for (long i = 0; i < r; i++) {
 			uint64_t p = pos + (uint64_t)i;
@@ -753,7 +830,7 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 			}
 			ring_release(ch, p);
 		}
-		waitq_notify(&ch->send_wq, (uint32_t)r, ch->shared);
+		wake_senders(ch, pos, (uint32_t)r);
 		if (got)
 			return (ssize_t)got;
 	}
@@ -813,7 +890,7 @@ EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot)
 	uint64_t pos = slot->position;
 	slot->data = NULL;
 	ring_publish(ch, pos, STAMP_FULL);
-	waitq_notify(&ch->recv_wq, 1, ch->shared);
+	wake_receivers(ch, pos, 1);
 	if (ch->sync)
 		wait_ack(ch, pos);
 	return 0;
@@ -826,7 +903,7 @@ EXPORT int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot)
 	slot->data = NULL;
 	ring_publish(ch, slot->position, STAMP_SKIP);
 	/* Receivers may wait on this position: let one skip it. */
-	waitq_notify(&ch->recv_wq, 1, ch->shared);
+	wake_receivers(ch, slot->position, 1);
 	if (ch->sync)
 		sync_give_back(ch);
 	return 0;
@@ -853,6 +930,6 @@ EXPORT int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot)
 		return -EINVAL;
 	slot->data = NULL;
 	ring_release(ch, slot->position);
-	waitq_notify(&ch->send_wq, 1, ch->shared);
+	wake_senders(ch, slot->position, 1);
 	return 0;
 }

@@ -44,6 +44,7 @@
 struct canal_waitq {
 	_Atomic uint32_t seq;	  /* the futex word: bumped by every notify */
 	_Atomic uint32_t waiters; /* threads between prepare and finish */
+	_Atomic uint32_t spinners; /* 0 or 1: a thread spinning on this queue */
 };
 
 /* No deadline: wait forever. Deadlines are canal_now_ns() values. */
@@ -108,6 +109,37 @@ static inline void waitq_notify(struct canal_waitq *q, uint32_t count,
 static inline bool waitq_has_waiters(struct canal_waitq *q)
 {
 	return atomic_load_explicit(&q->waiters, memory_order_seq_cst) != 0;
+}
+
+/*
+ * Spinning. At most one thread spins on a queue at a time (more would only
+ * take the CPU from the thread that makes progress, on a machine with few
+ * cores and many threads). A notifier that sees a spinner need not wake a
+ * sleeper: the spinner will see the condition. Pairing: the notifier does
+ * [N1 make the condition true (seq_cst RMW); load spinners (seq_cst)]; the
+ * spinner, when it gives up, does [spinners-- (seq_cst); W1 prepare; W2
+ * re-check]. If the notifier saw the spinner, the spinner's decrement, and
+ * so its W2, come later in the seq_cst order and see the condition.
+ */
+static inline bool waitq_spin_begin(struct canal_waitq *q)
+{
+	uint32_t zero = 0;
+	return atomic_load_explicit(&q->spinners, memory_order_relaxed) == 0 &&
+	       atomic_compare_exchange_strong_explicit(
+		       &q->spinners, &zero, 1, memory_order_seq_cst,
+		       memory_order_relaxed);
+}
+
+static inline void waitq_spin_end(struct canal_waitq *q)
+{
+	atomic_store_explicit(&q->spinners, 0, memory_order_seq_cst);
+}
+
+/* A wake-up is needed: someone sleeps (or is about to) and nobody spins. */
+static inline bool waitq_needs_wake(struct canal_waitq *q)
+{
+	return atomic_load_explicit(&q->waiters, memory_order_seq_cst) != 0 &&
+	       atomic_load_explicit(&q->spinners, memory_order_seq_cst) == 0;
 }
 
 /* Deadline helpers. */
