@@ -1,0 +1,197 @@
+"""Unit tests of the seed family's harness (canal_bench.seed): statistics,
+run classification, failed-run handling, table layout, memory refusal.
+Pure: no binary is needed, except the last test, which runs tiny shell
+commands through run_program."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from canal_bench import seed  # noqa: E402
+from canal_bench.seed import Run  # noqa: E402
+
+
+def ok(variant, config, real, sys_t=0.0, user=0.0, family="fwd", i=1):
+    return Run(family, variant, config, i, "ok", real, user, sys_t, "0")
+
+
+# ------------------------------------------------------------------ median
+
+def test_summary_is_the_median_of_each_time():
+    runs = [ok("canal", "1/1", r, s, u, i=i) for i, (r, s, u) in
+            enumerate([(3.0, 0.3, 1.0), (1.0, 0.1, 9.0), (2.0, 0.9, 5.0)], 1)]
+    s = seed.summarize(runs)
+    assert s.status == "ok"
+    assert (s.real, s.sys, s.user) == (2.0, 0.3, 5.0)
+    assert (s.ok, s.total) == (3, 3)
+
+
+def test_summary_median_of_even_count_is_the_middle_mean():
+    s = seed.summarize([ok("pipe", "1/1", x) for x in (4.0, 1.0, 2.0, 3.0)])
+    assert s.real == pytest.approx(2.5)
+
+
+# ------------------------------------------------------------------ failures
+
+def test_one_failed_run_fails_the_configuration_without_a_time():
+    runs = [ok("canal", "1/1", 0.1), ok("canal", "1/1", 0.2),
+            Run("fwd", "canal", "1/1", 3, "failed", 0.05, 0, 0, "signal 9", "killed by signal 9")]
+    s = seed.summarize(runs)
+    assert s.status == "failed"
+    assert s.real is None and s.sys is None and s.user is None
+    assert seed.cell(s) == "FAILED (1/3)"
+    assert "signal 9" in s.note
+
+
+def test_skipped_and_refused_have_no_time():
+    sk = seed.summarize([Run("fwd", "canal-proc", "1/1", 1, "skipped", note="no shared")])
+    assert sk.status == "skipped" and sk.real is None and seed.cell(sk) == "SKIPPED"
+    rf = seed.summarize([Run("fwd", "pipe-proc", "1/1", 0, "refused", note="memory")])
+    assert seed.cell(rf) == "REFUSED"
+    assert seed.summarize([]).status == "missing"
+
+
+@pytest.mark.parametrize("args,expected", [
+    # (exit, signal, timed_out, stdout, stderr, expect_end)
+    ((0, None, False, "Working...\nEnd of program\n", "", True), "ok"),
+    ((0, None, False, "Working...\n", "", True), "failed"),          # no end line
+    ((0, None, False, "Working...\nEnd of programme\n", "", True), "failed"),
+    ((0, None, False, "", "", False), "ok"),                          # cat/copy
+    ((1, None, False, "Working...\nEnd of program\n", "boom", True), "failed"),
+    ((None, 9, False, "Working...\n", "", True), "failed"),
+    ((None, 9, True, "Working...\n", "", True), "failed"),
+    ((77, None, False, "SKIPPED: no shared channels\n", "", True), "skipped"),
+])
+def test_classify(args, expected):
+    status, note = seed.classify(*args)
+    assert status == expected
+    if expected == "skipped":
+        assert note == "no shared channels"
+    if args[2]:
+        assert "timeout" in note
+    if args[0] == 1:
+        assert note == "exit status 1: boom"
+
+
+# ------------------------------------------------------------------ factors
+
+@pytest.mark.parametrize("r,text", [(30.4, "x30"), (2.0, "x2.0"), (1 / 3, "x(1/3.0)"),
+                                    (0.05, "x(1/20)"), (None, "n/a"), (0.0, "n/a")])
+def test_fmt_factor(r, text):
+    assert seed.fmt_factor(r) == text
+
+
+def test_factor_is_reference_over_subject_and_absent_when_failed():
+    canal = seed.summarize([ok("canal", "1/1", 0.5, 0.25)])
+    pipe = seed.summarize([ok("pipe", "1/1", 5.0, 1.0)])
+    assert seed.factor(pipe, canal, "real") == pytest.approx(10.0)
+    assert seed.factor(pipe, canal, "sys") == pytest.approx(4.0)
+    failed = seed.summarize([Run("fwd", "pipe", "1/1", 1, "failed", note="x")])
+    assert seed.factor(failed, canal, "real") is None
+
+
+# ------------------------------------------------------------------ tables
+
+def test_comparison_table_layout():
+    runs = [ok("canal", "1/1", 0.01, 0.02), ok("canal", "10/10", 0.2, 0.4),
+            ok("pipe", "1/1", 0.02, 0.04), ok("pipe", "10/10", 0.2, 0.4),
+            ok("go", "1/1", 0.005, 0.001),
+            Run("fwd", "go", "10/10", 1, "failed", note="killed")]
+    s = seed.group_runs(runs)
+    md = seed.comparison_table(["1/1", "10/10"], ["canal", "pipe", "socket", "go"], "fwd", s,
+                               [("canal/pipe", "pipe", "canal"), ("canal/Go", "go", "canal")])
+    lines = md.strip().splitlines()
+    assert lines[0] == "| Écrivains/Lecteurs | 1/1 | 10/10 |"
+    assert lines[1] == "|---|---|---|"
+    assert lines[2] == "| canal (réel / sys) | 0.010 / 0.020 | 0.200 / 0.400 |"
+    assert lines[3] == "| pipe (réel / sys) | 0.020 / 0.040 | 0.200 / 0.400 |"
+    assert lines[4] == "| go (réel / sys) | 0.005 / 0.001 | FAILED (1/1) |"
+    assert not any("socket" in ln for ln in lines)  # never run: no row
+    assert lines[5] == "| Facteur canal/pipe (réel) | x2.0 | x1.0 |"
+    assert lines[6] == "| Facteur canal/pipe (sys) | x2.0 | x1.0 |"
+    assert lines[7] == "| Facteur canal/Go (réel) | x(1/2.0) | n/a |"
+    assert lines[8] == "| Facteur canal/Go (sys) | x(1/20) | n/a |"
+    assert len(lines) == 9
+    # every row has as many cells as the header
+    assert {ln.count("|") for ln in lines} == {4}
+
+
+def test_extension_table_layout():
+    s = seed.group_runs([ok("canal", "1/1", 0.015, 0.012), ok("canal-sync", "1/1", 1.1, 0.94)])
+    md = seed.extension_table(["1/1"], ["canal", "canal-sync"], "fwd", s)
+    lines = md.strip().splitlines()
+    assert lines[0] == ("| Écrivains/Lecteurs | canal (réel) | canal (sys) | "
+                        "canal-sync (réel) | canal-sync (sys) |")
+    assert lines[2] == "| 1/1 | 0.015s | **0.012s** | 1.100s | **0.940s** |"
+
+
+def test_build_report_has_a_section_per_group_and_the_floor():
+    runs = [ok(v, c, 0.1, 0.05) for v in ("canal", "pipe", "go", "floor")
+            for c in ("1/1", "1000/1000", "10000/1", "1/10000")]
+    runs.append(Run("fwd", "canal-proc", "1/1", 1, "skipped", note="unsupported"))
+    runs += [ok("canal", "petit", 0.01, family="cat"), ok("pipe", "petit", 0.02, family="cat")]
+    md = seed.build_report(runs, "quick", 3, ["petit"])
+    for title in ("Autant d'écrivains que de lecteurs (threads)",
+                  "Plus d'écrivains que de lecteurs (threads)",
+                  "Plus de lecteurs que d'écrivains (threads)",
+                  "Autant d'écrivains que de lecteurs (processus)",
+                  "### cat", "floor (réel / sys)", "SKIPPED", "Facteur canal/Go (réel)"):
+        assert title in md, title
+    assert "### copy" not in md
+    # configurations in the seed's order within a group
+    eq = md.split("Autant d'écrivains que de lecteurs (threads)")[1]
+    assert eq.index("1/1") < eq.index("1000/1000")
+
+
+def test_quick_matrix_is_a_subset_of_full():
+    quick, full = seed.configs_for("quick", False), seed.configs_for("full", False)
+    assert set(quick) < set(full)
+    assert (10000, 10000) in full and (10000, 10000) not in quick
+    assert set(seed.configs_for("quick", True)) <= set(quick)
+    assert len(full) == 14
+
+
+# ------------------------------------------------------------------ memory
+
+def test_memory_estimate_grows_with_tasks_and_processes_cost_more():
+    t = seed.estimate_memory("canal", 10000, 10000)
+    p = seed.estimate_memory("pipe-proc", 10000, 10000)
+    assert seed.estimate_memory("canal", 1, 1) < t < p
+    assert p >= 20001 * seed.PROC_BYTES
+
+
+def test_refusal_on_memory():
+    gib = 1 << 30
+    assert seed.refusal_reason("pipe-proc", 10000, 10000, 64 * gib, 100000) is None
+    why = seed.refusal_reason("pipe-proc", 10000, 10000, 1 * gib, 100000)
+    assert why is not None and "MemAvailable" in why
+    # threads need far less: the same memory is enough for them
+    assert seed.refusal_reason("canal", 10000, 10000, 1 * gib, 100000) is None
+    # unknown memory: not refused on memory
+    assert seed.refusal_reason("pipe-proc", 10000, 10000, None, None) is None
+
+
+def test_refusal_on_task_limit():
+    gib = 1 << 30
+    why = seed.refusal_reason("canal", 10000, 10000, 64 * gib, 15000)
+    assert why is not None and "20001 tasks" in why
+    assert seed.refusal_reason("canal", 5000, 5000, 64 * gib, 15000) is None
+    assert seed.refusal_reason("go", 10000, 10000, 64 * gib, 15000) is None  # goroutines
+
+
+# ------------------------------------------------------------------ running
+
+def test_run_program_times_and_classifies_real_processes(tmp_path):
+    st, note, ex, real, user, sys_t = seed.run_program(
+        ["sh", "-c", "echo Working...; echo End of program"], 10, True)
+    assert (st, ex) == ("ok", "0") and real >= 0 and user >= 0 and sys_t >= 0
+    st, note, ex, *_ = seed.run_program(["sh", "-c", "echo SKIPPED: nope; exit 77"], 10, True)
+    assert (st, note, ex) == ("skipped", "nope", "77")
+    st, note, ex, *_ = seed.run_program(["sh", "-c", "kill -9 $$"], 10, True)
+    assert st == "failed" and ex == "signal 9"
+    st, note, ex, real, *_ = seed.run_program(["sleep", "5"], 0.3, True)
+    assert st == "failed" and "timeout" in note and real < 4
