@@ -388,8 +388,5 @@ int main(void)
 	test_close_wakes(4);
 	test_sync();
 	test_strerror();
-	errno = 0;
-	CHECK(canal_chan_create(8, 4, CANAL_SHARED) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
 	TEST_DONE("test_api");
 }

@@ -48,8 +48,10 @@ struct canal_chan;
 
 /* Flags for canal_chan_create(). */
 enum {
-	/* Reserved for channels placed in shared memory between processes;
-	 * not implemented yet: canal_chan_create() fails with EOPNOTSUPP. */
+	/* The channel lives in shared memory (a memory file): a channel
+	 * created before fork() works between parent and children with the
+	 * same API and semantics; see also the named channels below.
+	 * Capacity is limited to 2^30 elements. */
 	CANAL_SHARED = 1u << 0,
 };
 
@@ -64,8 +66,8 @@ enum {
  * Returns the channel, or NULL with errno set:
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,
  *           elt_size > CANAL_ELT_SIZE_MAX, or the buffer size overflows;
- *   ENOMEM  the memory could not be allocated;
- *   EOPNOTSUPP  a flag is valid but not supported by this build.
+ *   ENOMEM  the memory could not be allocated (with CANAL_SHARED, also
+ *           other errors of memfd_create/mmap, as their errno).
  * Never blocks. Thread-safe.
  */
 struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
@@ -74,7 +76,10 @@ struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
 /*
  * canal_chan_destroy - free a channel. No thread may use the channel during
  * or after this call (close it and join its users first). Elements still in
- * the channel are discarded. NULL is accepted and ignored.
+ * the channel are discarded. NULL is accepted and ignored. For a shared
+ * channel this only unmaps it from the calling process: other processes
+ * keep using it, and the memory goes when the last one lets go of it (and
+ * its name, if any, is unlinked).
  */
 void canal_chan_destroy(struct canal_chan *ch);
 
@@ -247,6 +252,74 @@ int canal_try_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_recv_release - give a borrowed slot back. Returns 0. Never blocks. */
 int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
+
+/* ------------------------------------------------------------------ */
+/* Channels between processes                                          */
+/* ------------------------------------------------------------------ */
+/*
+ * A shared channel behaves as a thread channel, between any processes that
+ * map it: created with CANAL_SHARED before fork(), created or opened by
+ * name, or handed over a Unix socket. Guarantees when a process dies (even
+ * by SIGKILL in the middle of an operation) are in docs/GUARANTEES.md: the
+ * others go on within about a second; what was sent (send returned 0) is
+ * delivered exactly once, except the element a dying receiver had taken.
+ * Processes must share a PID namespace (death is detected by pid).
+ */
+
+/* Accept whatever the segment says (element size or capacity), on open. */
+#define CANAL_ANY ((size_t)-1)
+
+/*
+ * canal_chan_create_named - create a shared channel with a name that
+ * unrelated processes can open (a POSIX shared-memory object "/<name>").
+ * name: 1 to 200 characters, no '/'. flags must be CANAL_SHARED. mode:
+ * permission bits (0 means 0600). On success stores the channel in *out.
+ * Returns 0, -EINVAL (bad name, flags, mode or sizes), -EEXIST (the name
+ * is taken), -EACCES, -ENOMEM. Never blocks.
+ */
+int canal_chan_create_named(const char *name, size_t elt_size,
+			    size_t capacity, unsigned flags, unsigned mode,
+			    struct canal_chan **out);
+
+/*
+ * canal_chan_open - open a named channel. elt_size and capacity must match
+ * the channel's, or be CANAL_ANY to take them from it. flags: CANAL_SHARED.
+ * The segment is validated before use: a foreign, truncated or corrupted
+ * segment is refused, never trusted. Returns 0 and *out, or
+ *   -ENOENT no such name;  -EACCES permission denied;
+ *   -EINVAL bad name or flags;
+ *   -ERANGE the element size or capacity differs from the channel's;
+ *   -EBADMSG not a canal channel, truncated or corrupted;
+ *   -EPROTONOSUPPORT made by an incompatible canal layout version;
+ *   -EAGAIN its creator has not finished creating it (try again).
+ */
+int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
+		    unsigned flags, struct canal_chan **out);
+
+/* canal_chan_open_fd - open the channel whose memory file is fd (the fd is
+ * not taken over: the caller still closes it). Same checks and errors. */
+int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
+		       unsigned flags, struct canal_chan **out);
+
+/* canal_chan_unlink - remove a channel's name. Processes that have it open
+ * keep using it. Returns 0, -ENOENT, -EACCES, -EINVAL (bad name). */
+int canal_chan_unlink(const char *name);
+
+/* canal_chan_fd - the memory file descriptor of a shared channel (owned by
+ * the channel: do not close it), or -EINVAL for a thread channel. */
+int canal_chan_fd(const struct canal_chan *ch);
+
+/*
+ * canal_chan_send_handle - hand a shared channel to the process at the
+ * other end of the Unix socket sock (SCM_RIGHTS on its memory file).
+ * canal_chan_recv_handle - receive one and open it (same checks as
+ * canal_chan_open). Both block as the socket does. Return 0 or a negative
+ * errno (-EINVAL for a thread channel, -ECONNRESET if the peer closed,
+ * -EBADMSG if what came is not a channel).
+ */
+int canal_chan_send_handle(int sock, const struct canal_chan *ch);
+int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,
+			   unsigned flags, struct canal_chan **out);
 
 /* ------------------------------------------------------------------ */
 /* Select: a passive wait on a set of operations                       */

@@ -12,8 +12,7 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <stdlib.h>
-#include <sys/mman.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -21,13 +20,6 @@
  * a few microseconds, shorter than a futex round trip (~9 us here). */
 #define SPIN_ROUNDS 8
 
-/* Allocations up to this size come from the heap, larger ones from mmap
- * (zero pages mapped lazily: a zero-filled ring is a valid empty ring). */
-#define HEAP_ALLOC_MAX ((size_t)256 << 10)
-
-/* Largest mapping accepted: beyond this a request is absurd, not merely
- * too big for this machine (x86-64 user space is 128 TiB). */
-#define CHAN_BYTES_MAX ((uint64_t)1 << 46)
 
 /* ------------------------------------------------------------------ */
 /* Backoff while the other side is between its index CAS and its stamp */
@@ -36,17 +28,52 @@
 
 struct backoff {
 	unsigned step;
+	uint64_t pos;	/* the stuck position */
+	uint64_t since; /* when we started waiting on it (shared channels) */
 };
 
-static void backoff_snooze(struct backoff *b)
+/* Time spent on one stuck slot before a shared channel suspects that its
+ * claimer died (see shared.c). */
+#define REPAIR_CHECK_NS 1000000u
+
+static void backoff_snooze(struct canal_chan *ch, struct backoff *b,
+			   uint64_t pos)
 {
+	if (b->pos != pos) {
+		/* A new slot: spin again, but keep counting the time this
+		 * operation has been stuck (since), so that a damaged ring
+		 * costs one repair delay, not one per slot. */
+		b->pos = pos;
+		b->step = 0;
+	}
 	if (b->step < 6) {
 		for (unsigned i = 0; i < (1u << b->step); i++)
 			canal_cpu_relax();
 		b->step++;
-	} else {
-		sched_yield();
+		return;
 	}
+	if (likely(!ch->shared)) {
+		sched_yield();
+		return;
+	}
+	uint64_t now = canal_now_ns();
+	if (!b->since)
+		b->since = now;
+	if (now - b->since < REPAIR_CHECK_NS) {
+		sched_yield();
+		return;
+	}
+	chan_repair_slot(ch, pos, now - b->since);
+	usleep(100); /* a peer is stopped or dead: do not burn the CPU */
+}
+
+static inline void set_owner(struct canal_chan *ch, uint64_t pos,
+			     unsigned role)
+{
+	uint64_t owner = ((uint64_t)chan_self_pid() << 32) |
+			 ((pos & 0x7fffffffu) << 1) | role;
+	atomic_store_explicit(&slot_at(ch, pos)->owner[0], owner,
+			      memory_order_release);
 }
 
 /* ------------------------------------------------------------------ */
@@ -55,8 +82,8 @@ static void backoff_snooze(struct backoff *b)
 
 long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out)
 {
-	struct backoff b = { 0 };
-	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+	struct backoff b = { 0, UINT64_MAX, 0 };
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
 
 	for (;;) {
 		if (unlikely(t & TAIL_CLOSED))
@@ -76,8 +103,11 @@ long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out)
 			/* seq_cst: the "N1" of the wait protocol for
 			 * receivers, whose condition reads tail. */
 			if (atomic_compare_exchange_weak_explicit(
-				    &ch->tail, &t, t + ((uint64_t)k << 1),
+				    &ch->st->tail, &t, t + ((uint64_t)k << 1),
 				    memory_order_seq_cst, memory_order_relaxed)) {
+				if (unlikely(ch->shared))
+					for (size_t i = 0; i < k; i++)
+						set_owner(ch, pos + i, 0);
 				*pos_out = pos;
 				return (long)k;
 			}
@@ -86,28 +116,37 @@ long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out)
 		uint64_t stamp_pos = (st >> 2) + ring_index(ch, pos);
 		if (stamp_pos < pos) {
 			/* The slot still holds position pos - ring. */
-			uint64_t h = atomic_load_explicit(&ch->head,
+			uint64_t h = atomic_load_explicit(&ch->st->head,
 							  memory_order_seq_cst);
 			if (pos - h >= ch->ring) {
 				uint64_t t2 = atomic_load_explicit(
-					&ch->tail, memory_order_relaxed);
+					&ch->st->tail, memory_order_relaxed);
 				if (t2 == t)
 					return -EAGAIN; /* full */
 				t = t2;
 				continue;
 			}
 			/* A receiver claimed it and is copying out. */
-			backoff_snooze(&b);
+			backoff_snooze(ch, &b, pos);
+		} else {
+			/* Our tail was stale: the slot is ahead of it. If tail
+			 * has not moved, the slot is ahead of the real tail,
+			 * which no sender ever does: a corrupted segment. */
+			uint64_t t2 = atomic_load_explicit(
+				&ch->st->tail, memory_order_seq_cst);
+			if (unlikely(t2 == t))
+				return -EBADMSG;
+			t = t2;
+			continue;
 		}
-		/* else: our tail was stale. */
-		t = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+		t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
 	}
 }
 
 long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out)
 {
-	struct backoff b = { 0 };
-	uint64_t h = atomic_load_explicit(&ch->head, memory_order_relaxed);
+	struct backoff b = { 0, UINT64_MAX, 0 };
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
 
 	for (;;) {
 		struct canal_slot_hdr *s = slot_at(ch, h);
@@ -129,8 +168,11 @@ long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out)
 			/* seq_cst: the "N1" of the wait protocol for senders,
 			 * whose condition reads head. */
 			if (atomic_compare_exchange_weak_explicit(
-				    &ch->head, &h, h + k, memory_order_seq_cst,
+				    &ch->st->head, &h, h + k, memory_order_seq_cst,
 				    memory_order_relaxed)) {
+				if (unlikely(ch->shared))
+					for (size_t i = 0; i < k; i++)
+						set_owner(ch, h + i, 1);
 				*pos_out = h;
 				return (long)k;
 			}
@@ -139,66 +181,106 @@ long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out)
 		uint64_t stamp_pos = (st >> 2) + ring_index(ch, h);
 		if (stamp_pos <= h) {
 			/* Position h is not published yet. */
-			uint64_t t = atomic_load_explicit(&ch->tail,
+			uint64_t t = atomic_load_explicit(&ch->st->tail,
 							  memory_order_seq_cst);
 			if ((t >> 1) == h)
 				return (t & TAIL_CLOSED) ? -EPIPE : -EAGAIN;
 			uint64_t h2 = atomic_load_explicit(
-				&ch->head, memory_order_relaxed);
+				&ch->st->head, memory_order_relaxed);
 			if (h2 != h) {
 				h = h2;
 				continue;
 			}
 			/* A sender claimed h and is copying in. */
-			backoff_snooze(&b);
+			backoff_snooze(ch, &b, h);
+		} else {
+			/* Our head was stale (see ring_claim_send). */
+			uint64_t h2 = atomic_load_explicit(
+				&ch->st->head, memory_order_seq_cst);
+			if (unlikely(h2 == h))
+				return -EBADMSG;
+			h = h2;
+			continue;
 		}
-		/* else: our head was stale. */
-		h = atomic_load_explicit(&ch->head, memory_order_relaxed);
+		h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
 	}
 }
 
-void ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state)
+bool ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state)
 {
 	/* Release: pairs with the acquire load of the stamp by the receiver
 	 * that claims pos (ring_claim_recv), publishing the data. */
-	atomic_store_explicit(&slot_at(ch, pos)->stamp,
-			      stamp_for(ch, pos, state), memory_order_release);
+	if (likely(!ch->shared)) {
+		atomic_store_explicit(&slot_at(ch, pos)->stamp,
+				      stamp_for(ch, pos, state),
+				      memory_order_release);
+		return true;
+	}
+	/* Shared: a CAS, in case a peer repaired the slot, believing us dead
+	 * (shared.c). */
+	uint64_t expect = stamp_for(ch, pos, STAMP_FREE);
+	return atomic_compare_exchange_strong_explicit(
+		&slot_at(ch, pos)->stamp, &expect, stamp_for(ch, pos, state),
+		memory_order_release, memory_order_relaxed);
 }
 
-void ring_release(struct canal_chan *ch, uint64_t pos)
+bool ring_release(struct canal_chan *ch, uint64_t pos)
 {
 	/* Release: pairs with the acquire load of the stamp by the sender of
 	 * pos + ring (ring_claim_send): our reads of the data come first. */
-	atomic_store_explicit(&slot_at(ch, pos)->stamp,
-			      stamp_for(ch, pos + ch->ring, STAMP_FREE),
-			      memory_order_release);
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+	uint64_t freed = stamp_for(ch, pos + ch->ring, STAMP_FREE);
+	if (likely(!ch->shared)) {
+		atomic_store_explicit(&s->stamp, freed, memory_order_release);
+		return true;
+	}
+	uint64_t expect = atomic_load_explicit(&s->stamp, memory_order_relaxed);
+	if (expect != stamp_for(ch, pos, STAMP_FULL) &&
+	    expect != stamp_for(ch, pos, STAMP_SKIP))
+		return false;
+	return atomic_compare_exchange_strong_explicit(
+		&s->stamp, &expect, freed, memory_order_release,
+		memory_order_relaxed);
 }
 
 bool ring_can_send(struct canal_chan *ch)
 {
-	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
 	if (t & TAIL_CLOSED)
 		return true;
-	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
 	return (t >> 1) - h < ch->ring;
 }
 
 bool ring_can_recv(struct canal_chan *ch)
 {
-	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
-	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
 	return (t >> 1) != h || (t & TAIL_CLOSED);
 }
 
 bool sync_can_send(struct canal_chan *ch)
 {
-	return atomic_load_explicit(&ch->demand, memory_order_seq_cst) > 0 ||
+	return atomic_load_explicit(&ch->st->demand, memory_order_seq_cst) > 0 ||
 	       chan_closed(ch);
 }
 
 /* ------------------------------------------------------------------ */
 /* Waiting (spin, then park on an event count)                         */
 /* ------------------------------------------------------------------ */
+
+/* Between processes, a notifier may be killed between its change and its
+ * wake-up: sleepers on shared channels re-check their condition at least
+ * this often, so that such a lost wake-up costs at most this delay. */
+#define SHARED_RECHECK_NS 100000000u
+
+static uint64_t shared_sleep_limit(struct canal_chan *ch, uint64_t deadline)
+{
+	if (likely(!ch->shared))
+		return deadline;
+	uint64_t limit = canal_now_ns() + SHARED_RECHECK_NS;
+	return limit < deadline ? limit : deadline;
+}
 
 /* Wait until cond(ch) holds or the deadline passes: 0 or -ETIMEDOUT.
  * A 0 return only says "try again": the caller re-attempts its operation. */
@@ -225,31 +307,32 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		waitq_finish(q);
 		return 0;
 	}
-	int w = waitq_sleep(q, key, ch->shared, deadline);
+	int w = waitq_sleep(q, key, ch->shared, shared_sleep_limit(ch, deadline));
 	waitq_finish(q);
-	return w;
+	return w == -ETIMEDOUT && canal_now_ns() < deadline ? 0 : w;
 }
 
 /* Synchronous send: wait until the receiver has claimed position pos. */
 static void wait_ack(struct canal_chan *ch, uint64_t pos)
 {
 	for (;;) {
-		if (atomic_load_explicit(&ch->head, memory_order_seq_cst) > pos)
+		if (atomic_load_explicit(&ch->st->head, memory_order_seq_cst) > pos)
 			return;
 		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
 			for (unsigned i = 0; i < (1u << r); i++)
 				canal_cpu_relax();
-			if (atomic_load_explicit(&ch->head,
+			if (atomic_load_explicit(&ch->st->head,
 						 memory_order_seq_cst) > pos)
 				return;
 		}
-		uint32_t key = waitq_prepare(&ch->ack_wq);
-		if (atomic_load_explicit(&ch->head, memory_order_seq_cst) > pos) {
-			waitq_finish(&ch->ack_wq);
+		uint32_t key = waitq_prepare(&ch->st->ack_wq);
+		if (atomic_load_explicit(&ch->st->head, memory_order_seq_cst) > pos) {
+			waitq_finish(&ch->st->ack_wq);
 			return;
 		}
-		waitq_sleep(&ch->ack_wq, key, ch->shared, CANAL_NO_DEADLINE);
-		waitq_finish(&ch->ack_wq);
+		waitq_sleep(&ch->st->ack_wq, key, ch->shared,
+			    shared_sleep_limit(ch, CANAL_NO_DEADLINE));
+		waitq_finish(&ch->st->ack_wq);
 	}
 }
 
@@ -280,41 +363,41 @@ static void wait_ack(struct canal_chan *ch, uint64_t pos)
 static inline void wake_receivers(struct canal_chan *ch, uint64_t pos,
 				  uint32_t k)
 {
-	if (likely(!waitq_needs_wake(&ch->recv_wq)))
+	if (likely(!waitq_needs_wake(&ch->st->recv_wq, ch->shared)))
 		return;
-	if (atomic_load_explicit(&ch->head, memory_order_seq_cst) == pos)
-		waitq_wake(&ch->recv_wq, k, ch->shared);
+	if (atomic_load_explicit(&ch->st->head, memory_order_seq_cst) == pos)
+		waitq_wake(&ch->st->recv_wq, k, ch->shared);
 }
 
 /* After claiming receive positions up to (not including) next. */
 static inline void chain_receivers(struct canal_chan *ch, uint64_t next)
 {
-	if (likely(!waitq_needs_wake(&ch->recv_wq)))
+	if (likely(!waitq_needs_wake(&ch->st->recv_wq, ch->shared)))
 		return;
-	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
 	if ((t >> 1) > next)
-		waitq_wake(&ch->recv_wq, 1, ch->shared);
+		waitq_wake(&ch->st->recv_wq, 1, ch->shared);
 }
 
 /* After releasing the slots of positions [pos, pos + k). */
 static inline void wake_senders(struct canal_chan *ch, uint64_t pos,
 				uint32_t k)
 {
-	if (likely(!waitq_needs_wake(&ch->send_wq)))
+	if (likely(!waitq_needs_wake(&ch->st->send_wq, ch->shared)))
 		return;
-	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
 	if ((t >> 1) == pos + ch->ring)
-		waitq_wake(&ch->send_wq, k, ch->shared);
+		waitq_wake(&ch->st->send_wq, k, ch->shared);
 }
 
 /* After claiming send positions up to (not including) next. */
 static inline void chain_senders(struct canal_chan *ch, uint64_t next)
 {
-	if (likely(!waitq_needs_wake(&ch->send_wq)))
+	if (likely(!waitq_needs_wake(&ch->st->send_wq, ch->shared)))
 		return;
-	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
 	if (next - h < ch->ring)
-		waitq_wake(&ch->send_wq, 1, ch->shared);
+		waitq_wake(&ch->st->send_wq, 1, ch->shared);
 }
 
 /* ------------------------------------------------------------------ */
@@ -323,25 +406,25 @@ static inline void chain_senders(struct canal_chan *ch, uint64_t next)
 
 void sync_announce(struct canal_chan *ch)
 {
-	int64_t o = atomic_load_explicit(&ch->orphans, memory_order_relaxed);
+	int64_t o = atomic_load_explicit(&ch->st->orphans, memory_order_relaxed);
 	while (o > 0) {
 		if (atomic_compare_exchange_weak_explicit(
-			    &ch->orphans, &o, o - 1, memory_order_seq_cst,
+			    &ch->st->orphans, &o, o - 1, memory_order_seq_cst,
 			    memory_order_relaxed))
 			return; /* an element without receiver is ours */
 	}
 	/* seq_cst: the "N1" of the wait protocol for senders waiting for
 	 * demand (sync_can_send). */
-	atomic_fetch_add_explicit(&ch->demand, 1, memory_order_seq_cst);
-	waitq_notify(&ch->demand_wq, 1, ch->shared);
+	atomic_fetch_add_explicit(&ch->st->demand, 1, memory_order_seq_cst);
+	waitq_notify(&ch->st->demand_wq, 1, ch->shared);
 }
 
 bool sync_retract(struct canal_chan *ch)
 {
-	int64_t d = atomic_load_explicit(&ch->demand, memory_order_relaxed);
+	int64_t d = atomic_load_explicit(&ch->st->demand, memory_order_relaxed);
 	while (d > 0) {
 		if (atomic_compare_exchange_weak_explicit(
-			    &ch->demand, &d, d - 1, memory_order_seq_cst,
+			    &ch->st->demand, &d, d - 1, memory_order_seq_cst,
 			    memory_order_relaxed))
 			return true;
 	}
@@ -350,14 +433,14 @@ bool sync_retract(struct canal_chan *ch)
 
 void sync_make_orphan(struct canal_chan *ch)
 {
-	atomic_fetch_add_explicit(&ch->orphans, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&ch->st->orphans, 1, memory_order_seq_cst);
 }
 
 /* Give back a unit of demand taken by a sender that could not push. */
 static void sync_give_back(struct canal_chan *ch)
 {
-	atomic_fetch_add_explicit(&ch->demand, 1, memory_order_seq_cst);
-	waitq_notify(&ch->demand_wq, 1, ch->shared);
+	atomic_fetch_add_explicit(&ch->st->demand, 1, memory_order_seq_cst);
+	waitq_notify(&ch->st->demand_wq, 1, ch->shared);
 }
 
 /* Take one unit of demand: 0, -EAGAIN (try_only), -EPIPE, -ETIMEDOUT. */
@@ -366,12 +449,12 @@ static int sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 {
 	bool counted = false;
 	int ret;
-	int64_t d = atomic_load_explicit(&ch->demand, memory_order_relaxed);
+	int64_t d = atomic_load_explicit(&ch->st->demand, memory_order_relaxed);
 
 	for (;;) {
 		while (d > 0) {
 			if (atomic_compare_exchange_weak_explicit(
-				    &ch->demand, &d, d - 1,
+				    &ch->st->demand, &d, d - 1,
 				    memory_order_seq_cst, memory_order_relaxed)) {
 				ret = 0;
 				goto out;
@@ -387,12 +470,12 @@ static int sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 		}
 		if (!counted) {
 			/* Lets a try_recv know that a sender waits. */
-			atomic_fetch_add_explicit(&ch->senders_waiting, 1,
+			atomic_fetch_add_explicit(&ch->st->senders_waiting, 1,
 						  memory_order_seq_cst);
 			counted = true;
 		}
-		int w = wait_for(ch, &ch->demand_wq, sync_can_send, deadline);
-		d = atomic_load_explicit(&ch->demand, memory_order_relaxed);
+		int w = wait_for(ch, &ch->st->demand_wq, sync_can_send, deadline);
+		d = atomic_load_explicit(&ch->st->demand, memory_order_relaxed);
 		if (w == -ETIMEDOUT && d <= 0 && !chan_closed(ch)) {
 			ret = -ETIMEDOUT;
 			goto out;
@@ -400,7 +483,7 @@ static int sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 	}
 out:
 	if (counted)
-		atomic_fetch_sub_explicit(&ch->senders_waiting, 1,
+		atomic_fetch_sub_explicit(&ch->st->senders_waiting, 1,
 					  memory_order_relaxed);
 	return ret;
 }
@@ -431,7 +514,7 @@ static int send_common(struct canal_chan *ch, const void *elt,
 		if (likely(r > 0))
 			break;
 		if (r == -EAGAIN && !try_only &&
-		    wait_for(ch, &ch->send_wq, ring_can_send, deadline) == 0)
+		    wait_for(ch, &ch->st->send_wq, ring_can_send, deadline) == 0)
 			continue;
 		if (r == -EAGAIN && !try_only) {
 			/* Timed out: one last attempt. */
@@ -447,12 +530,13 @@ static int send_common(struct canal_chan *ch, const void *elt,
 	}
 	chain_senders(ch, pos + 1);
 	if (reserve) {
-		reserve->data = slot_data(slot_at(ch, pos));
+		reserve->data = slot_data(ch, slot_at(ch, pos));
 		reserve->position = pos;
 		return 0;
 	}
-	copy_elt(slot_data(slot_at(ch, pos)), elt, ch->elt_size);
-	ring_publish(ch, pos, STAMP_FULL);
+	copy_elt(slot_data(ch, slot_at(ch, pos)), elt, ch->elt_size);
+	if (unlikely(!ring_publish(ch, pos, STAMP_FULL)))
+		return -EOWNERDEAD;
 	wake_receivers(ch, pos, 1);
 	if (unlikely(ch->sync) && !try_only)
 		wait_ack(ch, pos);
@@ -460,30 +544,33 @@ static int send_common(struct canal_chan *ch, const void *elt,
 }
 
 /* After claiming position pos for receiving: hand it out (copy, or lend
- * it). Returns false for a withdrawn element, which is released. */
-static bool take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
-			 struct canal_slot *lend)
+ * it). Returns 0, TAKE_SKIPPED for a withdrawn element (released), or
+ * -EOWNERDEAD if a peer repaired the slot meanwhile (shared.c). */
+#define TAKE_SKIPPED 1
+static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
+			struct canal_slot *lend)
 {
 	struct canal_slot_hdr *s = slot_at(ch, pos);
 	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_acquire);
 
 	if (unlikely(ch->sync))
-		waitq_notify(&ch->ack_wq, UINT32_MAX, ch->shared);
+		waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
 	chain_receivers(ch, pos + 1);
 	if (unlikely((st & 3) == STAMP_SKIP)) {
 		ring_release(ch, pos);
 		wake_senders(ch, pos, 1);
-		return false;
+		return TAKE_SKIPPED;
 	}
 	if (lend) {
-		lend->data = slot_data(s);
+		lend->data = slot_data(ch, s);
 		lend->position = pos;
-		return true;
+		return 0;
 	}
-	copy_elt(elt, slot_data(s), ch->elt_size);
-	ring_release(ch, pos);
+	copy_elt(elt, slot_data(ch, s), ch->elt_size);
+	if (unlikely(!ring_release(ch, pos)))
+		return -EOWNERDEAD;
 	wake_senders(ch, pos, 1);
-	return true;
+	return 0;
 }
 
 /* Receive from the ring, the receiver having announced itself if the
@@ -497,26 +584,26 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	for (;;) {
 		long r = ring_claim_recv(ch, 1, &pos);
 		if (likely(r > 0)) {
-			if (take_claimed(ch, pos, elt, lend))
-				return 0;
+			int t = take_claimed(ch, pos, elt, lend);
+			if (t != TAKE_SKIPPED)
+				return t;
 			continue;
 		}
-		if (r == -EPIPE)
-			return -EPIPE;
-		if (try_only)
-			return -EAGAIN;
+		if (r != -EAGAIN || try_only)
+			return (int)r; /* -EPIPE, -EAGAIN, -EBADMSG */
 		uint64_t dl = committed ? CANAL_NO_DEADLINE : deadline;
-		if (wait_for(ch, &ch->recv_wq, ring_can_recv, dl) == 0)
+		if (wait_for(ch, &ch->st->recv_wq, ring_can_recv, dl) == 0)
 			continue;
 		/* Timed out: one last attempt, then give up. */
 		r = ring_claim_recv(ch, 1, &pos);
 		if (r > 0) {
-			if (take_claimed(ch, pos, elt, lend))
-				return 0;
+			int t = take_claimed(ch, pos, elt, lend);
+			if (t != TAKE_SKIPPED)
+				return t;
 			continue;
 		}
-		if (r == -EPIPE)
-			return -EPIPE;
+		if (r != -EAGAIN)
+			return (int)r;
 		if (!ch->sync || sync_retract(ch))
 			return -ETIMEDOUT;
 		committed = true; /* a sender took our demand: wait for it */
@@ -543,7 +630,7 @@ static int recv_common(struct canal_chan *ch, void *elt,
 		/* Only an element in the ring or a waiting sender can make a
 		 * synchronous try_recv succeed. */
 		if (!ring_can_recv(ch) &&
-		    atomic_load_explicit(&ch->senders_waiting,
+		    atomic_load_explicit(&ch->st->senders_waiting,
 					 memory_order_seq_cst) == 0)
 			return -EAGAIN;
 		sync_announce(ch);
@@ -566,87 +653,6 @@ int chan_try_recv_one(struct canal_chan *ch, void *elt)
 	return recv_common(ch, elt, NULL, 0, true);
 }
 
-/* ------------------------------------------------------------------ */
-/* Creation                                                            */
-/* ------------------------------------------------------------------ */
-
-static uint64_t round_up(uint64_t x, uint64_t to)
-{
-	return (x + to - 1) / to * to;
-}
-
-EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
-					    unsigned flags)
-{
-	if (flags & ~(unsigned)CANAL_SHARED) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (flags & CANAL_SHARED) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (capacity > CANAL_CAPACITY_MAX || elt_size > CANAL_ELT_SIZE_MAX) {
-		errno = EINVAL;
-		return NULL;
-	}
-	uint64_t ring = capacity ? capacity : CANAL_SYNC_RING;
-	uint64_t stride = round_up(sizeof(struct canal_slot_hdr) + elt_size, 8);
-	uint64_t hdr = round_up(sizeof(struct canal_chan), CANAL_CACHELINE);
-	if (ring > (CHAN_BYTES_MAX - hdr) / stride) {
-		errno = EINVAL;
-		return NULL;
-	}
-	size_t bytes = (size_t)round_up(hdr + ring * stride, CANAL_CACHELINE);
-
-	struct canal_chan *ch;
-	bool mapped = bytes > HEAP_ALLOC_MAX;
-	if (mapped) {
-		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		ch = p;
-	} else {
-		ch = aligned_alloc(CANAL_CACHELINE, bytes);
-		if (!ch) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		memset(ch, 0, bytes);
-	}
-	ch->magic = CANAL_MAGIC;
-	ch->version = CANAL_LAYOUT_VERSION;
-	ch->flags = flags;
-	ch->elt_size = elt_size;
-	ch->capacity = capacity;
-	ch->ring = ring;
-	ch->pow2 = (ring & (ring - 1)) == 0;
-	ch->ring_mask = ch->pow2 ? ring - 1 : 0;
-	ch->stride = stride;
-	ch->slots_offset = hdr;
-	ch->map_size = bytes;
-	ch->shared = 0;
-	ch->sync = capacity == 0;
-	ch->mmapped = mapped;
-	/* Every index, stamp and futex word starts at 0: an empty, open ring
-	 * (stamps are relative to their slot, see internal.h). */
-	atomic_thread_fence(memory_order_release);
-	return ch;
-}
-
-EXPORT void canal_chan_destroy(struct canal_chan *ch)
-{
-	if (!ch)
-		return;
-	if (ch->mmapped)
-		munmap(ch, ch->map_size);
-	else
-		free(ch);
-}
-
 EXPORT size_t canal_chan_elt_size(const struct canal_chan *ch)
 {
 	return ch->elt_size;
@@ -659,8 +665,8 @@ EXPORT size_t canal_chan_capacity(const struct canal_chan *ch)
 
 EXPORT size_t canal_chan_len(const struct canal_chan *ch)
 {
-	uint64_t h = atomic_load_explicit(&ch->head, memory_order_seq_cst);
-	uint64_t t = atomic_load_explicit(&ch->tail, memory_order_seq_cst);
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
 	return (t >> 1) > h ? (size_t)((t >> 1) - h) : 0;
 }
 
@@ -674,14 +680,14 @@ EXPORT int canal_close(struct canal_chan *ch)
 	if (unlikely(!ch))
 		return -EINVAL;
 	/* seq_cst: the "N1" of every waiter's condition (they all read tail). */
-	uint64_t old = atomic_fetch_or_explicit(&ch->tail, TAIL_CLOSED,
+	uint64_t old = atomic_fetch_or_explicit(&ch->st->tail, TAIL_CLOSED,
 						memory_order_seq_cst);
 	if (old & TAIL_CLOSED)
 		return -EPIPE;
-	waitq_notify(&ch->recv_wq, UINT32_MAX, ch->shared);
-	waitq_notify(&ch->send_wq, UINT32_MAX, ch->shared);
-	waitq_notify(&ch->demand_wq, UINT32_MAX, ch->shared);
-	waitq_notify(&ch->ack_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->recv_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->send_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->demand_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
 	return 0;
 }
 
@@ -774,21 +780,31 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 		uint64_t pos;
 		r = ring_claim_send(ch, n - done, &pos);
 		if (r == -EAGAIN && !try_only) {
-			wait_for(ch, &ch->send_wq, ring_can_send,
+			wait_for(ch, &ch->st->send_wq, ring_can_send,
 				 CANAL_NO_DEADLINE);
 			continue;
 		}
 		if (r < 0)
 			break;
 		chain_senders(ch, pos + (uint64_t)r);
+		long ok = r;
 		for (long i = 0; i < r; i++) {
-			copy_elt(slot_data(slot_at(ch, pos + (uint64_t)i)),
+			uint64_t p = pos + (uint64_t)i;
+			copy_elt(slot_data(ch, slot_at(ch, p)),
 				 src + (done + (size_t)i) * ch->elt_size,
 				 ch->elt_size);
-			ring_publish(ch, pos + (uint64_t)i, STAMP_FULL);
+			/* After a slot lost to a repair (shared channels),
+			 * withdraw the rest: a batch is sent as a prefix. */
+			if (!ring_publish(ch, p, ok < r ? STAMP_SKIP : STAMP_FULL) &&
+			    ok == r)
+				ok = i;
 		}
 		wake_receivers(ch, pos, (uint32_t)r);
-		done += (size_t)r;
+		done += (size_t)ok;
+		if (ok < r) {
+			r = -EOWNERDEAD;
+			break;
+		}
 	}
 	return done ? (ssize_t)done : (n ? (ssize_t)r : 0);
 }
@@ -810,7 +826,7 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 		uint64_t pos;
 		long r = ring_claim_recv(ch, max, &pos);
 		if (r == -EAGAIN && !try_only) {
-			wait_for(ch, &ch->recv_wq, ring_can_recv,
+			wait_for(ch, &ch->st->recv_wq, ring_can_recv,
 				 CANAL_NO_DEADLINE);
 			continue;
 		}
@@ -825,10 +841,14 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 							   memory_order_acquire);
 			if ((st & 3) == STAMP_FULL) {
 				copy_elt(dst + got * ch->elt_size,
-					 slot_data(s), ch->elt_size);
+					 slot_data(ch, s), ch->elt_size);
 				got++;
 			}
-			ring_release(ch, p);
+			/* A slot repaired meanwhile (shared.c): what we
+			 * copied may be torn, drop it. Later ones are fine:
+			 * each slot is released on its own. */
+			if (!ring_release(ch, p) && (st & 3) == STAMP_FULL)
+				got--;
 		}
 		wake_senders(ch, pos, (uint32_t)r);
 		if (got)
@@ -880,7 +900,7 @@ EXPORT int canal_try_send_reserve(struct canal_chan *ch,
 
 static bool slot_is_lent(struct canal_chan *ch, const struct canal_slot *slot)
 {
-	return slot && slot->data == slot_data(slot_at(ch, slot->position));
+	return slot && slot->data == slot_data(ch, slot_at(ch, slot->position));
 }
 
 EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot)
@@ -889,7 +909,8 @@ EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot)
 		return -EINVAL;
 	uint64_t pos = slot->position;
 	slot->data = NULL;
-	ring_publish(ch, pos, STAMP_FULL);
+	if (!ring_publish(ch, pos, STAMP_FULL))
+		return -EOWNERDEAD;
 	wake_receivers(ch, pos, 1);
 	if (ch->sync)
 		wait_ack(ch, pos);
@@ -929,7 +950,8 @@ EXPORT int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot)
 	if (unlikely(!ch || !slot_is_lent(ch, slot)))
 		return -EINVAL;
 	slot->data = NULL;
-	ring_release(ch, slot->position);
+	if (!ring_release(ch, slot->position))
+		return -EOWNERDEAD;
 	wake_senders(ch, slot->position, 1);
 	return 0;
 }

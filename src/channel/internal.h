@@ -85,25 +85,29 @@
 
 struct canal_slot_hdr {
 	_Atomic uint64_t stamp;
-	/* data follows, elt_size bytes, 8-byte aligned */
+	/* Shared channels only: who claimed the slot last, for crash repair:
+	 * (pid << 32) | ((position & 0x7fffffff) << 1) | role (1: receiver). */
+	_Atomic uint64_t owner[];
+	/* data follows at ch->slot_hdr bytes, elt_size bytes, 8-byte aligned */
 };
 
-struct canal_chan {
-	/* Read-only after creation. */
+/*
+ * The channel's state: everything processes or threads share. It holds no
+ * pointer (offsets only), so it can live in a shared mapping at a different
+ * address in each process. Slots start at slots_offset from its start.
+ */
+struct chan_state {
+	/* Written once at creation, validated by whoever opens it. */
 	uint64_t magic;
 	uint32_t version;
 	uint32_t flags;	     /* CANAL_SHARED, ... */
 	uint64_t elt_size;
 	uint64_t capacity;   /* as created; 0 for synchronous */
 	uint64_t ring;	     /* slots */
-	uint64_t ring_mask;  /* ring - 1 when ring is a power of two, else 0 */
 	uint64_t stride;     /* bytes per slot */
+	uint64_t slot_hdr;   /* bytes of slot header before the data */
 	uint64_t slots_offset;
-	uint64_t map_size;   /* bytes of the whole allocation */
-	uint32_t shared;     /* futex words are process-shared */
-	uint32_t pow2;	     /* ring is a power of two */
-	uint32_t sync;	     /* capacity 0 */
-	uint32_t mmapped;    /* allocated with mmap */
+	uint64_t map_size;   /* bytes of the whole segment */
 
 	alignas(CANAL_CACHELINE) _Atomic uint64_t tail;
 	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
@@ -118,6 +122,29 @@ struct canal_chan {
 	struct canal_waitq ack_wq;	  /* senders waiting for the ack */
 };
 
+/*
+ * The handle: local to a process. Copies of the geometry are taken once
+ * (validated when a segment is opened), so that a peer scribbling on the
+ * shared header cannot make this process index outside its mapping.
+ */
+struct canal_chan {
+	struct chan_state *st;
+	char *slots;
+	uint64_t elt_size;
+	uint64_t capacity;
+	uint64_t ring;
+	uint64_t ring_mask;  /* ring - 1 when ring is a power of two, else 0 */
+	uint64_t stride;
+	uint64_t slot_hdr;
+	uint32_t pow2;	     /* ring is a power of two */
+	uint32_t sync;	     /* capacity 0 */
+	uint32_t shared;     /* in shared memory: futex words process-shared,
+				CAS on stamps, crash repair */
+	uint32_t mmapped;    /* the state was mmap()ed (else heap) */
+	size_t map_size;
+	int fd;		     /* shared: the memory file, else -1 */
+};
+
 static inline uint64_t ring_index(const struct canal_chan *ch, uint64_t pos)
 {
 	return likely(ch->pow2) ? (pos & ch->ring_mask) : (pos % ch->ring);
@@ -126,13 +153,14 @@ static inline uint64_t ring_index(const struct canal_chan *ch, uint64_t pos)
 static inline struct canal_slot_hdr *slot_at(const struct canal_chan *ch,
 					     uint64_t pos)
 {
-	return (struct canal_slot_hdr *)((char *)ch + ch->slots_offset +
+	return (struct canal_slot_hdr *)(ch->slots +
 					 ring_index(ch, pos) * ch->stride);
 }
 
-static inline void *slot_data(struct canal_slot_hdr *s)
+static inline void *slot_data(const struct canal_chan *ch,
+			      struct canal_slot_hdr *s)
 {
-	return (char *)s + sizeof(*s);
+	return (char *)s + ch->slot_hdr;
 }
 
 /* The stamp value meaning `state` for position pos in its slot. */
@@ -144,7 +172,7 @@ static inline uint64_t stamp_for(const struct canal_chan *ch, uint64_t pos,
 
 static inline bool chan_closed(const struct canal_chan *ch)
 {
-	return atomic_load_explicit(&ch->tail, memory_order_seq_cst) &
+	return atomic_load_explicit(&ch->st->tail, memory_order_seq_cst) &
 	       TAIL_CLOSED;
 }
 
@@ -167,11 +195,32 @@ static inline void copy_elt(void *dst, const void *src, size_t n)
 	}
 }
 
+/* Geometry of a channel, computed from what the user asks (create.c). */
+struct chan_geometry {
+	uint64_t ring, slot_hdr, stride, slots_offset, map_size;
+};
+int chan_geometry(size_t elt_size, size_t capacity, bool shared,
+		  struct chan_geometry *g);
+/* Fill a handle's local copies from a (validated) state. */
+void chan_handle_init(struct canal_chan *ch, struct chan_state *st, int fd,
+		      bool shared, bool mmapped);
+/* Write a fresh state header (every index, stamp and futex word is 0). */
+void chan_state_init(struct chan_state *st, size_t elt_size, size_t capacity,
+		     unsigned flags, const struct chan_geometry *g);
+/* This process's pid, cached (reset after fork). */
+uint32_t chan_self_pid(void);
+
+/* Shared channels: repair a slot whose claimer may have died (shared.c).
+ * stuck_ns: how long the caller has waited on it. */
+void chan_repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t stuck_ns);
+
 /* Ring primitives (chan.c). Return counts > 0, or -EAGAIN / -EPIPE. */
 long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos);
 long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos);
-void ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);
-void ring_release(struct canal_chan *ch, uint64_t pos);
+/* publish/release return false when a shared channel's peer repaired the
+ * slot meanwhile, believing this process dead (the operation is lost). */
+bool ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);
+bool ring_release(struct canal_chan *ch, uint64_t pos);
 
 /* Wait conditions, read with seq_cst (see "Blocking" above). */
 bool ring_can_send(struct canal_chan *ch);  /* not full, or closed */

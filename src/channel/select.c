@@ -55,8 +55,8 @@ static uint32_t rng_next(void)
 static struct canal_waitq *case_queue(const struct canal_case *c)
 {
 	if (c->op == CANAL_OP_RECV)
-		return &c->ch->recv_wq;
-	return c->ch->sync ? &c->ch->demand_wq : &c->ch->send_wq;
+		return &c->ch->st->recv_wq;
+	return c->ch->sync ? &c->ch->st->demand_wq : &c->ch->st->send_wq;
 }
 
 static bool case_ready(const struct canal_case *c)
@@ -175,9 +175,18 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		for (size_t i = 0; i < n && !ready; i++)
 			ready = cases[i].ch && case_ready(&cases[i]);
 		int w = 0;
-		if (!ready)
+		if (!ready) {
+			/* Shared channels: re-check at least every 100 ms, in
+			 * case a notifier died before its wake-up (chan.c). */
+			uint64_t dl = deadline, now = canal_now_ns();
+			for (unsigned k = 0; k < nq; k++)
+				if (shared[k] && dl > now + 100000000u)
+					dl = now + 100000000u;
 			w = canal_parker_current->wait_many(words, keys, shared,
-							    nq, deadline);
+							    nq, dl);
+			if (w == -ETIMEDOUT && dl != deadline)
+				w = 0;
+		}
 		for (unsigned k = 0; k < nq; k++)
 			waitq_finish(queues[k]);
 		woken = !ready && w == 0;

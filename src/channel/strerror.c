@@ -23,6 +23,20 @@ __attribute__((visibility("default"))) const char *canal_strerror(int err)
 		return "no channel to wait on";
 	case -EOPNOTSUPP:
 		return "operation not supported";
+	case -EBADMSG:
+		return "not a canal channel, or a truncated or corrupted one";
+	case -EPROTONOSUPPORT:
+		return "channel made by an incompatible canal layout version";
+	case -ERANGE:
+		return "element size or capacity differs from the channel's";
+	case -EOWNERDEAD:
+		return "a peer repaired this operation's slot, believing this process dead";
+	case -EEXIST:
+		return "a channel of that name exists";
+	case -EACCES:
+		return "permission denied";
+	case -ECONNRESET:
+		return "the peer closed the socket";
 	default:
 		return "unknown error";
 	}

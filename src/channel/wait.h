@@ -135,11 +135,14 @@ static inline void waitq_spin_end(struct canal_waitq *q)
 	atomic_store_explicit(&q->spinners, 0, memory_order_seq_cst);
 }
 
-/* A wake-up is needed: someone sleeps (or is about to) and nobody spins. */
-static inline bool waitq_needs_wake(struct canal_waitq *q)
+/* A wake-up is needed: someone sleeps (or is about to) and nobody spins.
+ * Between processes the spinner is not trusted (it may have been killed
+ * while spinning, leaving the flag set): only waiters count. */
+static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 {
 	return atomic_load_explicit(&q->waiters, memory_order_seq_cst) != 0 &&
-	       atomic_load_explicit(&q->spinners, memory_order_seq_cst) == 0;
+	       (shared || atomic_load_explicit(&q->spinners,
+					       memory_order_seq_cst) == 0);
 }
 
 /* Deadline helpers. */

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * create.c - channel geometry, creation of thread channels and of anonymous
+ * shared channels (CANAL_SHARED: usable across fork()), and destruction.
+ * Named channels and hand-over of a channel's memory file are in shared.c.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Thread channels up to this size come from the heap, larger ones from
+ * mmap (zero pages mapped lazily: a zero-filled ring is a valid empty
+ * ring, see internal.h). */
+#define HEAP_ALLOC_MAX ((size_t)256 << 10)
+
+/* Largest segment accepted: beyond this a request is absurd, not merely too
+ * big for this machine (x86-64 user space is 128 TiB). */
+#define CHAN_BYTES_MAX ((uint64_t)1 << 46)
+
+/* Shared channels encode 31 bits of position in a slot's owner word. */
+#define SHARED_CAPACITY_MAX ((size_t)1 << 30)
+
+static uint64_t round_up(uint64_t x, uint64_t to)
+{
+	return (x + to - 1) / to * to;
+}
+
+int chan_geometry(size_t elt_size, size_t capacity, bool shared,
+		  struct chan_geometry *g)
+{
+	if (capacity > CANAL_CAPACITY_MAX || elt_size > CANAL_ELT_SIZE_MAX ||
+	    (shared && capacity > SHARED_CAPACITY_MAX))
+		return -EINVAL;
+	g->ring = capacity ? capacity : CANAL_SYNC_RING;
+	g->slot_hdr = shared ? 16 : 8;
+	g->stride = round_up(g->slot_hdr + elt_size, 8);
+	g->slots_offset = round_up(sizeof(struct chan_state), CANAL_CACHELINE);
+	if (g->ring > (CHAN_BYTES_MAX - g->slots_offset) / g->stride)
+		return -EINVAL;
+	g->map_size = round_up(g->slots_offset + g->ring * g->stride,
+			       shared ? (uint64_t)sysconf(_SC_PAGESIZE)
+				      : CANAL_CACHELINE);
+	return 0;
+}
+
+void chan_state_init(struct chan_state *st, size_t elt_size, size_t capacity,
+		     unsigned flags, const struct chan_geometry *g)
+{
+	st->version = CANAL_LAYOUT_VERSION;
+	st->flags = flags;
+	st->elt_size = elt_size;
+	st->capacity = capacity;
+	st->ring = g->ring;
+	st->stride = g->stride;
+	st->slot_hdr = g->slot_hdr;
+	st->slots_offset = g->slots_offset;
+	st->map_size = g->map_size;
+	/* The magic last, with release: an opener that sees it (acquire)
+	 * sees the rest of the header. */
+	atomic_store_explicit((_Atomic uint64_t *)&st->magic, CANAL_MAGIC,
+			      memory_order_release);
+}
+
+void chan_handle_init(struct canal_chan *ch, struct chan_state *st, int fd,
+		      bool shared, bool mmapped)
+{
+	ch->st = st;
+	ch->slots = (char *)st + st->slots_offset;
+	ch->elt_size = st->elt_size;
+	ch->capacity = st->capacity;
+	ch->ring = st->ring;
+	ch->pow2 = (ch->ring & (ch->ring - 1)) == 0;
+	ch->ring_mask = ch->pow2 ? ch->ring - 1 : 0;
+	ch->stride = st->stride;
+	ch->slot_hdr = st->slot_hdr;
+	ch->sync = st->capacity == 0;
+	ch->shared = shared;
+	ch->mmapped = mmapped;
+	ch->map_size = st->map_size;
+	ch->fd = fd;
+}
+
+static _Atomic uint32_t self_pid;
+
+static void forget_pid(void)
+{
+	atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forget_pid);
+}
+
+uint32_t chan_self_pid(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	uint32_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+	if (likely(pid))
+		return pid;
+	pthread_once(&once, register_atfork);
+	pid = (uint32_t)getpid();
+	atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
+	return pid;
+}
+
+/* An anonymous shared segment: a memory file, so that it can also be
+ * handed to another process (canal_chan_fd). */
+int chan_create_shared_fd(size_t map_size, const char *name);
+
+EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
+					    unsigned flags)
+{
+	struct chan_geometry g;
+	bool shared = flags & CANAL_SHARED;
+	int err;
+
+	if (flags & ~(unsigned)CANAL_SHARED) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((err = chan_geometry(elt_size, capacity, shared, &g))) {
+		errno = -err;
+		return NULL;
+	}
+	struct canal_chan *ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct chan_state *st;
+	int fd = -1;
+	bool mapped = shared || g.map_size > HEAP_ALLOC_MAX;
+	if (shared) {
+		fd = chan_create_shared_fd(g.map_size, "canal");
+		if (fd < 0) {
+			free(ch);
+			errno = -fd;
+			return NULL;
+		}
+		st = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  fd, 0);
+	} else if (mapped) {
+		st = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	} else {
+		st = aligned_alloc(CANAL_CACHELINE, g.map_size);
+		if (st)
+			memset(st, 0, g.map_size);
+		else
+			st = MAP_FAILED;
+	}
+	if (st == MAP_FAILED) {
+		if (fd >= 0)
+			close(fd);
+		free(ch);
+		errno = ENOMEM;
+		return NULL;
+	}
+	chan_state_init(st, elt_size, capacity, flags, &g);
+	chan_handle_init(ch, st, fd, shared, mapped);
+	return ch;
+}
+
+EXPORT void canal_chan_destroy(struct canal_chan *ch)
+{
+	if (!ch)
+		return;
+	if (ch->mmapped)
+		munmap(ch->st, ch->map_size);
+	else
+		free(ch->st);
+	if (ch->fd >= 0)
+		close(ch->fd);
+	free(ch);
+}
