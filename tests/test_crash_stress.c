@@ -29,6 +29,7 @@
 
 struct crash_shared {
 	_Atomic uint32_t sent[P];      /* sends that returned 0 */
+	_Atomic int gave_up[P];	       /* a send returned -EOWNERDEAD */
 	_Atomic uint8_t seen[P][N];
 	_Atomic int fifo_violations;
 	_Atomic int bad;
@@ -51,8 +52,19 @@ static void producer(struct canal_chan *ch, struct crash_shared *sh, int p)
 		int r = canal_send(ch, &v);
 		if (r == -EPIPE)
 			_exit(0);
-		if (r)
+		if (r == -EOWNERDEAD) {
+			/* Our slot was repaired: we were descheduled for
+			 * 0.9 s right after claiming it and taken for dead
+			 * (possible on an overloaded machine). The element
+			 * was withdrawn; stop as a dead producer would. */
+			atomic_store(&sh->gave_up[p], 1);
+			_exit(0);
+		}
+		if (r) {
+			fprintf(stderr, "producer %d: send: %s\n", p,
+				canal_strerror(r));
 			_exit(2);
+		}
 		atomic_store(&sh->sent[p], s + 1);
 		if (s % 64 == 0)
 			sched_yield();
@@ -77,6 +89,8 @@ static void consumer(struct canal_chan *ch, struct crash_shared *sh)
 		last[p] = s;
 		atomic_fetch_add(&sh->seen[p][s], 1);
 	}
+	if (r != -EPIPE)
+		fprintf(stderr, "consumer: recv: %s\n", canal_strerror(r));
 	_exit(r == -EPIPE ? 0 : 3);
 }
 
@@ -120,6 +134,9 @@ static double run(size_t cap, int kill_consumer)
 			}
 			usleep(200);
 		}
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fprintf(stderr, "producer %d: status %#x (cap %zu)\n",
+				p, st, cap);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	if (!reap_now)
@@ -144,7 +161,8 @@ static double run(size_t cap, int kill_consumer)
 	int missing = 0;
 	for (int p = 0; p < P; p++) {
 		uint32_t sent = atomic_load(&sh->sent[p]);
-		bool dead = !kill_consumer && prod[p] == vpid;
+		bool dead = (!kill_consumer && prod[p] == vpid) ||
+			    atomic_load(&sh->gave_up[p]);
 		for (uint32_t s = 0; s < N; s++) {
 			int seen = atomic_load(&sh->seen[p][s]);
 			CHECK(seen <= 1); /* never twice */

@@ -4,7 +4,7 @@ One module so that every table in canal is computed the same way."""
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 
 def median(values: Iterable[float]) -> float:
@@ -62,3 +62,13 @@ def fmt_ns(ns: Optional[float]) -> str:
     if ns >= 100:
         return f"{ns:.0f}"
     return f"{ns:.1f}"
+
+
+def argmin(values: Mapping[str, Optional[float]]) -> Optional[str]:
+    """The key of the smallest value, ignoring None values; None when no
+    value is present. Ties go to the first key in iteration order."""
+    best: Optional[str] = None
+    for k, v in values.items():
+        if v is not None and (best is None or v < values[best]):
+            best = k
+    return best

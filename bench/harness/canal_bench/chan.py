@@ -1,0 +1,400 @@
+"""Channel comparison (issue 5): canal against Go channels, Rust's
+crossbeam-channel and flume on the workloads of crossbeam-channel's own
+benchmark suite (docs/bench-chan.md).
+
+Every implementation is a program printing one line per result,
+`<workload> <lang> <impl> <seconds> sec`:
+  bench/chanbench-canal   C canal               (bench/chan)
+  bench/chanbench-go      Go chan               (bench/peers/go/cmd/chanbench)
+  bench/chanbench-rust    Rust crossbeam-channel, Rust flume (bench/peers/rust)
+The harness runs them interleaved (canal, Go, crossbeam, flume, canal, ...),
+one workload kind per invocation, `reps` times, and reports the median ns
+per message, canal / best peer and which peer was best. Missing peers (no
+go or cargo at build time) give SKIPPED cells.
+
+Environment overrides (both modes): CANAL_CHAN_N, CANAL_CHAN_T,
+CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import report, stats
+
+KINDS = ["seq", "spsc", "mpsc", "mpmc", "select_rx", "select_both", "ping_pong"]
+CAPS = ["bounded0", "bounded1", "boundedN", "unbounded"]
+SIZES = (0, 8, 64)
+CAP_FLAGS = {"bounded0": "0", "bounded1": "1", "boundedN": "N", "unbounded": "u"}
+
+
+@dataclass(frozen=True)
+class Impl:
+    key: str              # canal, go, crossbeam, flume
+    label: str            # column header
+    lang: str             # as printed by the program
+    name: str             # as printed by the program
+    binary: str           # relative to the build directory
+    args: Tuple[str, ...] = ()
+    caps: Tuple[str, ...] = ("bounded0", "bounded1", "boundedN")
+    # (cap, kind) pairs the program does not run (see NOTES).
+    skips: Tuple[Tuple[str, str], ...] = ()
+
+
+IMPLS: List[Impl] = [
+    Impl("canal", "canal", "C", "canal", "bench/chanbench-canal"),
+    Impl("go", "Go chan", "Go", "chan", "bench/chanbench-go"),
+    Impl("crossbeam", "crossbeam-channel", "Rust", "crossbeam-channel",
+         "bench/chanbench-rust", ("-i", "crossbeam"), tuple(CAPS)),
+    Impl("flume", "flume", "Rust", "flume",
+         "bench/chanbench-rust", ("-i", "flume"), tuple(CAPS),
+         (("bounded0", "select_both"), ("bounded1", "select_both"))),
+]
+PEERS = [i.key for i in IMPLS if i.key != "canal"]
+
+
+@dataclass(frozen=True)
+class Mode:
+    n: int
+    threads: int
+    reps: int
+    sizes: Tuple[int, ...]
+    kinds: Tuple[str, ...]
+    timeout: float        # seconds, per program invocation (one cell)
+    quick: bool
+
+
+def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
+    """The parameters of quick and full mode, with environment overrides."""
+    env = os.environ if env is None else env
+    if mode == "quick":
+        m = dict(n=20_000, threads=4, reps=3, sizes=(8,))
+    elif mode == "full":
+        m = dict(n=1_000_000, threads=4, reps=5, sizes=(8, 0, 64))
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    if env.get("CANAL_CHAN_N"):
+        m["n"] = int(env["CANAL_CHAN_N"])
+    if env.get("CANAL_CHAN_T"):
+        m["threads"] = int(env["CANAL_CHAN_T"])
+    if env.get("CANAL_CHAN_REPS"):
+        m["reps"] = int(env["CANAL_CHAN_REPS"])
+    if env.get("CANAL_CHAN_SIZES"):
+        m["sizes"] = tuple(int(s) for s in env["CANAL_CHAN_SIZES"].split(","))
+    kinds = tuple(KINDS)
+    if env.get("CANAL_CHAN_KINDS"):
+        kinds = tuple(k for k in env["CANAL_CHAN_KINDS"].split(",") if k)
+    for k in kinds:
+        if k not in KINDS:
+            raise ValueError(f"unknown workload kind {k!r}")
+    for s in m["sizes"]:
+        if s not in SIZES:
+            raise ValueError(f"message size must be one of {SIZES}, not {s}")
+    if m["n"] < 2 or m["threads"] < 1 or m["n"] < m["threads"] or m["reps"] < 1:
+        raise ValueError("need N >= 2, T >= 1, N >= T and reps >= 1")
+    return Mode(kinds=kinds, quick=(mode == "quick"), timeout=cell_timeout(m["n"]), **m)
+
+
+def cell_timeout(n: int) -> float:
+    """Seconds one workload at one capacity may take before the program is
+    deemed hung and killed: 200 us per message (the slowest cells measured
+    on a busy 2-core machine take about 50), at least 5 s."""
+    return max(5.0, n * 200e-6)
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+
+_LINE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s+sec\s*$")
+_WORKLOAD = re.compile(r"^(bounded0|bounded1|boundedN|unbounded)_([a-z_]+?)(?:_(\d+)B)?$")
+
+
+@dataclass(frozen=True)
+class Result:
+    workload: str
+    lang: str
+    impl: str
+    seconds: float
+
+
+def parse_line(line: str) -> Optional[Result]:
+    """One result line `<workload> <lang> <impl> <seconds> sec`, else None."""
+    m = _LINE.match(line.strip())
+    if not m:
+        return None
+    return Result(m.group(1), m.group(2), m.group(3), float(m.group(4)))
+
+
+def parse_output(text: str) -> List[Result]:
+    """Every result line of a program's output (other lines are ignored)."""
+    return [r for r in map(parse_line, text.splitlines()) if r is not None]
+
+
+def split_workload(name: str) -> Tuple[str, str, int]:
+    """'bounded1_spsc_64B' -> ('bounded1', 'spsc', 64); size 8 by default.
+    Raises ValueError for a name that is not a workload."""
+    m = _WORKLOAD.match(name)
+    if not m or m.group(2) not in KINDS:
+        raise ValueError(f"not a workload name: {name!r}")
+    return m.group(1), m.group(2), int(m.group(3)) if m.group(3) else 8
+
+
+def workload_name(cap: str, kind: str, size: int) -> str:
+    return f"{cap}_{kind}" + ("" if size == 8 else f"_{size}B")
+
+
+def messages(workload: str, n: int, threads: int) -> int:
+    """Messages a workload moves (its ns-per-message divisor), as every
+    implementation counts them: N for seq and spsc, T * (N / T) with T
+    threads, 2 * (N / 2) for ping_pong (N / 2 round trips)."""
+    _, kind, _ = split_workload(workload)
+    if kind in ("seq", "spsc"):
+        return n
+    if kind == "ping_pong":
+        return n // 2 * 2
+    return n // threads * threads
+
+
+def expected_workloads(impl: Impl, kinds: Iterable[str], size: int) -> List[str]:
+    """The workload names an implementation prints for these kinds."""
+    out = []
+    for kind in kinds:
+        for cap in CAPS:
+            if (cap not in impl.caps or (kind == "seq" and cap == "bounded0")
+                    or (cap, kind) in impl.skips):
+                continue
+            out.append(workload_name(cap, kind, size))
+    return out
+
+
+def impl_of(result: Result) -> Optional[str]:
+    for i in IMPLS:
+        if i.lang == result.lang and i.name == result.impl:
+            return i.key
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    workload: str
+    ns: Dict[str, Optional[float]] = field(default_factory=dict)   # median ns/msg
+    runs: Dict[str, int] = field(default_factory=dict)
+    ratio: Optional[float] = None       # canal / best peer
+    best: Optional[str] = None          # best peer's key
+
+
+def sort_key(workload: str) -> Tuple[int, int, int]:
+    cap, kind, size = split_workload(workload)
+    return (KINDS.index(kind), SIZES.index(size) if size in SIZES else 99, CAPS.index(cap))
+
+
+def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
+    """Rows of medians from raw runs (dicts with workload, impl, seconds):
+    median seconds -> ns per message; canal / best peer; best peer."""
+    by: Dict[Tuple[str, str], List[float]] = {}
+    for r in runs:
+        by.setdefault((r["workload"], r["impl"]), []).append(float(r["seconds"]))
+    rows = []
+    for wl in sorted({w for w, _ in by}, key=sort_key):
+        row = Row(wl)
+        msgs = messages(wl, n, threads)
+        for impl in IMPLS:
+            secs = by.get((wl, impl.key))
+            if secs:
+                row.ns[impl.key] = stats.median(secs) * 1e9 / msgs
+                row.runs[impl.key] = len(secs)
+        best = stats.argmin({k: row.ns.get(k) for k in PEERS})
+        if best is not None:
+            row.best = best
+            row.ratio = stats.ratio(row.ns.get("canal"), row.ns[best])
+        rows.append(row)
+    return rows
+
+
+def cell(row: Row, impl: Impl, status: Dict, reps: Optional[int] = None) -> str:
+    """A table cell: the median ns (with `*` when fewer than reps runs
+    completed), or why there is none."""
+    v = row.ns.get(impl.key)
+    if v is not None:
+        short = reps is not None and row.runs.get(impl.key, 0) < reps
+        return stats.fmt_ns(v) + ("*" if short else "")
+    if status.get(impl.key) == "SKIPPED":
+        return "SKIPPED"
+    cap, kind, _ = split_workload(row.workload)
+    if cap not in impl.caps:
+        return "—"          # no such channel in this implementation
+    if (cap, kind) in impl.skips:
+        return "not run"
+    return status.get((impl.key, row.workload), status.get(impl.key, "n/a"))
+
+
+def render_table(rows: Sequence[Row], status: Dict, reps: Optional[int] = None) -> str:
+    header = ["workload"] + [i.label for i in IMPLS] + ["canal / best peer", "best peer"]
+    label = {i.key: i.label for i in IMPLS}
+    body = []
+    for row in rows:
+        body.append([row.workload] + [cell(row, i, status, reps) for i in IMPLS]
+                    + [stats.fmt_ratio(row.ratio), label.get(row.best, "—")])
+    return report.markdown_table(header, body)
+
+
+def title(m: Mode) -> str:
+    what = "quick run" if m.quick else "full run"
+    sizes = ", ".join(f"{s} B" for s in m.sizes)
+    return (f"Channels: canal vs Go, crossbeam-channel, flume ({what}: "
+            f"N = {m.n:,} messages, T = {m.threads}, {sizes} messages, "
+            f"median of {m.reps} interleaved repetitions)")
+
+
+# ---------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------
+
+def available(build_dir: str) -> Dict[str, Optional[str]]:
+    """impl key -> path of its program, or None when it was not built."""
+    out = {}
+    for i in IMPLS:
+        p = os.path.join(build_dir, i.binary)
+        out[i.key] = p if os.access(p, os.X_OK) else None
+    return out
+
+
+def command(impl: Impl, path: str, m: Mode, kind: str, size: int,
+            caps: Optional[Sequence[str]] = None) -> List[str]:
+    """The command running one kind at the given capacities (default: all
+    of the implementation's)."""
+    caps = impl.caps if caps is None else caps
+    return [path, *impl.args, "-n", str(m.n), "-t", str(m.threads), "-s", str(size),
+            "-w", kind, "-c", ",".join(CAP_FLAGS[c] for c in caps)]
+
+
+def run_once(cmd: List[str], timeout: float) -> Tuple[List[Result], Optional[str]]:
+    """Run one program; its results and an error word (None, TIMEOUT,
+    FAILED). A timed-out or failed run still yields the lines it printed."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return parse_output(out), "TIMEOUT"
+    if p.returncode != 0:
+        report.progress(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[:200]}")
+        return parse_output(p.stdout), "FAILED"
+    return parse_output(p.stdout), None
+
+
+def collect(build_dir: str, m: Mode) -> Tuple[List[dict], Dict]:
+    """Run everything, interleaved; the raw runs and the status words."""
+    paths = available(build_dir)
+    status: Dict = {k: "SKIPPED" for k, p in paths.items() if p is None}
+    if paths["canal"] is None:
+        raise RuntimeError(f"{IMPLS[0].binary} is not built in {build_dir}")
+    runs: List[dict] = []
+    for rep in range(m.reps):
+        report.progress(f"repetition {rep + 1}/{m.reps}")
+        for size in m.sizes:
+            for kind in m.kinds:
+                for cap in CAPS:
+                    # One program invocation per cell, every implementation
+                    # in turn: a hang costs one cell, and the interleaving
+                    # is fine-grained.
+                    for impl in IMPLS:
+                        path = paths[impl.key]
+                        wls = [w for w in expected_workloads(impl, [kind], size)
+                               if split_workload(w)[0] == cap]
+                        if path is None or not wls:
+                            continue
+                        res, err = run_once(command(impl, path, m, kind, size, [cap]),
+                                            m.timeout)
+                        got = [r for r in res if impl_of(r) == impl.key]
+                        for r in got:
+                            runs.append(dict(rep=rep + 1, workload=r.workload, impl=impl.key,
+                                             lang=r.lang, name=r.impl, seconds=r.seconds,
+                                             messages=messages(r.workload, m.n, m.threads),
+                                             n=m.n, threads=m.threads, size=size))
+                        if not got:
+                            for wl in wls:
+                                status[(impl.key, wl)] = err or "no result"
+    return runs, status
+
+
+def write_plots(rows: Sequence[Row], out_dir: str, m: Mode) -> List[str]:
+    """One PNG bar chart per workload kind (log scale ns/message); none
+    when matplotlib is missing. Returns the files written."""
+    if not report.have_matplotlib():
+        return []
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    for kind in m.kinds:
+        krows = [r for r in rows if split_workload(r.workload)[1] == kind]
+        if not krows:
+            continue
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(krows)), 4))
+        width = 0.8 / len(IMPLS)
+        for j, impl in enumerate(IMPLS):
+            xs = [i + (j - (len(IMPLS) - 1) / 2) * width for i in range(len(krows))]
+            ys = [r.ns.get(impl.key) or float("nan") for r in krows]
+            ax.bar(xs, ys, width, label=impl.label)
+        ax.set_xticks(range(len(krows)))
+        ax.set_xticklabels([r.workload for r in krows], rotation=20, ha="right")
+        ax.set_yscale("log")
+        ax.set_ylabel("ns per message (median, lower is better)")
+        ax.set_title(f"{kind} (N = {m.n:,}, T = {m.threads})")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"chan-{kind}.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        files.append(path)
+    return files
+
+
+NOTES = """Notes:
+- ns per message = median seconds / messages; ping_pong counts 2 messages
+  per round trip (N / 2 round trips).
+- canal / best peer < 1 means canal is faster than every peer measured.
+- "—": the implementation has no such channel (canal and Go have no
+  unbounded channel). SKIPPED: the peer was not built (go or cargo absent).
+  TIMEOUT / FAILED: the program hung or failed on that workload in every
+  repetition; `*`: the median of the repetitions that completed.
+- flume's select_both at capacity 0 and 1 is not run: flume's Selector
+  hangs there (lost wake-up, flume issues #44 and #135); it also hangs now
+  and then at other capacities: a program that outlives its timeout is
+  killed, and the repetitions that completed make the median.
+- seq runs chunks of min(capacity, N) sends then receives; it cannot run
+  at capacity 0.
+"""
+
+
+def run(build_dir: str, mode: str) -> str:
+    m = mode_params(mode)
+    out_dir = report.results_dir()
+    runs, status = collect(build_dir, m)
+    rows = summarize(runs, m.n, m.threads)
+    table = render_table(rows, status, m.reps)
+    md = "\n".join(report.header_lines(title(m))) + "\n" + table + "\n" + NOTES
+    plots = write_plots(rows, out_dir, m)
+    if plots:
+        md += "\nPlots: " + ", ".join(os.path.basename(p) for p in plots) + "\n"
+    with open(os.path.join(out_dir, "chan.md"), "w") as f:
+        f.write(md)
+    report.write_csv(os.path.join(out_dir, "chan-runs.csv"),
+                     ["rep", "workload", "impl", "lang", "name", "seconds", "messages",
+                      "ns_per_msg", "n", "threads", "size"],
+                     [[r["rep"], r["workload"], r["impl"], r["lang"], r["name"],
+                       f"{r['seconds']:.6f}", r["messages"],
+                       f"{r['seconds'] * 1e9 / r['messages']:.2f}",
+                       r["n"], r["threads"], r["size"]] for r in runs])
+    print(title(m))
+    print(table)
+    return md

@@ -1,0 +1,165 @@
+"""Micro benchmark (issue 2 section 3): bench/canal-micro, ns per message
+of seq, spsc, mpsc, mpmc (4 + 4 threads) and select (over 4 channels) at
+capacity 0, 1 and 1024, ns per ping-pong round trip, and the floor of a
+round trip: a value bouncing between two threads in one cache line.
+
+The program runs `reps` times; the table shows medians and the two targets
+of issue 2: spsc and mpmc at capacity 1024 <= 50 ns per message, ping-pong
+round trip <= 2x the cache-line round trip (the line bounce measured in the
+same runs). Environment overrides: CANAL_MICRO_N, CANAL_MICRO_ROUNDS,
+CANAL_MICRO_REPS.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import report, stats
+
+BINARY = "bench/canal-micro"
+TESTS = ["seq", "spsc", "mpsc", "mpmc", "select", "ping_pong"]
+CAPS = [0, 1, 1024]
+# Targets of issue 2.
+THROUGHPUT_TARGET_NS = 50.0
+THROUGHPUT_TARGETS = ["spsc_1024", "mpmc_1024"]
+PING_PONG_FACTOR = 2.0
+
+_LINE = re.compile(r"^([a-z_]+?(?:_\d+)?|cacheline_rt)\s+([0-9]+(?:\.[0-9]*)?)\s+(ns/msg|ns/rt)\s*$")
+
+
+@dataclass(frozen=True)
+class Mode:
+    n: int
+    rounds: int
+    reps: int
+    timeout: float
+    quick: bool
+
+
+def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
+    env = os.environ if env is None else env
+    if mode == "quick":
+        m = dict(n=100_000, rounds=20_000, reps=3, timeout=60.0)
+    elif mode == "full":
+        m = dict(n=1_000_000, rounds=200_000, reps=5, timeout=600.0)
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    for key, var in (("n", "CANAL_MICRO_N"), ("rounds", "CANAL_MICRO_ROUNDS"),
+                     ("reps", "CANAL_MICRO_REPS")):
+        if env.get(var):
+            m[key] = int(env[var])
+    return Mode(quick=(mode == "quick"), **m)
+
+
+def parse_output(text: str) -> Dict[str, Tuple[float, str]]:
+    """{'spsc_1024': (23.4, 'ns/msg'), 'cacheline_rt': (180.0, 'ns/rt'), ...}
+    from canal-micro's output; other lines are ignored."""
+    out = {}
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if m:
+            out[m.group(1)] = (float(m.group(2)), m.group(3))
+    return out
+
+
+def medians(runs: Sequence[Dict[str, Tuple[float, str]]]) -> Dict[str, float]:
+    """Median over runs of each result present in at least one run."""
+    vals: Dict[str, List[float]] = {}
+    for r in runs:
+        for name, (v, _) in r.items():
+            vals.setdefault(name, []).append(v)
+    return {k: stats.median(v) for k, v in vals.items()}
+
+
+@dataclass(frozen=True)
+class Check:
+    what: str
+    value: Optional[float]
+    limit: Optional[float]
+
+    @property
+    def ok(self) -> Optional[bool]:
+        if self.value is None or self.limit is None:
+            return None
+        return self.value <= self.limit
+
+    @property
+    def verdict(self) -> str:
+        return {True: "met", False: "MISSED", None: "n/a"}[self.ok]
+
+
+def checks(med: Dict[str, float]) -> List[Check]:
+    """The targets of issue 2 against the medians."""
+    out = [Check(f"{name} <= {THROUGHPUT_TARGET_NS:.0f} ns/msg", med.get(name),
+                 THROUGHPUT_TARGET_NS) for name in THROUGHPUT_TARGETS]
+    line = med.get("cacheline_rt")
+    limit = None if line is None else PING_PONG_FACTOR * line
+    for cap in CAPS:
+        out.append(Check(f"ping_pong_{cap} <= {PING_PONG_FACTOR:.0f} x cacheline_rt",
+                         med.get(f"ping_pong_{cap}"), limit))
+    return out
+
+
+def render(med: Dict[str, float], m: Mode) -> str:
+    header = ["workload"] + [f"capacity {c}" for c in CAPS] + ["unit"]
+    rows = []
+    for t in TESTS:
+        unit = "ns/round trip" if t == "ping_pong" else "ns/message"
+        cells = []
+        for c in CAPS:
+            v = med.get(f"{t}_{c}")
+            cells.append(stats.fmt_ns(v) if v is not None
+                         else ("impossible" if t == "seq" and c == 0 else "n/a"))
+        rows.append([t] + cells + [unit])
+    rows.append(["cache-line round trip (floor)", stats.fmt_ns(med.get("cacheline_rt")),
+                 "", "", "ns/round trip"])
+    table = report.markdown_table(header, rows)
+    crows = []
+    for ch in checks(med):
+        ratio = ""
+        if ch.what.startswith("ping_pong") and ch.value is not None and med.get("cacheline_rt"):
+            ratio = f" ({stats.fmt_ratio(ch.value / med['cacheline_rt'])} x)"
+        crows.append([ch.what, stats.fmt_ns(ch.value) + ratio,
+                      stats.fmt_ns(ch.limit), ch.verdict])
+    targets = report.markdown_table(["target", "measured", "limit", "verdict"], crows)
+    return table + "\nTargets of issue 2:\n\n" + targets
+
+
+def title(m: Mode) -> str:
+    what = "quick run" if m.quick else "full run"
+    return (f"canal micro benchmark ({what}: {m.n:,} messages, {m.rounds:,} round trips, "
+            f"8-byte messages, median of {m.reps} runs)")
+
+
+def run(build_dir: str, mode: str) -> str:
+    m = mode_params(mode)
+    path = os.path.join(build_dir, BINARY)
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"{BINARY} is not built in {build_dir}")
+    out_dir = report.results_dir()
+    runs = []
+    raw = []
+    for rep in range(m.reps):
+        report.progress(f"canal-micro run {rep + 1}/{m.reps}")
+        p = subprocess.run([path, "-n", str(m.n), "-r", str(m.rounds)],
+                           capture_output=True, text=True, timeout=m.timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"canal-micro failed ({p.returncode}): {p.stderr.strip()[:300]}")
+        res = parse_output(p.stdout)
+        runs.append(res)
+        raw += [[rep + 1, k, v, u] for k, (v, u) in res.items()]
+    med = medians(runs)
+    body = render(med, m)
+    md = "\n".join(report.header_lines(title(m))) + "\n" + body
+    md += ("\nping-pong and the cache-line bounce pin their two threads to two CPUs "
+           "when the process may use two. seq cannot run at capacity 0.\n")
+    with open(os.path.join(out_dir, "micro.md"), "w") as f:
+        f.write(md)
+    report.write_csv(os.path.join(out_dir, "micro-runs.csv"),
+                     ["rep", "result", "value", "unit"], raw)
+    print(title(m))
+    print(body)
+    return md

@@ -1,0 +1,185 @@
+"""Unit tests of the channel comparison harness (canal_bench/chan.py):
+parsing of the programs' lines, workload names, message counts, medians,
+ratios, best peer and the table. Pure and fast: no program is run."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from canal_bench import chan, stats  # noqa: E402
+
+
+def test_parse_line_crossbeam_format():
+    r = chan.parse_line("bounded1_mpmc Rust crossbeam-channel 0.123 sec")
+    assert r == chan.Result("bounded1_mpmc", "Rust", "crossbeam-channel", 0.123)
+    r = chan.parse_line("  boundedN_spsc_64B C canal 1.5e-3 sec\n")
+    assert r is not None and r.seconds == pytest.approx(0.0015)
+    assert r.workload == "boundedN_spsc_64B"
+
+
+@pytest.mark.parametrize("line", [
+    "", "bounded1_mpmc Rust crossbeam-channel sec",
+    "bounded1_mpmc Rust crossbeam-channel 0.1 ms",
+    "bounded1_mpmc Rust 0.1 sec",
+    "chanbench-rust: skipping bounded0_select_both for flume: hangs",
+    "bounded1_mpmc Go chan -0.1 sec",
+])
+def test_parse_line_rejects(line):
+    assert chan.parse_line(line) is None
+
+
+def test_parse_output_skips_noise():
+    text = ("warming up\nbounded0_spsc Go chan 0.5 sec\n"
+            "bounded1_spsc Go chan 0.25 sec\nDone\n")
+    res = chan.parse_output(text)
+    assert [r.workload for r in res] == ["bounded0_spsc", "bounded1_spsc"]
+    assert [chan.impl_of(r) for r in res] == ["go", "go"]
+
+
+def test_impl_of_every_program():
+    assert chan.impl_of(chan.Result("x", "C", "canal", 1)) == "canal"
+    assert chan.impl_of(chan.Result("x", "Rust", "flume", 1)) == "flume"
+    assert chan.impl_of(chan.Result("x", "Rust", "crossbeam-channel", 1)) == "crossbeam"
+    assert chan.impl_of(chan.Result("x", "Rust", "chan", 1)) is None
+
+
+def test_split_workload():
+    assert chan.split_workload("bounded1_spsc") == ("bounded1", "spsc", 8)
+    assert chan.split_workload("unbounded_select_both_0B") == ("unbounded", "select_both", 0)
+    assert chan.split_workload("boundedN_ping_pong_64B") == ("boundedN", "ping_pong", 64)
+    for bad in ("bounded2_spsc", "bounded1_nothing", "spsc", "bounded1_spsc_B"):
+        with pytest.raises(ValueError):
+            chan.split_workload(bad)
+
+
+def test_workload_name_roundtrip():
+    for cap in chan.CAPS:
+        for kind in chan.KINDS:
+            for size in chan.SIZES:
+                assert chan.split_workload(chan.workload_name(cap, kind, size)) == (cap, kind, size)
+    assert chan.workload_name("bounded1", "spsc", 8) == "bounded1_spsc"
+    assert chan.workload_name("bounded1", "spsc", 64) == "bounded1_spsc_64B"
+
+
+def test_messages_per_workload():
+    assert chan.messages("boundedN_seq", 1000, 3) == 1000
+    assert chan.messages("bounded0_spsc", 1000, 3) == 1000
+    assert chan.messages("bounded1_mpmc", 1000, 3) == 999        # 3 * (1000 // 3)
+    assert chan.messages("bounded1_select_both_64B", 1001, 4) == 1000
+    assert chan.messages("bounded0_ping_pong", 1001, 4) == 1000  # 500 round trips
+
+
+def test_expected_workloads_skip_impossible_and_absent():
+    canal = next(i for i in chan.IMPLS if i.key == "canal")
+    flume = next(i for i in chan.IMPLS if i.key == "flume")
+    assert chan.expected_workloads(canal, ["seq"], 8) == ["bounded1_seq", "boundedN_seq"]
+    assert chan.expected_workloads(flume, ["select_both"], 8) == [
+        "boundedN_select_both", "unbounded_select_both"]
+    assert chan.expected_workloads(flume, ["spsc"], 64) == [
+        "bounded0_spsc_64B", "bounded1_spsc_64B", "boundedN_spsc_64B", "unbounded_spsc_64B"]
+
+
+def test_command_line():
+    canal = chan.IMPLS[0]
+    m = chan.mode_params("quick", env={})
+    cmd = chan.command(canal, "/b/chanbench-canal", m, "spsc", 64)
+    assert cmd[0] == "/b/chanbench-canal"
+    assert cmd[cmd.index("-s") + 1] == "64" and cmd[cmd.index("-w") + 1] == "spsc"
+    assert cmd[cmd.index("-c") + 1] == "0,1,N"
+    cb = next(i for i in chan.IMPLS if i.key == "crossbeam")
+    cmd = chan.command(cb, "/b/chanbench-rust", m, "mpmc", 8)
+    assert cmd[1:3] == ["-i", "crossbeam"] and cmd[cmd.index("-c") + 1] == "0,1,N,u"
+    cmd = chan.command(cb, "/b/chanbench-rust", m, "mpmc", 8, ["unbounded"])
+    assert cmd[cmd.index("-c") + 1] == "u"
+
+
+def _runs(table):
+    """[(workload, impl, [seconds...])] -> raw run dicts."""
+    return [dict(workload=w, impl=i, seconds=s) for w, i, ss in table for s in ss]
+
+
+def test_summarize_medians_ratio_best():
+    runs = _runs([
+        ("bounded1_spsc", "canal", [0.030, 0.010, 0.020]),      # median 0.020
+        ("bounded1_spsc", "go", [0.040, 0.040, 0.050]),         # 0.040
+        ("bounded1_spsc", "crossbeam", [0.010, 0.012, 0.011]),  # 0.011: best
+        ("bounded1_spsc", "flume", [0.5]),
+        ("unbounded_spsc", "crossbeam", [0.002]),
+        ("unbounded_spsc", "flume", [0.001]),
+    ])
+    rows = chan.summarize(runs, n=1_000_000, threads=4)
+    assert [r.workload for r in rows] == ["bounded1_spsc", "unbounded_spsc"]
+    r = rows[0]
+    assert r.ns["canal"] == pytest.approx(20.0)   # 0.020 s / 1e6 messages
+    assert r.ns["crossbeam"] == pytest.approx(11.0)
+    assert r.best == "crossbeam"
+    assert r.ratio == pytest.approx(20.0 / 11.0)
+    assert r.runs["canal"] == 3
+    u = rows[1]
+    assert u.best == "flume" and u.ratio is None and "canal" not in u.ns
+
+
+def test_summarize_orders_by_kind_size_capacity():
+    wls = ["unbounded_mpsc", "bounded0_spsc_64B", "boundedN_spsc", "bounded0_spsc", "bounded1_seq"]
+    rows = chan.summarize(_runs([(w, "canal", [1.0]) for w in wls]), 100, 4)
+    assert [r.workload for r in rows] == [
+        "bounded1_seq", "bounded0_spsc", "boundedN_spsc", "bounded0_spsc_64B", "unbounded_mpsc"]
+
+
+def test_render_table_cells():
+    runs = _runs([("bounded1_spsc", "canal", [0.001]), ("bounded1_spsc", "crossbeam", [0.002]),
+                  ("unbounded_spsc", "crossbeam", [0.003]),
+                  ("bounded0_select_both", "canal", [0.004])])
+    rows = chan.summarize(runs, 1000, 4)
+    status = {"go": "SKIPPED", ("flume", "bounded0_select_both"): "TIMEOUT",
+              ("flume", "bounded1_spsc"): "TIMEOUT"}
+    md = chan.render_table(rows, status)
+    lines = md.splitlines()
+    assert lines[0].startswith("| workload | canal | Go chan | crossbeam-channel | flume |")
+    spsc = next(line for line in lines if line.startswith("| bounded1_spsc "))
+    cells = [c.strip() for c in spsc.strip("|").split("|")]
+    assert cells == ["bounded1_spsc", "1000", "SKIPPED", "2000", "TIMEOUT", "0.50",
+                     "crossbeam-channel"]
+    unb = next(line for line in lines if line.startswith("| unbounded_spsc "))
+    cells = [c.strip() for c in unb.strip("|").split("|")]
+    assert cells[1] == "—" and cells[2] == "SKIPPED" and cells[5] == "n/a"
+    sb = next(line for line in lines if line.startswith("| bounded0_select_both "))
+    assert "not run" in sb and "| — |" in sb   # no peer: no ratio, no best
+    md3 = chan.render_table(rows, status, reps=3)   # 1 run of 3: starred
+    assert "| bounded1_spsc | 1000* | SKIPPED | 2000* |" in md3
+    assert "| bounded1_spsc | 1000 | SKIPPED | 2000 |" in chan.render_table(rows, status, reps=1)
+
+
+def test_mode_params_and_title():
+    q = chan.mode_params("quick", env={})
+    f = chan.mode_params("full", env={})
+    assert q.quick and not f.quick
+    assert q.n < f.n and q.reps >= 3 and f.reps == 5
+    assert f.n == 1_000_000 and f.threads == 4 and set(f.sizes) == {0, 8, 64}
+    assert "quick run" in chan.title(q) and "3 interleaved" in chan.title(q)
+    e = chan.mode_params("quick", env={"CANAL_CHAN_N": "1000", "CANAL_CHAN_SIZES": "0,64",
+                                       "CANAL_CHAN_KINDS": "spsc,ping_pong"})
+    assert e.n == 1000 and e.sizes == (0, 64) and e.kinds == ("spsc", "ping_pong")
+    with pytest.raises(ValueError):
+        chan.mode_params("quick", env={"CANAL_CHAN_SIZES": "16"})
+    with pytest.raises(ValueError):
+        chan.mode_params("quick", env={"CANAL_CHAN_KINDS": "spmc"})
+    with pytest.raises(ValueError):
+        chan.mode_params("slow", env={})
+
+
+def test_cell_timeout_scales_with_n():
+    assert chan.cell_timeout(20_000) == 5.0
+    assert chan.cell_timeout(1_000_000) == pytest.approx(200.0)
+    assert chan.mode_params("full", env={}).timeout == pytest.approx(200.0)
+
+
+def test_stats_argmin():
+    assert stats.argmin({"a": 3.0, "b": None, "c": 1.0}) == "c"
+    assert stats.argmin({"a": None}) is None
+    assert stats.argmin({}) is None
+    assert stats.argmin({"x": 2.0, "y": 2.0}) == "x"
