@@ -259,6 +259,27 @@ bool ring_can_recv(struct canal_chan *ch)
 	return (t >> 1) != h || (t & TAIL_CLOSED);
 }
 
+/* Spinning probes: is the slot at head published, the slot at tail free?
+ * (No seq_cst, no index of the other side: see wait_for.) */
+static bool ring_probe_recv(struct canal_chan *ch)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+	uint64_t st = atomic_load_explicit(&slot_at(ch, h)->stamp,
+					   memory_order_relaxed);
+	return st == stamp_for(ch, h, STAMP_FULL) ||
+	       st == stamp_for(ch, h, STAMP_SKIP);
+}
+
+static bool ring_probe_send(struct canal_chan *ch)
+{
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
+	uint64_t pos = t >> 1;
+	return (t & TAIL_CLOSED) ||
+	       atomic_load_explicit(&slot_at(ch, pos)->stamp,
+				    memory_order_relaxed) ==
+		       stamp_for(ch, pos, STAMP_FREE);
+}
+
 bool sync_can_send(struct canal_chan *ch)
 {
 	return atomic_load_explicit(&ch->st->demand, memory_order_seq_cst) > 0 ||
@@ -283,24 +304,50 @@ static uint64_t shared_sleep_limit(struct canal_chan *ch, uint64_t deadline)
 }
 
 /* Wait until cond(ch) holds or the deadline passes: 0 or -ETIMEDOUT.
- * A 0 return only says "try again": the caller re-attempts its operation. */
+ * A 0 return only says "try again": the caller re-attempts its operation.
+ *
+ * Four phases, cheapest first:
+ *  1. spin a little without writing anything shared (a reply that is
+ *     already on its way, as in a ping-pong, costs no cache-line transfer
+ *     for our bookkeeping);
+ *  2. if nobody sleeps or spins on this queue, spin longer as the queue's
+ *     one spinner (see wait.h): notifiers then skip the wake syscall;
+ *  3. yield the CPU a few times: with more threads than cores, the thread
+ *     we wait for may be waiting for this CPU, and a yield is far cheaper
+ *     than a futex sleep and wake;
+ *  4. park on the queue's futex word. */
+#define QUIET_SPINS 64
+#define YIELDS 3
 static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
-		    bool (*cond)(struct canal_chan *), uint64_t deadline)
+		    bool (*cond)(struct canal_chan *),
+		    bool (*probe)(struct canal_chan *), uint64_t deadline)
 {
-	/* Spin only when nobody sleeps on this queue yet: when others wait
-	 * for the same thing, threads outnumber the work (often the cores
-	 * too) and spinning only takes the CPU from the thread that would
-	 * make progress. At most one spinner (see wait.h). */
-	if (!waitq_has_waiters(q) && waitq_spin_begin(q)) {
+	/* Spinning polls `probe` (the slot we want, one cache line that the
+	 * other side writes with the data); parking needs `cond` (indices,
+	 * the protocol of wait.h). */
+	if (waitq_has_waiters(q))
+		goto yield; /* others already sleep: threads outnumber work */
+	for (unsigned i = 1; i <= QUIET_SPINS; i++) {
+		canal_cpu_relax();
+		if (probe(ch))
+			return 0;
+	}
+	if (waitq_spin_begin(q)) {
 		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
 			for (unsigned i = 0; i < (1u << r); i++)
 				canal_cpu_relax();
-			if (cond(ch)) {
+			if (probe(ch)) {
 				waitq_spin_end(q);
 				return 0;
 			}
 		}
 		waitq_spin_end(q);
+	}
+yield:
+	for (unsigned y = 0; y < YIELDS; y++) {
+		sched_yield();
+		if (cond(ch))
+			return 0;
 	}
 	uint32_t key = waitq_prepare(q);
 	if (cond(ch)) {
@@ -474,7 +521,7 @@ static int sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 						  memory_order_seq_cst);
 			counted = true;
 		}
-		int w = wait_for(ch, &ch->st->demand_wq, sync_can_send, deadline);
+		int w = wait_for(ch, &ch->st->demand_wq, sync_can_send, sync_can_send, deadline);
 		d = atomic_load_explicit(&ch->st->demand, memory_order_relaxed);
 		if (w == -ETIMEDOUT && d <= 0 && !chan_closed(ch)) {
 			ret = -ETIMEDOUT;
@@ -514,7 +561,7 @@ static int send_common(struct canal_chan *ch, const void *elt,
 		if (likely(r > 0))
 			break;
 		if (r == -EAGAIN && !try_only &&
-		    wait_for(ch, &ch->st->send_wq, ring_can_send, deadline) == 0)
+		    wait_for(ch, &ch->st->send_wq, ring_can_send, ring_probe_send, deadline) == 0)
 			continue;
 		if (r == -EAGAIN && !try_only) {
 			/* Timed out: one last attempt. */
@@ -592,7 +639,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		if (r != -EAGAIN || try_only)
 			return (int)r; /* -EPIPE, -EAGAIN, -EBADMSG */
 		uint64_t dl = committed ? CANAL_NO_DEADLINE : deadline;
-		if (wait_for(ch, &ch->st->recv_wq, ring_can_recv, dl) == 0)
+		if (wait_for(ch, &ch->st->recv_wq, ring_can_recv, ring_can_recv, dl) == 0)
 			continue;
 		/* Timed out: one last attempt, then give up. */
 		r = ring_claim_recv(ch, 1, &pos);
@@ -781,7 +828,7 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 		r = ring_claim_send(ch, n - done, &pos);
 		if (r == -EAGAIN && !try_only) {
 			wait_for(ch, &ch->st->send_wq, ring_can_send,
-				 CANAL_NO_DEADLINE);
+				 ring_probe_send, CANAL_NO_DEADLINE);
 			continue;
 		}
 		if (r < 0)
@@ -827,7 +874,7 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 		long r = ring_claim_recv(ch, max, &pos);
 		if (r == -EAGAIN && !try_only) {
 			wait_for(ch, &ch->st->recv_wq, ring_can_recv,
-				 CANAL_NO_DEADLINE);
+				 ring_probe_recv, CANAL_NO_DEADLINE);
 			continue;
 		}
 		if (r < 0)
