@@ -317,6 +317,21 @@ static uint64_t shared_sleep_limit(struct canal_chan *ch, uint64_t deadline)
  *     than a futex sleep and wake;
  *  4. park on the queue's futex word. */
 #define QUIET_SPINS 64
+
+/* Yielding before parking pays when a few threads share a few cores (the
+ * one we wait for may be runnable on our CPU); with many more sleepers than
+ * cores it only churns the run queues: park at once. */
+static uint32_t yield_limit(void)
+{
+	static _Atomic uint32_t limit;
+	uint32_t l = atomic_load_explicit(&limit, memory_order_relaxed);
+	if (unlikely(l == 0)) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		l = n > 0 && n < 1024 ? 2 * (uint32_t)n : 8;
+		atomic_store_explicit(&limit, l, memory_order_relaxed);
+	}
+	return l;
+}
 #define YIELDS 3
 static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		    bool (*cond)(struct canal_chan *),
@@ -325,8 +340,12 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 	/* Spinning polls `probe` (the slot we want, one cache line that the
 	 * other side writes with the data); parking needs `cond` (indices,
 	 * the protocol of wait.h). */
-	if (waitq_has_waiters(q))
-		goto yield; /* others already sleep: threads outnumber work */
+	uint32_t waiters = atomic_load_explicit(&q->waiters,
+						memory_order_relaxed);
+	if (waiters >= yield_limit())
+		goto park; /* many sleep already: threads far outnumber cores */
+	if (waiters)
+		goto yield; /* some sleep: do not spin, but a yield may do */
 	for (unsigned i = 1; i <= QUIET_SPINS; i++) {
 		canal_cpu_relax();
 		if (probe(ch))
@@ -349,6 +368,7 @@ yield:
 		if (cond(ch))
 			return 0;
 	}
+park:;
 	uint32_t key = waitq_prepare(q);
 	if (cond(ch)) {
 		waitq_finish(q);

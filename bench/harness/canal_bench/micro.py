@@ -1,12 +1,20 @@
 """Micro benchmark (issue 2 section 3): bench/canal-micro, ns per message
 of seq, spsc, mpsc, mpmc (4 + 4 threads) and select (over 4 channels) at
 capacity 0, 1 and 1024, ns per ping-pong round trip, and the floor of a
-round trip: a value bouncing between two threads in one cache line.
+round trip: a value bouncing between two threads in one cache line; then
+the same between two processes (a parent and a forked child, CANAL_SHARED
+channels): proc_spsc_1024, proc_ping_pong_1 (both sides polling) and its
+floor proc_cacheline_rt, the raw shared-futex round trip proc_futex_rt, and
+the sleeping round trip proc_ping_pong_sleep (the responder busy-waits
+50 us before replying) beside the raw futex round trip with the same delay,
+proc_futex_rt_delayed.
 
 The program runs `reps` times; the table shows medians and the two targets
 of issue 2: spsc and mpmc at capacity 1024 <= 50 ns per message, ping-pong
 round trip <= 2x the cache-line round trip (the line bounce measured in the
-same runs). Environment overrides: CANAL_MICRO_N, CANAL_MICRO_ROUNDS,
+same runs); and between processes: proc_spsc_1024 <= 60 ns per message,
+proc_ping_pong_1 <= 2x proc_cacheline_rt, proc_ping_pong_sleep <= 1.3x
+proc_futex_rt_delayed. Environment overrides: CANAL_MICRO_N, CANAL_MICRO_ROUNDS,
 CANAL_MICRO_REPS.
 """
 from __future__ import annotations
@@ -26,6 +34,20 @@ CAPS = [0, 1, 1024]
 THROUGHPUT_TARGET_NS = 50.0
 THROUGHPUT_TARGETS = ["spsc_1024", "mpmc_1024"]
 PING_PONG_FACTOR = 2.0
+# Between two processes.
+PROC_SPSC_TARGET_NS = 60.0
+PROC_SLEEP_FACTOR = 1.3
+# (result, description, unit) of the process rows, in canal-micro's order.
+PROC_ROWS = [
+    ("proc_spsc_1024", "spsc, capacity 1024", "ns/message"),
+    ("proc_ping_pong_1", "ping-pong, capacity 1, both sides polling", "ns/round trip"),
+    ("proc_cacheline_rt", "cache-line round trip (floor)", "ns/round trip"),
+    ("proc_futex_rt", "raw shared-futex round trip, both sides sleeping", "ns/round trip"),
+    ("proc_futex_rt_delayed", "raw shared-futex round trip, 50 us responder delay",
+     "ns/round trip"),
+    ("proc_ping_pong_sleep", "ping-pong, capacity 1, 50 us responder delay (sleeping)",
+     "ns/round trip"),
+]
 
 _LINE = re.compile(r"^([a-z_]+?(?:_\d+)?|cacheline_rt)\s+([0-9]+(?:\.[0-9]*)?)\s+(ns/msg|ns/rt)\s*$")
 
@@ -79,6 +101,7 @@ class Check:
     what: str
     value: Optional[float]
     limit: Optional[float]
+    base: Optional[str] = None  # the limit is a multiple of this result
 
     @property
     def ok(self) -> Optional[bool]:
@@ -99,7 +122,15 @@ def checks(med: Dict[str, float]) -> List[Check]:
     limit = None if line is None else PING_PONG_FACTOR * line
     for cap in CAPS:
         out.append(Check(f"ping_pong_{cap} <= {PING_PONG_FACTOR:.0f} x cacheline_rt",
-                         med.get(f"ping_pong_{cap}"), limit))
+                         med.get(f"ping_pong_{cap}"), limit, "cacheline_rt"))
+    out.append(Check(f"proc_spsc_1024 <= {PROC_SPSC_TARGET_NS:.0f} ns/msg",
+                     med.get("proc_spsc_1024"), PROC_SPSC_TARGET_NS))
+    for name, factor, base in (
+            ("proc_ping_pong_1", PING_PONG_FACTOR, "proc_cacheline_rt"),
+            ("proc_ping_pong_sleep", PROC_SLEEP_FACTOR, "proc_futex_rt_delayed")):
+        b = med.get(base)
+        out.append(Check(f"{name} <= {factor:g} x {base}", med.get(name),
+                         None if b is None else factor * b, base))
     return out
 
 
@@ -117,11 +148,16 @@ def render(med: Dict[str, float], m: Mode) -> str:
     rows.append(["cache-line round trip (floor)", stats.fmt_ns(med.get("cacheline_rt")),
                  "", "", "ns/round trip"])
     table = report.markdown_table(header, rows)
+    prows = [[name, what, stats.fmt_ns(med.get(name)), unit]
+             for name, what, unit in PROC_ROWS]
+    table += ("\nBetween two processes (parent and forked child, CANAL_SHARED "
+              "channels, 8-byte messages):\n\n"
+              + report.markdown_table(["result", "workload", "measured", "unit"], prows))
     crows = []
     for ch in checks(med):
         ratio = ""
-        if ch.what.startswith("ping_pong") and ch.value is not None and med.get("cacheline_rt"):
-            ratio = f" ({stats.fmt_ratio(ch.value / med['cacheline_rt'])} x)"
+        if ch.base and ch.value is not None and med.get(ch.base):
+            ratio = f" ({stats.fmt_ratio(ch.value / med[ch.base])} x)"
         crows.append([ch.what, stats.fmt_ns(ch.value) + ratio,
                       stats.fmt_ns(ch.limit), ch.verdict])
     targets = report.markdown_table(["target", "measured", "limit", "verdict"], crows)
@@ -155,7 +191,10 @@ def run(build_dir: str, mode: str) -> str:
     body = render(med, m)
     md = "\n".join(report.header_lines(title(m))) + "\n" + body
     md += ("\nping-pong and the cache-line bounce pin their two threads to two CPUs "
-           "when the process may use two. seq cannot run at capacity 0.\n")
+           "when the process may use two; so do the two processes of the proc_ rows. "
+           "seq cannot run at capacity 0. proc_futex_rt_delayed and "
+           "proc_ping_pong_sleep both include the responder's 50 us delay "
+           "(raw values).\n")
     with open(os.path.join(out_dir, "micro.md"), "w") as f:
         f.write(md)
     report.write_csv(os.path.join(out_dir, "micro-runs.csv"),

@@ -23,6 +23,14 @@ garbage line
 spsc_1 abc ns/msg
 """
 
+PROC_SAMPLE = """proc_spsc_1024 48.6 ns/msg
+proc_ping_pong_1 277.5 ns/rt
+proc_cacheline_rt 100.0 ns/rt
+proc_futex_rt 9000.0 ns/rt
+proc_futex_rt_delayed 60000.0 ns/rt
+proc_ping_pong_sleep 90000.0 ns/rt
+"""
+
 
 def test_parse_output():
     res = micro.parse_output(SAMPLE)
@@ -67,3 +75,57 @@ def test_modes():
     assert q.quick and q.n < f.n and f.reps == 7
     with pytest.raises(ValueError):
         micro.mode_params("x", env={})
+
+
+def test_parse_proc_output():
+    res = micro.parse_output(SAMPLE + PROC_SAMPLE)
+    assert len(res) == 14
+    assert res["proc_spsc_1024"] == (48.6, "ns/msg")
+    assert res["proc_cacheline_rt"] == (100.0, "ns/rt")
+    assert res["proc_futex_rt"] == (9000.0, "ns/rt")
+    assert res["proc_futex_rt_delayed"] == (60000.0, "ns/rt")
+    assert res["proc_ping_pong_sleep"] == (90000.0, "ns/rt")
+    assert res["cacheline_rt"] == (200.0, "ns/rt")  # not confused with proc_
+
+
+def test_proc_checks():
+    med = {k: v for k, (v, _) in micro.parse_output(SAMPLE + PROC_SAMPLE).items()}
+    by = {c.what: c for c in micro.checks(med)}
+    assert by["proc_spsc_1024 <= 60 ns/msg"].ok is True
+    pp = by["proc_ping_pong_1 <= 2 x proc_cacheline_rt"]
+    assert pp.limit == 200.0 and pp.ok is False and pp.base == "proc_cacheline_rt"
+    sl = by["proc_ping_pong_sleep <= 1.3 x proc_futex_rt_delayed"]
+    assert sl.limit == pytest.approx(78000.0) and sl.verdict == "MISSED"
+    med["proc_ping_pong_sleep"] = 70000.0
+    med["proc_spsc_1024"] = 61.0
+    by = {c.what: c for c in micro.checks(med)}
+    assert by["proc_ping_pong_sleep <= 1.3 x proc_futex_rt_delayed"].ok is True
+    assert by["proc_spsc_1024 <= 60 ns/msg"].ok is False
+    # the existing thread checks still use the thread floor
+    assert by["ping_pong_1 <= 2 x cacheline_rt"].limit == 400.0
+
+
+def test_proc_checks_missing():
+    med = {k: v for k, (v, _) in micro.parse_output(SAMPLE).items()}
+    by = {c.what: c for c in micro.checks(med)}
+    for what in ("proc_spsc_1024 <= 60 ns/msg",
+                 "proc_ping_pong_1 <= 2 x proc_cacheline_rt",
+                 "proc_ping_pong_sleep <= 1.3 x proc_futex_rt_delayed"):
+        assert by[what].verdict == "n/a"
+
+
+def test_render_proc_rows():
+    med = {k: v for k, (v, _) in micro.parse_output(SAMPLE + PROC_SAMPLE).items()}
+    md = micro.render(med, micro.mode_params("quick", env={}))
+    for name, _, _ in micro.PROC_ROWS:
+        assert f"| {name} |" in md
+    row = next(line for line in md.splitlines() if line.startswith("| proc_futex_rt_delayed |"))
+    assert "60000" in row
+    assert "| proc_ping_pong_1 <= 2 x proc_cacheline_rt | 278 (2.77 x) | 200 | MISSED |" in md
+    assert ("| proc_ping_pong_sleep <= 1.3 x proc_futex_rt_delayed | 90000 (1.50 x) "
+            "| 78000 | MISSED |") in md
+    assert "| proc_spsc_1024 <= 60 ns/msg | 48.6 | 60.0 | met |" in md
+    # without process results the rows still render, as n/a
+    md = micro.render({k: v for k, (v, _) in micro.parse_output(SAMPLE).items()},
+                      micro.mode_params("quick", env={}))
+    assert "| proc_spsc_1024 | spsc, capacity 1024 | n/a | ns/message |" in md
