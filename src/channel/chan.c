@@ -143,7 +143,8 @@ long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out)
 	}
 }
 
-long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out)
+long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out,
+		     bool try_only)
 {
 	struct backoff b = { 0, UINT64_MAX, 0 };
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
@@ -180,7 +181,15 @@ long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos_out)
 		}
 		uint64_t stamp_pos = (st >> 2) + ring_index(ch, h);
 		if (stamp_pos <= h) {
-			/* Position h is not published yet. */
+			/* Position h is not published yet. A try operation on
+			 * an open channel says so without reading tail (the
+			 * line every sender writes: a poller that reads it
+			 * slows them all down); closed_hint is on a line
+			 * that is never written but by close. */
+			if (try_only && !atomic_load_explicit(
+					       &ch->st->closed_hint,
+					       memory_order_acquire))
+				return -EAGAIN;
 			uint64_t t = atomic_load_explicit(&ch->st->tail,
 							  memory_order_seq_cst);
 			if ((t >> 1) == h)
@@ -259,17 +268,10 @@ bool ring_can_recv(struct canal_chan *ch)
 	return (t >> 1) != h || (t & TAIL_CLOSED);
 }
 
-/* Spinning probes: is the slot at head published, the slot at tail free?
- * (No seq_cst, no index of the other side: see wait_for.) */
-static bool ring_probe_recv(struct canal_chan *ch)
-{
-	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
-	uint64_t st = atomic_load_explicit(&slot_at(ch, h)->stamp,
-					   memory_order_relaxed);
-	return st == stamp_for(ch, h, STAMP_FULL) ||
-	       st == stamp_for(ch, h, STAMP_SKIP);
-}
-
+/* Spinning probe for senders: is the slot at tail free? (No seq_cst, no
+ * index of the other side: see wait_for. Receivers spin on the indices,
+ * which measured faster in ping-pong: the slot line is then left alone
+ * while the sender writes it.) */
 static bool ring_probe_send(struct canal_chan *ch)
 {
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
@@ -649,7 +651,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	uint64_t pos;
 
 	for (;;) {
-		long r = ring_claim_recv(ch, 1, &pos);
+		long r = ring_claim_recv(ch, 1, &pos, try_only);
 		if (likely(r > 0)) {
 			int t = take_claimed(ch, pos, elt, lend);
 			if (t != TAKE_SKIPPED)
@@ -662,7 +664,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		if (wait_for(ch, &ch->st->recv_wq, ring_can_recv, ring_can_recv, dl) == 0)
 			continue;
 		/* Timed out: one last attempt, then give up. */
-		r = ring_claim_recv(ch, 1, &pos);
+		r = ring_claim_recv(ch, 1, &pos, false);
 		if (r > 0) {
 			int t = take_claimed(ch, pos, elt, lend);
 			if (t != TAKE_SKIPPED)
@@ -751,6 +753,8 @@ EXPORT int canal_close(struct canal_chan *ch)
 						memory_order_seq_cst);
 	if (old & TAIL_CLOSED)
 		return -EPIPE;
+	/* After tail: a try_recv that sees the hint finds CLOSED in tail. */
+	atomic_store_explicit(&ch->st->closed_hint, 1, memory_order_release);
 	waitq_notify(&ch->st->recv_wq, UINT32_MAX, ch->shared);
 	waitq_notify(&ch->st->send_wq, UINT32_MAX, ch->shared);
 	waitq_notify(&ch->st->demand_wq, UINT32_MAX, ch->shared);
@@ -891,10 +895,10 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 	}
 	for (;;) {
 		uint64_t pos;
-		long r = ring_claim_recv(ch, max, &pos);
+		long r = ring_claim_recv(ch, max, &pos, try_only);
 		if (r == -EAGAIN && !try_only) {
 			wait_for(ch, &ch->st->recv_wq, ring_can_recv,
-				 ring_probe_recv, CANAL_NO_DEADLINE);
+				 ring_can_recv, CANAL_NO_DEADLINE);
 			continue;
 		}
 		if (r < 0)

@@ -108,6 +108,9 @@ struct chan_state {
 	uint64_t slot_hdr;   /* bytes of slot header before the data */
 	uint64_t slots_offset;
 	uint64_t map_size;   /* bytes of the whole segment */
+	/* Set by close after it sets CLOSED in tail; on this read-mostly line
+	 * so that polling receivers need not read tail (ring_claim_recv). */
+	_Atomic uint32_t closed_hint;
 
 	alignas(CANAL_CACHELINE) _Atomic uint64_t tail;
 	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
@@ -216,7 +219,10 @@ void chan_repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t stuck_ns);
 
 /* Ring primitives (chan.c). Return counts > 0, or -EAGAIN / -EPIPE. */
 long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos);
-long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos);
+/* try_only: may return -EAGAIN for a position claimed but not yet
+ * published (instead of waiting for it), without reading tail. */
+long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos,
+		     bool try_only);
 /* publish/release return false when a shared channel's peer repaired the
  * slot meanwhile, believing this process dead (the operation is lost). */
 bool ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);
