@@ -268,6 +268,16 @@ bool ring_can_recv(struct canal_chan *ch)
 	return (t >> 1) != h || (t & TAIL_CLOSED);
 }
 
+/* Polling probe for receivers: is the slot at head published? */
+static bool ring_probe_recv(struct canal_chan *ch)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+	uint64_t st = atomic_load_explicit(&slot_at(ch, h)->stamp,
+					   memory_order_relaxed);
+	return st == stamp_for(ch, h, STAMP_FULL) ||
+	       st == stamp_for(ch, h, STAMP_SKIP);
+}
+
 /* Spinning probe for senders: is the slot at tail free? (No seq_cst, no
  * index of the other side: see wait_for. Receivers spin on the indices,
  * which measured faster in ping-pong: the slot line is then left alone
@@ -649,13 +659,25 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		     uint64_t deadline, bool try_only, bool committed)
 {
 	uint64_t pos;
+	/* First poll as a try operation does (the slot, not tail: see
+	 * ring_claim_recv), QUIET_SPINS times: the cheapest wait for an
+	 * element that is on its way. */
+	unsigned polls = try_only ? 0 : QUIET_SPINS;
 
 	for (;;) {
-		long r = ring_claim_recv(ch, 1, &pos, try_only);
+		long r = ring_claim_recv(ch, 1, &pos, try_only || polls);
 		if (likely(r > 0)) {
 			int t = take_claimed(ch, pos, elt, lend);
 			if (t != TAKE_SKIPPED)
 				return t;
+			continue;
+		}
+		if (r == -EAGAIN && polls) {
+			/* Read-only until the slot looks published. */
+			do {
+				polls--;
+				canal_cpu_relax();
+			} while (polls && !ring_probe_recv(ch));
 			continue;
 		}
 		if (r != -EAGAIN || try_only)
