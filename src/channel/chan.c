@@ -711,25 +711,32 @@ int sync_recv_announced(struct canal_chan *ch, void *elt, uint64_t deadline,
  * already waiting to hand its element over. */
 #define SYNC_TRY_WAIT_NS 1000000u
 
+/* try_only receive on a synchronous channel: only an element in the ring
+ * or (if wait_sender) a waiting sender can make it succeed. */
+static int sync_try_recv(struct canal_chan *ch, void *elt,
+			 struct canal_slot *lend, bool wait_sender)
+{
+	bool ready = ring_can_recv(ch);
+	if (!ready && (!wait_sender ||
+		       atomic_load_explicit(&ch->st->senders_waiting,
+					    memory_order_seq_cst) == 0))
+		return -EAGAIN;
+	sync_announce(ch);
+	int r = recv_ring(ch, elt, lend,
+			  ready ? canal_now_ns()
+				: canal_now_ns() + SYNC_TRY_WAIT_NS,
+			  false, false);
+	return r == -ETIMEDOUT ? -EAGAIN : r;
+}
+
 static int recv_common(struct canal_chan *ch, void *elt,
 		       struct canal_slot *lend, uint64_t deadline,
 		       bool try_only)
 {
 	if (likely(!ch->sync))
 		return recv_ring(ch, elt, lend, deadline, try_only, false);
-	if (try_only) {
-		/* Only an element in the ring or a waiting sender can make a
-		 * synchronous try_recv succeed. */
-		if (!ring_can_recv(ch) &&
-		    atomic_load_explicit(&ch->st->senders_waiting,
-					 memory_order_seq_cst) == 0)
-			return -EAGAIN;
-		sync_announce(ch);
-		int r = recv_ring(ch, elt, lend,
-				  canal_now_ns() + SYNC_TRY_WAIT_NS, false,
-				  false);
-		return r == -ETIMEDOUT ? -EAGAIN : r;
-	}
+	if (try_only)
+		return sync_try_recv(ch, elt, lend, true);
 	sync_announce(ch);
 	return recv_ring(ch, elt, lend, deadline, false, false);
 }
@@ -739,8 +746,10 @@ int chan_try_send_one(struct canal_chan *ch, const void *elt)
 	return send_common(ch, elt, NULL, 0, true);
 }
 
-int chan_try_recv_one(struct canal_chan *ch, void *elt)
+int chan_try_recv_one(struct canal_chan *ch, void *elt, bool wait_sender)
 {
+	if (ch->sync)
+		return sync_try_recv(ch, elt, NULL, wait_sender);
 	return recv_common(ch, elt, NULL, 0, true);
 }
 

@@ -235,7 +235,10 @@ bool sync_can_send(struct canal_chan *ch);  /* demand > 0, or closed */
 
 /* Non-blocking single operations used by select (chan.c). */
 int chan_try_send_one(struct canal_chan *ch, const void *elt);
-int chan_try_recv_one(struct canal_chan *ch, void *elt);
+/* wait_sender: on a synchronous channel, wait briefly for a sender that is
+ * waiting (as canal_try_recv does); else succeed only with an element that
+ * is already there (select's poll before it blocks on every case). */
+int chan_try_recv_one(struct canal_chan *ch, void *elt, bool wait_sender);
 
 /* Synchronous-channel receiver bookkeeping (chan.c). */
 void sync_announce(struct canal_chan *ch);

@@ -66,21 +66,27 @@ static bool case_ready(const struct canal_case *c)
 	return c->ch->sync ? sync_can_send(c->ch) : ring_can_send(c->ch);
 }
 
-static int case_try(struct canal_case *c)
+static int case_try(struct canal_case *c, bool wait_sender)
 {
-	return c->op == CANAL_OP_SEND ? chan_try_send_one(c->ch, c->elt)
-				      : chan_try_recv_one(c->ch, c->elt);
+	return c->op == CANAL_OP_SEND
+		       ? chan_try_send_one(c->ch, c->elt)
+		       : chan_try_recv_one(c->ch, c->elt, wait_sender);
 }
 
-/* Poll every case once from start; index of the completed case or -1. */
-static int poll_cases(struct canal_case *cases, size_t n, size_t start)
+/* Poll every case once from start; index of the completed case or -1.
+ * wait_sender: a receive on a synchronous channel waits briefly for a
+ * sender that is waiting (a select that will not block); otherwise the
+ * blocking phase announces the thread on every such channel at once, so
+ * that their senders are woken together. */
+static int poll_cases(struct canal_case *cases, size_t n, size_t start,
+		      bool wait_sender)
 {
 	for (size_t j = 0; j < n; j++) {
 		size_t i = start + j < n ? start + j : start + j - n;
 		struct canal_case *c = &cases[i];
 		if (!c->ch)
 			continue;
-		int r = case_try(c);
+		int r = case_try(c, wait_sender);
 		if (r != -EAGAIN) {
 			c->result = r;
 			return (int)i;
@@ -138,7 +144,8 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 	bool woken = false;
 
 	for (;;) {
-		int done = poll_cases(cases, n, biased ? 0 : rng_next() % n);
+		int done = poll_cases(cases, n, biased ? 0 : rng_next() % n,
+				      timeout_ns == 0);
 		if (done >= 0) {
 			if (woken)
 				pass_on(cases, n, (size_t)done);
@@ -210,7 +217,8 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		}
 		if (w == -ETIMEDOUT) {
 			/* Last poll: a case may have become ready at the end. */
-			done = poll_cases(cases, n, biased ? 0 : rng_next() % n);
+			done = poll_cases(cases, n, biased ? 0 : rng_next() % n,
+					  false);
 			return done >= 0 ? done : -ETIMEDOUT;
 		}
 	}
