@@ -302,10 +302,6 @@ bool sync_can_send(struct canal_chan *ch)
 /* Waiting (spin, then park on an event count)                         */
 /* ------------------------------------------------------------------ */
 
-/* Between processes, a notifier may be killed between its change and its
- * wake-up: sleepers on shared channels re-check their condition at least
- * this often, so that such a lost wake-up costs at most this delay. */
-#define SHARED_RECHECK_NS 100000000u
 
 static uint64_t shared_sleep_limit(struct canal_chan *ch, uint64_t deadline)
 {

@@ -183,12 +183,12 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			ready = cases[i].ch && case_ready(&cases[i]);
 		int w = 0;
 		if (!ready) {
-			/* Shared channels: re-check at least every 100 ms, in
-			 * case a notifier died before its wake-up (chan.c). */
+			/* Shared channels: re-check every SHARED_RECHECK_NS,
+			 * in case a notifier died before its wake-up. */
 			uint64_t dl = deadline, now = canal_now_ns();
 			for (unsigned k = 0; k < nq; k++)
-				if (shared[k] && dl > now + 100000000u)
-					dl = now + 100000000u;
+				if (shared[k] && dl > now + SHARED_RECHECK_NS)
+					dl = now + SHARED_RECHECK_NS;
 			w = canal_parker_current->wait_many(words, keys, shared,
 							    nq, dl);
 			if (w == -ETIMEDOUT && dl != deadline)
