@@ -413,35 +413,13 @@ struct bouncer {
 	int cpu;
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-/* Wait until *line == want. Yields now and then, so that two threads that
- * share one CPU (no pinning possible, or a busy machine) still progress. */
-static inline void wait_value(_Atomic uint64_t *line, uint64_t want)
-{
-	unsigned spins = 0;
-
-	while (atomic_load_explicit(line, memory_order_acquire) != want) {
-		cpu_relax();
-		if (++spins % 4096 == 0)
-			sched_yield();
-	}
-}
-
 static void *bounce_back(void *arg)
 {
 	struct bouncer *b = arg;
 
 	pin_self(b->cpu);
 	for (size_t i = 0; i < b->rounds; i++) {
-		wait_value(&b->line, 2 * i + 1);
+		wl_wait_value(&b->line, 2 * i + 1);
 		atomic_store_explicit(&b->line, 2 * i + 2, memory_order_release);
 	}
 	return NULL;
@@ -474,11 +452,11 @@ double wl_cacheline_roundtrips(size_t rounds, int pin)
 	/* One untimed round trip: the other thread runs before timing starts;
 	 * the result is scaled back to `rounds` round trips. */
 	atomic_store_explicit(&b->line, 1, memory_order_release);
-	wait_value(&b->line, 2);
+	wl_wait_value(&b->line, 2);
 	t0 = now_s();
 	for (size_t i = 1; i < rounds; i++) {
 		atomic_store_explicit(&b->line, 2 * i + 1, memory_order_release);
-		wait_value(&b->line, 2 * i + 2);
+		wl_wait_value(&b->line, 2 * i + 2);
 	}
 	t1 = now_s();
 	pthread_join(tid, NULL);

@@ -13,7 +13,33 @@
 #ifndef CANAL_BENCH_WORKLOADS_H
 #define CANAL_BENCH_WORKLOADS_H
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* Spin helpers shared by the cache-line round trips (threads here, processes
+ * in canal-micro): wl_wait_value spins until *line == want, yielding now and
+ * then so that two threads or processes sharing one CPU still progress. */
+static inline void wl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static inline void wl_wait_value(_Atomic uint64_t *line, uint64_t want)
+{
+	unsigned spins = 0;
+
+	while (atomic_load_explicit(line, memory_order_acquire) != want) {
+		wl_cpu_relax();
+		if (++spins % 4096 == 0)
+			sched_yield();
+	}
+}
 
 enum wl_kind {
 	WL_SEQ,		/* one thread sends min(cap, N) then receives them, to N */

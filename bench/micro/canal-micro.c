@@ -117,27 +117,6 @@ static void busy_wait_ns(unsigned ns)
 		;
 }
 
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-/* Spin until *w == want, yielding now and then so that two processes that
- * share one CPU still progress (as the thread cache-line bounce does). */
-static inline void spin_until(_Atomic uint64_t *w, uint64_t want)
-{
-	unsigned spins = 0;
-
-	while (atomic_load_explicit(w, memory_order_acquire) != want) {
-		relax();
-		if (++spins % 4096 == 0)
-			sched_yield();
-	}
-}
 
 /* Shared futexes (no FUTEX_PRIVATE_FLAG): the words are in a MAP_SHARED
  * page used by two processes. */
@@ -272,7 +251,7 @@ static void print_proc(const char *name, double ns, const char *unit)
 /* proc_spsc_1024 */
 static int spsc_child(struct proc_ctx *c)
 {
-	spin_until(&c->shm->go, 1);
+	wl_wait_value(&c->shm->go, 1);
 	for (uint64_t i = 0; i < c->count; i++)
 		if (canal_send(c->ch[0], &i) != 0)
 			return 1;
@@ -307,7 +286,7 @@ static int poll_recv(struct canal_chan *ch, uint64_t *v)
 	int rc;
 
 	while ((rc = canal_try_recv(ch, v)) == -EAGAIN) {
-		relax();
+		wl_cpu_relax();
 		if (++spins % 4096 == 0)
 			sched_yield();
 	}
@@ -319,7 +298,7 @@ static int poll_send(struct canal_chan *ch, const uint64_t *v)
 	int rc;
 
 	while ((rc = canal_try_send(ch, v)) == -EAGAIN)
-		relax();
+		wl_cpu_relax();
 	return rc;
 }
 
@@ -384,7 +363,7 @@ static double proc_ping_pong(size_t rounds, int pin, int busy,
 static int bounce_child(struct proc_ctx *c)
 {
 	for (uint64_t i = 0; i < c->count; i++) {
-		spin_until(&c->shm->line, 2 * i + 1);
+		wl_wait_value(&c->shm->line, 2 * i + 1);
 		atomic_store_explicit(&c->shm->line, 2 * i + 2,
 				      memory_order_release);
 	}
@@ -404,7 +383,7 @@ static double proc_cacheline(size_t rounds, int pin)
 			t0 = mono_ns();
 		atomic_store_explicit(&c.shm->line, 2 * i + 1,
 				      memory_order_release);
-		spin_until(&c.shm->line, 2 * i + 2);
+		wl_wait_value(&c.shm->line, 2 * i + 2);
 	}
 	t1 = mono_ns();
 	proc_end(&c, "proc_cacheline_rt");
