@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 
 
@@ -47,6 +50,21 @@ static inline void *join(pthread_t t)
 	void *ret;
 	pthread_join(t, &ret);
 	return ret;
+}
+
+/* fork() for tests: the child dies with the test (SIGKILL when the parent
+ * exits, even by abort), so a failed check never leaves processes behind
+ * that hold CTest's output pipe open. */
+static inline pid_t test_fork(void)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(99); /* the parent died before prctl */
+	}
+	return pid;
 }
 
 /* Scale for stress tests: CANAL_STRESS=1 runs the long counts. */

@@ -105,10 +105,10 @@ static double run(size_t cap, int kill_consumer)
 	CHECK(ch);
 	pid_t prod[P], cons[C];
 	for (int c = 0; c < C; c++)
-		if ((cons[c] = fork()) == 0)
+		if ((cons[c] = test_fork()) == 0)
 			consumer(ch, sh);
 	for (int p = 0; p < P; p++)
-		if ((prod[p] = fork()) == 0)
+		if ((prod[p] = test_fork()) == 0)
 			producer(ch, sh, p);
 
 	int victim = (int)(next_rand() % (kill_consumer ? C : P));

@@ -42,7 +42,7 @@ static void test_fork_ops(size_t cap)
 	CHECK(ch && back);
 	CHECK(canal_chan_fd(ch) >= 0);
 	enum { N = 2000 };
-	pid_t pid = fork();
+	pid_t pid = test_fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		for (uint64_t i = 0; i < N; i++) {
@@ -123,7 +123,7 @@ static void test_processes(size_t cap, int P, int C, uint32_t per)
 	pid_t prod[8], cons[8];
 	CHECK(ch);
 	for (int c = 0; c < C; c++) {
-		cons[c] = fork();
+		cons[c] = test_fork();
 		CHECK(cons[c] >= 0);
 		if (cons[c] == 0) {
 			uint32_t last[8];
@@ -142,7 +142,7 @@ static void test_processes(size_t cap, int P, int C, uint32_t per)
 		}
 	}
 	for (int p = 0; p < P; p++) {
-		prod[p] = fork();
+		prod[p] = test_fork();
 		CHECK(prod[p] >= 0);
 		if (prod[p] == 0) {
 			for (uint32_t s = 0; s < per; s++) {
@@ -212,7 +212,7 @@ static void test_named(void)
 	CHECK(strstr(canal_strerror(-ERANGE), "capacity"));
 	/* an unrelated process opens it by name */
 	char msg[16] = "hello, process";
-	pid_t pid = fork();
+	pid_t pid = test_fork();
 	if (pid == 0) {
 		struct canal_chan *c;
 		if (canal_chan_open(name, CANAL_ANY, CANAL_ANY, CANAL_SHARED, &c))
@@ -252,7 +252,7 @@ static void test_permission(void)
 	struct canal_chan *a, *b;
 	canal_chan_unlink(name);
 	CHECK_EQ(canal_chan_create_named(name, 8, 4, CANAL_SHARED, 0600, &a), 0);
-	pid_t pid = fork();
+	pid_t pid = test_fork();
 	if (pid == 0) {
 		/* as another user (root can only be refused as someone else) */
 		if (geteuid() == 0 && setuid(65534) != 0)
@@ -279,7 +279,7 @@ static void test_handover(void)
 	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	struct canal_chan *ch = canal_chan_create(8, 4, CANAL_SHARED);
 	CHECK(ch);
-	pid_t pid = fork();
+	pid_t pid = test_fork();
 	if (pid == 0) {
 		struct canal_chan *c;
 		close(sv[0]);
@@ -434,7 +434,7 @@ static void test_mixed_select(void)
 	struct canal_chan *th = canal_chan_create(8, 2, 0);
 	uint64_t v1 = 0, v2 = 0;
 	CHECK(sh && th);
-	pid_t pid = fork();
+	pid_t pid = test_fork();
 	if (pid == 0) {
 		usleep(20000);
 		uint64_t v = 5;
