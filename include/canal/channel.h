@@ -16,6 +16,13 @@
  *  - Elements are copied by value: elt_size bytes per element, fixed at
  *    creation. elt_size may be 0 (signal-only channels); then element
  *    pointers may be NULL.
+ *  - Every function taking a channel returns -EINVAL when ch is NULL, or
+ *    when an element pointer is NULL while elt_size > 0 (the inspectors
+ *    canal_chan_len() and friends require a valid channel).
+ *  - Shared channels (CANAL_SHARED) may also return -EOWNERDEAD from an
+ *    operation whose slot a peer repaired, believing this process dead,
+ *    and -EBADMSG when the ring was found damaged (see the section on
+ *    channels between processes).
  *  - Order: elements are received in the order their sends claimed a
  *    position in the channel. In particular, the elements of one sending
  *    thread are received in the order it sent them (per-producer FIFO).
@@ -129,7 +136,8 @@ int canal_try_send(struct canal_chan *ch, const void *elt);
  * canal_try_recv - like canal_recv() but never blocks: -EAGAIN when the
  * channel is empty and open, -EPIPE when closed and drained, 0 when an
  * element was received. On a synchronous channel it succeeds only when a
- * sender has an element ready.
+ * sender is waiting or has an element ready; it may then wait up to 1 ms
+ * for that sender to hand its element over (it never waits otherwise).
  */
 int canal_try_recv(struct canal_chan *ch, void *elt);
 
@@ -221,8 +229,10 @@ ssize_t canal_try_recv_batch(struct canal_chan *ch, void *elts, size_t max);
  * channel is destroyed. While a slot is lent, later positions may be claimed
  * by others, but receivers of the reserved position (and senders that wrap
  * around onto a borrowed slot) wait for it: hold slots briefly.
- * On a synchronous channel (capacity 0), commit blocks until a receiver
- * has borrowed the element... and returns once it is taken.
+ * On a synchronous channel (capacity 0), reserve waits for a receiver, and
+ * commit blocks until that receiver has taken (borrowed or copied) the
+ * element. Shared channels: a receiver that dies while it holds a borrowed
+ * slot loses that element (docs/GUARANTEES.md).
  */
 struct canal_slot {
 	void *data;	  /* elt_size bytes, see above */
@@ -236,8 +246,11 @@ int canal_send_reserve(struct canal_chan *ch, struct canal_slot *slot);
 int canal_try_send_reserve(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_send_commit - publish a reserved slot. Returns 0 (the element will
- * be received even if the channel is closed after the reserve). Blocks only
- * on a synchronous channel, until a receiver has taken the element. */
+ * be received even if the channel is closed after the reserve), -EINVAL if
+ * slot is not a reserved slot of ch, or, on a shared channel, -EOWNERDEAD if
+ * a peer repaired the slot meanwhile, believing this process dead (nothing
+ * is sent). Blocks only on a synchronous channel, until a receiver has
+ * taken the element. */
 int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_send_abort - withdraw a reserved slot: nobody receives it. Returns 0.
@@ -250,7 +263,10 @@ int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot);
 int canal_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
 int canal_try_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
 
-/* canal_recv_release - give a borrowed slot back. Returns 0. Never blocks. */
+/* canal_recv_release - give a borrowed slot back. Returns 0, -EINVAL if slot
+ * is not a borrowed slot of ch, or, on a shared channel, -EOWNERDEAD if a
+ * peer repaired the slot meanwhile (what was read may be torn). Never
+ * blocks. */
 int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
 
 /* ------------------------------------------------------------------ */
