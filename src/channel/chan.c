@@ -799,15 +799,67 @@ EXPORT int canal_close(struct canal_chan *ch)
 			return -EINVAL;                                      \
 	} while (0)
 
+/*
+ * Fast paths of canal_send and canal_recv, inlined: one attempt at the slot
+ * the index points to, for a buffered thread channel, the common case. The
+ * steps and orderings are exactly those of ring_claim_send + ring_publish
+ * (ring_claim_recv + ring_release) and the wake-up checks, without the
+ * calls; anything else (full, empty, contention, closed, synchronous or
+ * shared channels) takes the general path.
+ */
+static inline bool send_fast(struct canal_chan *ch, const void *elt)
+{
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
+	uint64_t pos = t >> 1;
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+
+	if (unlikely(t & TAIL_CLOSED) ||
+	    atomic_load_explicit(&s->stamp, memory_order_acquire) !=
+		    stamp_for(ch, pos, STAMP_FREE) ||
+	    !atomic_compare_exchange_strong_explicit(
+		    &ch->st->tail, &t, t + 2, memory_order_seq_cst,
+		    memory_order_relaxed))
+		return false;
+	copy_elt(slot_data(ch, s), elt, ch->elt_size);
+	atomic_store_explicit(&s->stamp, stamp_for(ch, pos, STAMP_FULL),
+			      memory_order_release);
+	wake_receivers(ch, pos, 1);
+	chain_senders(ch, pos + 1);
+	return true;
+}
+
+static inline bool recv_fast(struct canal_chan *ch, void *elt)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+	struct canal_slot_hdr *s = slot_at(ch, h);
+
+	if (atomic_load_explicit(&s->stamp, memory_order_acquire) !=
+		    stamp_for(ch, h, STAMP_FULL) ||
+	    !atomic_compare_exchange_strong_explicit(
+		    &ch->st->head, &h, h + 1, memory_order_seq_cst,
+		    memory_order_relaxed))
+		return false;
+	chain_receivers(ch, h + 1);
+	copy_elt(elt, slot_data(ch, s), ch->elt_size);
+	atomic_store_explicit(&s->stamp, stamp_for(ch, h + ch->ring, STAMP_FREE),
+			      memory_order_release);
+	wake_senders(ch, h, 1);
+	return true;
+}
+
 EXPORT int canal_send(struct canal_chan *ch, const void *elt)
 {
 	CHECK_ELT(ch, elt);
+	if (likely(!ch->sync && !ch->shared) && likely(send_fast(ch, elt)))
+		return 0;
 	return send_common(ch, elt, NULL, CANAL_NO_DEADLINE, false);
 }
 
 EXPORT int canal_recv(struct canal_chan *ch, void *elt)
 {
 	CHECK_ELT(ch, elt);
+	if (likely(!ch->sync && !ch->shared) && likely(recv_fast(ch, elt)))
+		return 0;
 	return recv_common(ch, elt, NULL, CANAL_NO_DEADLINE, false);
 }
 
