@@ -320,27 +320,13 @@ static uint64_t shared_sleep_limit(struct canal_chan *ch, uint64_t deadline)
  *     for our bookkeeping);
  *  2. if nobody sleeps or spins on this queue, spin longer as the queue's
  *     one spinner (see wait.h): notifiers then skip the wake syscall;
- *  3. yield the CPU a few times: with more threads than cores, the thread
- *     we wait for may be waiting for this CPU, and a yield is far cheaper
- *     than a futex sleep and wake;
+ *  3. yield the CPU, re-checking, for up to CANAL_YIELD_NS (wait.h): with
+ *     more threads than cores, the thread we wait for may be waiting for
+ *     this CPU; and a reply that is a few microseconds away (its sender
+ *     was itself woken) is met awake, not with a sleep and a wake-up;
  *  4. park on the queue's futex word. */
 #define QUIET_SPINS 64
 
-/* Yielding before parking pays when a few threads share a few cores (the
- * one we wait for may be runnable on our CPU); with many more sleepers than
- * cores it only churns the run queues: park at once. */
-static uint32_t yield_limit(void)
-{
-	static _Atomic uint32_t limit;
-	uint32_t l = atomic_load_explicit(&limit, memory_order_relaxed);
-	if (unlikely(l == 0)) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		l = n > 0 && n < 1024 ? 2 * (uint32_t)n : 8;
-		atomic_store_explicit(&limit, l, memory_order_relaxed);
-	}
-	return l;
-}
-#define YIELDS 3
 static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		    bool (*cond)(struct canal_chan *),
 		    bool (*probe)(struct canal_chan *), uint64_t deadline)
@@ -350,7 +336,7 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 	 * the protocol of wait.h). */
 	uint32_t waiters = atomic_load_explicit(&q->waiters,
 						memory_order_relaxed);
-	if (waiters >= yield_limit())
+	if (waiters >= canal_yield_limit())
 		goto park; /* many sleep already: threads far outnumber cores */
 	if (waiters)
 		goto yield; /* some sleep: do not spin, but a yield may do */
@@ -371,10 +357,13 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		waitq_spin_end(q);
 	}
 yield:
-	for (unsigned y = 0; y < YIELDS; y++) {
+	for (uint64_t t0 = canal_now_ns();;) {
 		sched_yield();
 		if (cond(ch))
 			return 0;
+		uint64_t now = canal_now_ns();
+		if (now - t0 >= CANAL_YIELD_NS || now >= deadline)
+			break;
 	}
 park:;
 	uint32_t key = waitq_prepare(q);
@@ -399,6 +388,14 @@ static void wait_ack(struct canal_chan *ch, uint64_t pos)
 			if (atomic_load_explicit(&ch->st->head,
 						 memory_order_seq_cst) > pos)
 				return;
+		}
+		for (uint64_t t0 = canal_now_ns();;) {
+			sched_yield();
+			if (atomic_load_explicit(&ch->st->head,
+						 memory_order_seq_cst) > pos)
+				return;
+			if (canal_now_ns() - t0 >= CANAL_YIELD_NS)
+				break;
 		}
 		uint32_t key = waitq_prepare(&ch->st->ack_wq);
 		if (atomic_load_explicit(&ch->st->head, memory_order_seq_cst) > pos) {

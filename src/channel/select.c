@@ -182,7 +182,16 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		for (size_t i = 0; i < n && !ready; i++)
 			ready = cases[i].ch && case_ready(&cases[i]);
 		int w = 0;
-		if (!ready) {
+		/* The yield phase (wait.h), unless threads far outnumber
+		 * cores; a bumped word counts as a wake-up. */
+		bool crowded = false;
+		for (unsigned k = 0; k < nq && !crowded; k++)
+			crowded = atomic_load_explicit(&queues[k]->waiters,
+						       memory_order_relaxed) >
+				  canal_yield_limit();
+		bool bumped = !ready && !crowded &&
+			      canal_yield_wait(words, keys, nq, deadline);
+		if (!ready && !bumped) {
 			/* Shared channels: re-check every SHARED_RECHECK_NS,
 			 * in case a notifier died before its wake-up. */
 			uint64_t dl = deadline, now = canal_now_ns();
@@ -196,7 +205,7 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		}
 		for (unsigned k = 0; k < nq; k++)
 			waitq_finish(queues[k]);
-		woken = !ready && w == 0;
+		woken = bumped || (!ready && w == 0);
 
 		/* Retract the announcements on synchronous channels. */
 		int committed = -1;

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -137,4 +138,35 @@ void waitq_wake(struct canal_waitq *q, uint32_t count, bool shared)
 	 * a waiter that reads the new key also sees the notifier's update. */
 	atomic_fetch_add_explicit(&q->seq, 1, memory_order_release);
 	canal_parker_current->wake(&q->seq, count, shared);
+}
+
+uint32_t canal_yield_limit(void)
+{
+	/* Yielding pays when a few threads share a few cores; with many more
+	 * sleepers than cores it only churns the run queues. */
+	static _Atomic uint32_t limit;
+	uint32_t l = atomic_load_explicit(&limit, memory_order_relaxed);
+	if (__builtin_expect(l == 0, 0)) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		l = n > 0 && n < 1024 ? 2 * (uint32_t)n : 8;
+		atomic_store_explicit(&limit, l, memory_order_relaxed);
+	}
+	return l;
+}
+
+bool canal_yield_wait(_Atomic uint32_t *const *words, const uint32_t *keys,
+		      unsigned n, uint64_t deadline_ns)
+{
+	for (uint64_t t0 = canal_now_ns();;) {
+		sched_yield();
+		/* Acquire: pairs with the release increment of waitq_wake, as
+		 * the futex wait's own read of the word would. */
+		for (unsigned i = 0; i < n; i++)
+			if (atomic_load_explicit(words[i],
+						 memory_order_acquire) != keys[i])
+				return true;
+		uint64_t now = canal_now_ns();
+		if (now - t0 >= CANAL_YIELD_NS || now >= deadline_ns)
+			return false;
+	}
 }
