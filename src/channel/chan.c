@@ -238,7 +238,7 @@ bool ring_release(struct canal_chan *ch, uint64_t pos)
 	/* Release: pairs with the acquire load of the stamp by the sender of
 	 * pos + ring (ring_claim_send): our reads of the data come first. */
 	struct canal_slot_hdr *s = slot_at(ch, pos);
-	uint64_t freed = stamp_for(ch, pos + ch->ring, STAMP_FREE);
+	uint64_t freed = stamp_next_lap(ch, pos, STAMP_FREE);
 	if (likely(!ch->shared)) {
 		atomic_store_explicit(&s->stamp, freed, memory_order_release);
 		return true;
@@ -838,7 +838,7 @@ static inline bool recv_fast(struct canal_chan *ch, void *elt)
 		return false;
 	chain_receivers(ch, h + 1);
 	copy_elt(elt, slot_data(ch, s), ch->elt_size);
-	atomic_store_explicit(&s->stamp, stamp_for(ch, h + ch->ring, STAMP_FREE),
+	atomic_store_explicit(&s->stamp, stamp_next_lap(ch, h, STAMP_FREE),
 			      memory_order_release);
 	wake_senders(ch, h, 1);
 	return true;

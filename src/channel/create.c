@@ -82,6 +82,7 @@ void chan_handle_init(struct canal_chan *ch, struct chan_state *st, int fd,
 	ch->ring = st->ring;
 	ch->pow2 = (ch->ring & (ch->ring - 1)) == 0;
 	ch->ring_mask = ch->pow2 ? ch->ring - 1 : 0;
+	ch->ring_magic = ch->pow2 ? 0 : ~(unsigned __int128)0 / ch->ring + 1;
 	ch->stride = st->stride;
 	ch->slot_hdr = st->slot_hdr;
 	ch->sync = st->capacity == 0;

@@ -145,6 +145,8 @@ struct canal_chan {
 	uint64_t capacity;
 	uint64_t ring;
 	uint64_t ring_mask;  /* ring - 1 when ring is a power of two, else 0 */
+	/* ceil(2^128 / ring) when ring is not a power of two (ring_index). */
+	unsigned __int128 ring_magic;
 	uint64_t stride;
 	uint64_t slot_hdr;
 	uint32_t pow2;	     /* ring is a power of two */
@@ -156,9 +158,22 @@ struct canal_chan {
 	int fd;		     /* shared: the memory file, else -1 */
 };
 
+/*
+ * pos % ring. For a ring that is not a power of two, without a division
+ * (12 cycles of latency here, on every operation): Lemire, Kaser and Kurz,
+ * "Faster remainder by direct computation" (2019): with M = ceil(2^128 / d),
+ * a % d = ((M * a mod 2^128) * d) >> 128, exact for every 64-bit a and d.
+ * The 128 x 64 bit product is formed from two 64 x 64 -> 128 products.
+ */
 static inline uint64_t ring_index(const struct canal_chan *ch, uint64_t pos)
 {
-	return likely(ch->pow2) ? (pos & ch->ring_mask) : (pos % ch->ring);
+	if (likely(ch->pow2))
+		return pos & ch->ring_mask;
+	unsigned __int128 frac = ch->ring_magic * pos; /* mod 2^128 */
+	unsigned __int128 lo = (unsigned __int128)(uint64_t)frac * ch->ring;
+	unsigned __int128 hi = (unsigned __int128)(uint64_t)(frac >> 64) *
+			       ch->ring;
+	return (uint64_t)((hi + (lo >> 64)) >> 64);
 }
 
 static inline struct canal_slot_hdr *slot_at(const struct canal_chan *ch,
@@ -179,6 +194,13 @@ static inline uint64_t stamp_for(const struct canal_chan *ch, uint64_t pos,
 				 unsigned state)
 {
 	return ((pos - ring_index(ch, pos)) << 2) | state;
+}
+
+/* stamp_for(ch, pos + ring, state), the same slot one lap later. */
+static inline uint64_t stamp_next_lap(const struct canal_chan *ch,
+				      uint64_t pos, unsigned state)
+{
+	return stamp_for(ch, pos, state) + (ch->ring << 2);
 }
 
 static inline bool chan_closed(const struct canal_chan *ch)

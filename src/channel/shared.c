@@ -374,7 +374,7 @@ void chan_repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t stuck_ns)
 		if (h <= sp)
 			return;
 		role = 1;
-		repaired = stamp_for(ch, sp + ch->ring, STAMP_FREE);
+		repaired = stamp_next_lap(ch, sp, STAMP_FREE);
 	}
 	uint64_t owner = atomic_load_explicit(&s->owner[0],
 					      memory_order_acquire);
