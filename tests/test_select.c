@@ -226,8 +226,54 @@ static void test_select_both(size_t cap)
 	canal_chan_destroy(ch1);
 }
 
+/* A receive case whose position a sender has claimed but not published
+ * (a reservation in progress): the indices say "ready", the operation
+ * cannot complete yet. The select times out cleanly, then completes with
+ * the element once it is committed, from this thread or another. */
+static struct canal_slot pending;
+static struct canal_chan *pending_ch;
+
+static void *commit_later(void *arg)
+{
+	(void)arg;
+	usleep(20000);
+	*(uint64_t *)pending.data = 77;
+	canal_send_commit(pending_ch, &pending);
+	return NULL;
+}
+
+static void test_in_flight_send(void)
+{
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 4, 0);
+	CHECK(ch);
+	pending_ch = ch;
+	uint64_t v = 0;
+	struct canal_case c = { ch, CANAL_OP_RECV, &v, 0 };
+
+	CHECK_EQ(canal_send_reserve(ch, &pending), 0);
+	CHECK_EQ(canal_select(&c, 1, 0, 0), -EAGAIN);
+	CHECK_EQ(canal_select(&c, 1, 5000000, 0), -ETIMEDOUT);
+	*(uint64_t *)pending.data = 42;
+	canal_send_commit(ch, &pending);
+	CHECK_EQ(canal_select(&c, 1, -1, 0), 0);
+	CHECK_EQ(c.result, 0);
+	CHECK_EQ(v, 42);
+
+	CHECK_EQ(canal_send_reserve(ch, &pending), 0);
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, commit_later, NULL), 0);
+	v = 0;
+	CHECK_EQ(canal_select(&c, 1, -1, 0), 0);
+	CHECK_EQ(c.result, 0);
+	CHECK_EQ(v, 77);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(canal_try_recv(ch, &v), -EAGAIN);
+	canal_chan_destroy(ch);
+}
+
 int main(void)
 {
+	test_in_flight_send();
 	test_errors();
 	test_fairness();
 	test_close_during_select(0);

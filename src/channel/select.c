@@ -29,6 +29,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -142,8 +143,22 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 	struct canal_waitq *queues[CANAL_SELECT_MAX];
 	bool announced[CANAL_SELECT_MAX];
 	bool woken = false;
+	unsigned busy = 0; /* rounds that found a case ready but completed none */
 
 	for (;;) {
+		if (busy) {
+			/* A case looked ready (by the indices) but its operation
+			 * did not complete: another thread is between its index
+			 * CAS and its stamp store (a sender copying in). Back
+			 * off as ring_claim_* do: if that thread was preempted,
+			 * a hot loop here (and in every other select waiting on
+			 * the channel) would keep it off the CPU. */
+			if (busy < 7)
+				for (unsigned i = 0; i < (1u << busy); i++)
+					canal_cpu_relax();
+			else
+				sched_yield();
+		}
 		int done = poll_cases(cases, n, biased ? 0 : rng_next() % n,
 				      timeout_ns == 0);
 		if (done >= 0) {
@@ -206,6 +221,7 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		for (unsigned k = 0; k < nq; k++)
 			waitq_finish(queues[k]);
 		woken = bumped || (!ready && w == 0);
+		busy = ready ? busy + (busy < 7) : 0;
 
 		/* Retract the announcements on synchronous channels. */
 		int committed = -1;
