@@ -70,6 +70,12 @@ enum {
  * canal_chan_create - create a channel of elements of elt_size bytes that
  * holds up to capacity elements (0: synchronous channel).
  *
+ * Memory: the ring (capacity slots of elt_size rounded up to 8 bytes, plus
+ * an 8-byte stamp; 16 bytes with CANAL_SHARED) is allocated at creation,
+ * and for thread channels also committed (touched), as Go's make and
+ * crossbeam's bounded do: a channel costs its full size from the start,
+ * and no page fault happens while messages flow.
+ *
  * Returns the channel, or NULL with errno set:
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,
  *           elt_size > CANAL_ELT_SIZE_MAX, or the buffer size overflows;
