@@ -350,7 +350,7 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 				return 0;
 		}
 	}
-	bool spinner = waitq_spin_begin(q);
+	bool spinner = waitq_spin_begin(q, ch->shared);
 	if (spinner && !waiters) {
 		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
 			for (unsigned i = 0; i < (1u << r); i++)

@@ -44,7 +44,7 @@
 struct canal_waitq {
 	_Atomic uint32_t seq;	  /* the futex word: bumped by every notify */
 	_Atomic uint32_t waiters; /* threads between prepare and finish */
-	_Atomic uint32_t spinners; /* 0 or 1: a thread spinning on this queue */
+	_Atomic uint32_t spinners; /* 0, or the one spinner (1, or a lease) */
 };
 
 /* No deadline: wait forever. Deadlines are canal_now_ns() values. */
@@ -117,17 +117,54 @@ static inline bool waitq_has_waiters(struct canal_waitq *q)
  * cores and many threads). A notifier that sees a spinner need not wake a
  * sleeper: the spinner will see the condition. Pairing: the notifier does
  * [N1 make the condition true (seq_cst RMW); load spinners (seq_cst)]; the
- * spinner, when it gives up, does [spinners-- (seq_cst); W1 prepare; W2
- * re-check]. If the notifier saw the spinner, the spinner's decrement, and
- * so its W2, come later in the seq_cst order and see the condition.
+ * spinner, when it gives up, does [spinners = 0 (seq_cst); W1 prepare; W2
+ * re-check]. If the notifier saw the spinner, the spinner's store, and so
+ * its W2, come later in the seq_cst order and see the condition.
+ *
+ * Between processes the spinner may be killed while it holds the role, so
+ * there the word is a lease: the time the role was taken (canal_now_ns() in
+ * units of 1.024 us, low bit set so that it is never 0). Notifiers trust a
+ * lease younger than SPIN_LEASE_UNITS (about 1 ms, fifty times the longest
+ * spin, CANAL_YIELD_NS); an older one is taken over by the next spinner and
+ * ignored by notifiers. A spinner killed just after a notifier trusted it
+ * leaves that one wake-up undone: the sleepers see the element at their
+ * next periodic re-check (SHARED_RECHECK_NS), as when a notifier itself is
+ * killed before its wake-up (docs/GUARANTEES.md). A live spinner whose
+ * lease ran out (it was preempted) and was taken over may clear the new
+ * holder's role on its way out: notifiers then wake sleepers that did not
+ * need it, never the reverse. The 32-bit clock wraps every 73 minutes: a
+ * dead spinner's lease looks young again for 1 ms every 73 minutes, which
+ * delays at most the wake-ups of that millisecond to the periodic re-check.
  */
-static inline bool waitq_spin_begin(struct canal_waitq *q)
+uint64_t canal_now_ns(void);
+
+#define SPIN_LEASE_SHIFT 10
+#define SPIN_LEASE_UNITS 1000u
+
+static inline uint32_t spin_lease_now(void)
 {
-	uint32_t zero = 0;
-	return atomic_load_explicit(&q->spinners, memory_order_relaxed) == 0 &&
-	       atomic_compare_exchange_strong_explicit(
-		       &q->spinners, &zero, 1, memory_order_seq_cst,
-		       memory_order_relaxed);
+	return (uint32_t)(canal_now_ns() >> SPIN_LEASE_SHIFT) | 1u;
+}
+
+static inline bool spin_lease_live(uint32_t lease)
+{
+	return (uint32_t)(spin_lease_now() - lease) <= SPIN_LEASE_UNITS;
+}
+
+static inline bool waitq_spin_begin(struct canal_waitq *q, bool shared)
+{
+	uint32_t cur = atomic_load_explicit(&q->spinners, memory_order_relaxed);
+	uint32_t mine = 1;
+	if (shared) {
+		if (cur != 0 && spin_lease_live(cur))
+			return false;
+		mine = spin_lease_now();
+	} else if (cur != 0) {
+		return false;
+	}
+	return atomic_compare_exchange_strong_explicit(
+		&q->spinners, &cur, mine, memory_order_seq_cst,
+		memory_order_relaxed);
 }
 
 static inline void waitq_spin_end(struct canal_waitq *q)
@@ -135,14 +172,14 @@ static inline void waitq_spin_end(struct canal_waitq *q)
 	atomic_store_explicit(&q->spinners, 0, memory_order_seq_cst);
 }
 
-/* A wake-up is needed: someone sleeps (or is about to) and nobody spins.
- * Between processes the spinner is not trusted (it may have been killed
- * while spinning, leaving the flag set): only waiters count. */
+/* A wake-up is needed: someone sleeps (or is about to) and nobody spins
+ * (between processes: nobody holds a live lease). */
 static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 {
-	return atomic_load_explicit(&q->waiters, memory_order_seq_cst) != 0 &&
-	       (shared || atomic_load_explicit(&q->spinners,
-					       memory_order_seq_cst) == 0);
+	if (atomic_load_explicit(&q->waiters, memory_order_seq_cst) == 0)
+		return false;
+	uint32_t s = atomic_load_explicit(&q->spinners, memory_order_seq_cst);
+	return s == 0 || (shared && !spin_lease_live(s));
 }
 
 /*
