@@ -334,6 +334,18 @@ static uint64_t shared_sleep_limit(struct canal_chan *ch, uint64_t deadline)
  *     (waitq_spin_end before waitq_prepare: the pairing of wait.h). */
 #define QUIET_SPINS 64
 
+/* A condition of wait_for, for canal_yield_phase. */
+struct cond_call {
+	bool (*cond)(struct canal_chan *);
+	struct canal_chan *ch;
+};
+
+static bool cond_holds(void *arg)
+{
+	struct cond_call *c = arg;
+	return c->cond(c->ch);
+}
+
 static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		    bool (*cond)(struct canal_chan *),
 		    bool (*probe)(struct canal_chan *), uint64_t deadline)
@@ -362,16 +374,11 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 		}
 	}
 	if (spinner || waiters < canal_yield_limit()) {
-		for (uint64_t t0 = canal_now_ns();;) {
-			sched_yield();
-			if (cond(ch)) {
-				if (spinner)
-					waitq_spin_end(q);
-				return 0;
-			}
-			uint64_t now = canal_now_ns();
-			if (now - t0 >= CANAL_YIELD_NS || now >= deadline)
-				break;
+		struct cond_call c = { cond, ch };
+		if (canal_yield_phase(cond_holds, &c, deadline)) {
+			if (spinner)
+				waitq_spin_end(q);
+			return 0;
 		}
 	}
 	if (spinner)
@@ -384,6 +391,18 @@ static int wait_for(struct canal_chan *ch, struct canal_waitq *q,
 	int w = waitq_sleep(q, key, ch->shared, shared_sleep_limit(ch, deadline));
 	waitq_finish(q);
 	return w == -ETIMEDOUT && canal_now_ns() < deadline ? 0 : w;
+}
+
+struct ack_wait {
+	struct canal_chan *ch;
+	uint64_t pos;
+};
+
+static bool acked(void *arg)
+{
+	struct ack_wait *a = arg;
+	return atomic_load_explicit(&a->ch->st->head, memory_order_seq_cst) >
+	       a->pos;
 }
 
 /* Synchronous send: wait until the receiver has claimed position pos. */
@@ -399,14 +418,9 @@ static void wait_ack(struct canal_chan *ch, uint64_t pos)
 						 memory_order_seq_cst) > pos)
 				return;
 		}
-		for (uint64_t t0 = canal_now_ns();;) {
-			sched_yield();
-			if (atomic_load_explicit(&ch->st->head,
-						 memory_order_seq_cst) > pos)
-				return;
-			if (canal_now_ns() - t0 >= CANAL_YIELD_NS)
-				break;
-		}
+		struct ack_wait a = { ch, pos };
+		if (canal_yield_phase(acked, &a, CANAL_NO_DEADLINE))
+			return;
 		uint32_t key = waitq_prepare(&ch->st->ack_wq);
 		if (atomic_load_explicit(&ch->st->head, memory_order_seq_cst) > pos) {
 			waitq_finish(&ch->st->ack_wq);

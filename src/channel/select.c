@@ -106,6 +106,25 @@ static void pass_on(struct canal_case *cases, size_t n, size_t done)
 	}
 }
 
+/* For canal_yield_phase: has a notifier bumped one of the words? */
+struct bumped_call {
+	_Atomic uint32_t *const *words;
+	const uint32_t *keys;
+	unsigned n;
+};
+
+static bool any_bumped(void *arg)
+{
+	struct bumped_call *b = arg;
+	/* Acquire: pairs with the release increment of waitq_wake, as the
+	 * futex wait's own read of the word would. */
+	for (unsigned i = 0; i < b->n; i++)
+		if (atomic_load_explicit(b->words[i], memory_order_acquire) !=
+		    b->keys[i])
+			return true;
+	return false;
+}
+
 EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			unsigned flags)
 {
@@ -198,14 +217,16 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			ready = cases[i].ch && case_ready(&cases[i]);
 		int w = 0;
 		/* The yield phase (wait.h), unless threads far outnumber
-		 * cores; a bumped word counts as a wake-up. */
+		 * cores (waiters counts us: "others >= the limit", as in
+		 * wait_for); a bumped word counts as a wake-up. */
 		bool crowded = false;
 		for (unsigned k = 0; k < nq && !crowded; k++)
 			crowded = atomic_load_explicit(&queues[k]->waiters,
 						       memory_order_relaxed) >
 				  canal_yield_limit();
+		struct bumped_call bc = { words, keys, nq };
 		bool bumped = !ready && !crowded &&
-			      canal_yield_wait(words, keys, nq, deadline);
+			      canal_yield_phase(any_bumped, &bc, deadline);
 		if (!ready && !bumped) {
 			/* Shared channels: re-check every SHARED_RECHECK_NS,
 			 * in case a notifier died before its wake-up. */

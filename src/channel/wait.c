@@ -154,17 +154,12 @@ uint32_t canal_yield_limit(void)
 	return l;
 }
 
-bool canal_yield_wait(_Atomic uint32_t *const *words, const uint32_t *keys,
-		      unsigned n, uint64_t deadline_ns)
+bool canal_yield_phase(bool (*done)(void *), void *arg, uint64_t deadline_ns)
 {
 	for (uint64_t t0 = canal_now_ns();;) {
 		sched_yield();
-		/* Acquire: pairs with the release increment of waitq_wake, as
-		 * the futex wait's own read of the word would. */
-		for (unsigned i = 0; i < n; i++)
-			if (atomic_load_explicit(words[i],
-						 memory_order_acquire) != keys[i])
-				return true;
+		if (done(arg))
+			return true;
 		uint64_t now = canal_now_ns();
 		if (now - t0 >= CANAL_YIELD_NS || now >= deadline_ns)
 			return false;

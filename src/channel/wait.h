@@ -156,9 +156,9 @@ static inline bool waitq_spin_begin(struct canal_waitq *q, bool shared)
 	uint32_t cur = atomic_load_explicit(&q->spinners, memory_order_relaxed);
 	uint32_t mine = 1;
 	if (shared) {
-		if (cur != 0 && spin_lease_live(cur))
-			return false;
 		mine = spin_lease_now();
+		if (cur != 0 && (uint32_t)(mine - cur) <= SPIN_LEASE_UNITS)
+			return false; /* a live lease */
 	} else if (cur != 0) {
 		return false;
 	}
@@ -201,10 +201,9 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 #define CANAL_YIELD_NS 20000u
 uint32_t canal_yield_limit(void);
 
-/* Yield, re-checking the n words against their keys, until one differs
+/* The one yield loop: yield, then call done(arg), until it returns true
  * (true), CANAL_YIELD_NS have passed or the deadline (false). */
-bool canal_yield_wait(_Atomic uint32_t *const *words, const uint32_t *keys,
-		      unsigned n, uint64_t deadline_ns);
+bool canal_yield_phase(bool (*done)(void *), void *arg, uint64_t deadline_ns);
 
 /* Deadline helpers. */
 uint64_t canal_deadline_from_timeout(int64_t timeout_ns);
