@@ -17,8 +17,10 @@ CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS.
 """
 from __future__ import annotations
 
+import csv
 import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -98,11 +100,17 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     return Mode(kinds=kinds, quick=(mode == "quick"), timeout=cell_timeout(m["n"]), **m)
 
 
-def cell_timeout(n: int) -> float:
+def cell_timeout(n: int, slowest: Optional[float] = None) -> float:
     """Seconds one workload at one capacity may take before the program is
-    deemed hung and killed: 200 us per message (the slowest cells measured
-    on a busy 2-core machine take about 50), at least 5 s."""
-    return max(5.0, n * 200e-6)
+    deemed hung and killed. At most 200 us per message (the slowest cells
+    measured on a busy 2-core machine take about 50), at least 5 s. Once
+    some run of the same cell has completed (any implementation, any
+    repetition), 10 times the slowest such run, but not under 20 s: a hang
+    (flume's Selector) then costs seconds, not minutes."""
+    cap = max(5.0, n * 200e-6)
+    if slowest is None:
+        return cap
+    return min(cap, max(min(20.0, cap), 10.0 * slowest))
 
 
 # ---------------------------------------------------------------------------
@@ -290,39 +298,72 @@ def run_once(cmd: List[str], timeout: float) -> Tuple[List[Result], Optional[str
     return parse_output(p.stdout), None
 
 
-def collect(build_dir: str, m: Mode) -> Tuple[List[dict], Dict]:
-    """Run everything, interleaved; the raw runs and the status words."""
+CSV_HEADER = ["rep", "workload", "impl", "lang", "name", "seconds", "messages",
+              "ns_per_msg", "n", "threads", "size"]
+
+
+def csv_row(r: dict) -> List[object]:
+    return [r["rep"], r["workload"], r["impl"], r["lang"], r["name"], f"{r['seconds']:.6f}",
+            r["messages"], f"{r['seconds'] * 1e9 / r['messages']:.2f}",
+            r["n"], r["threads"], r["size"]]
+
+
+def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
+            ) -> Tuple[List[dict], Dict, bool]:
+    """Run everything, interleaved; the raw runs, the status words and
+    whether every repetition completed. Each run is appended to csv_path as
+    it completes, so a run cut short (Ctrl-C, SIGTERM) keeps its data; an
+    interrupt ends the collection and the runs so far are reported."""
     paths = available(build_dir)
     status: Dict = {k: "SKIPPED" for k, p in paths.items() if p is None}
     if paths["canal"] is None:
         raise RuntimeError(f"{IMPLS[0].binary} is not built in {build_dir}")
     runs: List[dict] = []
-    for rep in range(m.reps):
-        report.progress(f"repetition {rep + 1}/{m.reps}")
-        for size in m.sizes:
-            for kind in m.kinds:
-                for cap in CAPS:
-                    # One program invocation per cell, every implementation
-                    # in turn: a hang costs one cell, and the interleaving
-                    # is fine-grained.
-                    for impl in IMPLS:
-                        path = paths[impl.key]
-                        wls = [w for w in expected_workloads(impl, [kind], size)
-                               if split_workload(w)[0] == cap]
-                        if path is None or not wls:
-                            continue
-                        res, err = run_once(command(impl, path, m, kind, size, [cap]),
-                                            m.timeout)
-                        got = [r for r in res if impl_of(r) == impl.key]
-                        for r in got:
-                            runs.append(dict(rep=rep + 1, workload=r.workload, impl=impl.key,
-                                             lang=r.lang, name=r.impl, seconds=r.seconds,
-                                             messages=messages(r.workload, m.n, m.threads),
-                                             n=m.n, threads=m.threads, size=size))
-                        if not got:
-                            for wl in wls:
-                                status[(impl.key, wl)] = err or "no result"
-    return runs, status
+    slowest: Dict[Tuple[int, str, str], float] = {}    # (size, kind, cap) -> s
+    out = open(csv_path, "w", newline="") if csv_path else None
+    writer = csv.writer(out) if out else None
+    if writer:
+        writer.writerow(CSV_HEADER)
+    try:
+        for rep in range(m.reps):
+            report.progress(f"repetition {rep + 1}/{m.reps}")
+            for size in m.sizes:
+                for kind in m.kinds:
+                    for cap in CAPS:
+                        # One program invocation per cell, every
+                        # implementation in turn: a hang costs one cell,
+                        # and the interleaving is fine-grained.
+                        for impl in IMPLS:
+                            path = paths[impl.key]
+                            wls = [w for w in expected_workloads(impl, [kind], size)
+                                   if split_workload(w)[0] == cap]
+                            if path is None or not wls:
+                                continue
+                            key = (size, kind, cap)
+                            timeout = cell_timeout(m.n, slowest.get(key))
+                            res, err = run_once(command(impl, path, m, kind, size, [cap]),
+                                                timeout)
+                            got = [r for r in res if impl_of(r) == impl.key]
+                            for r in got:
+                                run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
+                                           lang=r.lang, name=r.impl, seconds=r.seconds,
+                                           messages=messages(r.workload, m.n, m.threads),
+                                           n=m.n, threads=m.threads, size=size)
+                                runs.append(run)
+                                slowest[key] = max(slowest.get(key, 0.0), r.seconds)
+                                if writer:
+                                    writer.writerow(csv_row(run))
+                                    out.flush()
+                            if not got:
+                                for wl in wls:
+                                    status[(impl.key, wl)] = err or "no result"
+        return runs, status, True
+    except KeyboardInterrupt:
+        report.progress(f"interrupted: reporting the {len(runs)} runs completed")
+        return runs, status, False
+    finally:
+        if out:
+            out.close()
 
 
 def write_plots(rows: Sequence[Row], out_dir: str, m: Mode) -> List[str]:
@@ -369,8 +410,9 @@ NOTES = """Notes:
   repetition; `*`: the median of the repetitions that completed.
 - flume's select_both at capacity 0 and 1 is not run: flume's Selector
   hangs there (lost wake-up, flume issues #44 and #135); it also hangs now
-  and then at other capacities: a program that outlives its timeout is
-  killed, and the repetitions that completed make the median.
+  and then at other capacities: a program that outlives its timeout (10x
+  the slowest completed run of the same cell, at least 20 s) is killed,
+  and the repetitions that completed make the median.
 - seq runs chunks of min(capacity, N) sends then receives; it cannot run
   at capacity 0.
 """
@@ -379,22 +421,25 @@ NOTES = """Notes:
 def run(build_dir: str, mode: str) -> str:
     m = mode_params(mode)
     out_dir = report.results_dir()
-    runs, status = collect(build_dir, m)
+    # SIGTERM (a killed session, `timeout`) ends the run like Ctrl-C does.
+    old = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        runs, status, complete = collect(build_dir, m, os.path.join(out_dir, "chan-runs.csv"))
+    finally:
+        signal.signal(signal.SIGTERM, old)
     rows = summarize(runs, m.n, m.threads)
     table = render_table(rows, status, m.reps)
-    md = "\n".join(report.header_lines(title(m))) + "\n" + table + "\n" + NOTES
+    md = "\n".join(report.header_lines(title(m))) + "\n"
+    if not complete:
+        done = max((r["rep"] for r in runs), default=0)
+        md += (f"\n**Interrupted during repetition {done} of {m.reps}**: medians of the "
+               f"runs completed (`*` marks cells with fewer than {m.reps}).\n\n")
+    md += table + "\n" + NOTES
     plots = write_plots(rows, out_dir, m)
     if plots:
         md += "\nPlots: " + ", ".join(os.path.basename(p) for p in plots) + "\n"
     with open(os.path.join(out_dir, "chan.md"), "w") as f:
         f.write(md)
-    report.write_csv(os.path.join(out_dir, "chan-runs.csv"),
-                     ["rep", "workload", "impl", "lang", "name", "seconds", "messages",
-                      "ns_per_msg", "n", "threads", "size"],
-                     [[r["rep"], r["workload"], r["impl"], r["lang"], r["name"],
-                       f"{r['seconds']:.6f}", r["messages"],
-                       f"{r['seconds'] * 1e9 / r['messages']:.2f}",
-                       r["n"], r["threads"], r["size"]] for r in runs])
     print(title(m))
     print(table)
     return md

@@ -1,6 +1,7 @@
 """Unit tests of the channel comparison harness (canal_bench/chan.py):
 parsing of the programs' lines, workload names, message counts, medians,
-ratios, best peer and the table. Pure and fast: no program is run."""
+ratios, best peer and the table, timeouts and the collection loop (with a
+stand-in for the programs). Pure and fast: no program is run."""
 from __future__ import annotations
 
 import os
@@ -176,6 +177,79 @@ def test_cell_timeout_scales_with_n():
     assert chan.cell_timeout(20_000) == 5.0
     assert chan.cell_timeout(1_000_000) == pytest.approx(200.0)
     assert chan.mode_params("full", env={}).timeout == pytest.approx(200.0)
+
+
+def test_cell_timeout_follows_completed_runs():
+    # 10x the slowest completed run of the cell, at least 20 s, at most
+    # the per-message bound.
+    assert chan.cell_timeout(1_000_000, 0.05) == pytest.approx(20.0)
+    assert chan.cell_timeout(1_000_000, 3.0) == pytest.approx(30.0)
+    assert chan.cell_timeout(1_000_000, 50.0) == pytest.approx(200.0)
+    assert chan.cell_timeout(20_000, 0.01) == pytest.approx(5.0)
+
+
+def _fake_runner(calls, interrupt_at=None):
+    """A run_once stand-in: every program 'takes' 1 s on every workload
+    asked of it, except flume, which 'hangs'; the call numbered
+    interrupt_at raises KeyboardInterrupt as Ctrl-C would."""
+    def run_once(cmd, timeout):
+        calls.append((cmd, timeout))
+        if interrupt_at is not None and len(calls) == interrupt_at:
+            raise KeyboardInterrupt
+        impl = next(i for i in chan.IMPLS if cmd[1:1 + len(i.args)] == list(i.args)
+                    and os.path.basename(cmd[0]) == os.path.basename(i.binary))
+        if impl.key == "flume":
+            return [], "TIMEOUT"
+        size, kind = int(cmd[cmd.index("-s") + 1]), cmd[cmd.index("-w") + 1]
+        flags = cmd[cmd.index("-c") + 1].split(",")
+        caps = [c for c in chan.CAPS if chan.CAP_FLAGS[c] in flags]
+        lines = [chan.Result(w, impl.lang, impl.name, 1.0)
+                 for w in chan.expected_workloads(impl, [kind], size)
+                 if chan.split_workload(w)[0] in caps]
+        return lines, None
+    return run_once
+
+
+def _fake_build(tmp_path):
+    for i in chan.IMPLS:
+        if i.key == "go":
+            continue            # absent: SKIPPED
+        p = tmp_path / i.binary
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    return str(tmp_path)
+
+
+def test_collect_interleaves_times_out_and_writes_csv(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(chan, "run_once", _fake_runner(calls))
+    m = chan.mode_params("full", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_SIZES": "8",
+                                      "CANAL_CHAN_KINDS": "spsc"})
+    csv_path = tmp_path / "runs.csv"
+    runs, status, complete = chan.collect(_fake_build(tmp_path), m, str(csv_path))
+    assert complete and status["go"] == "SKIPPED"
+    assert status[("flume", "bounded0_spsc")] == "TIMEOUT"
+    # canal, crossbeam, flume per capacity, in turn; the first program of
+    # a cell gets the full bound, later ones 10x the slowest completed run.
+    progs = [(os.path.basename(c[0]), c[1:3], t) for c, t in calls]
+    assert progs[:3] == [("chanbench-canal", ["-n", "1000000"], 200.0),
+                         ("chanbench-rust", ["-i", "crossbeam"], 20.0),
+                         ("chanbench-rust", ["-i", "flume"], 20.0)]
+    assert len(runs) == 2 * (3 + 4)       # canal 3 caps, crossbeam 4, per rep
+    lines = csv_path.read_text().splitlines()
+    assert lines[0].startswith("rep,workload,impl") and len(lines) == 1 + len(runs)
+
+
+def test_collect_interrupted_keeps_runs(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(chan, "run_once", _fake_runner(calls, interrupt_at=4))
+    m = chan.mode_params("full", env={"CANAL_CHAN_SIZES": "8", "CANAL_CHAN_KINDS": "spsc"})
+    csv_path = tmp_path / "runs.csv"
+    runs, _, complete = chan.collect(_fake_build(tmp_path), m, str(csv_path))
+    assert not complete
+    assert [r["impl"] for r in runs] == ["canal", "crossbeam"]
+    assert len(csv_path.read_text().splitlines()) == 3
 
 
 def test_stats_argmin():
