@@ -104,9 +104,11 @@ def cell_timeout(n: int, slowest: Optional[float] = None) -> float:
     """Seconds one workload at one capacity may take before the program is
     deemed hung and killed. At most 200 us per message (the slowest cells
     measured on a busy 2-core machine take about 50), at least 5 s. Once
-    some run of the same cell has completed (any implementation, any
-    repetition), 10 times the slowest such run, but not under 20 s: a hang
-    (flume's Selector) then costs seconds, not minutes."""
+    the same implementation has completed the same cell (in an earlier
+    repetition), 10 times its slowest such run, but not under 20 s: a
+    hang (flume's Selector) then costs seconds, not minutes. Other
+    implementations' times say nothing: a peer can legitimately be 100
+    times slower than canal on a cell (crossbeam at capacity 0)."""
     cap = max(5.0, n * 200e-6)
     if slowest is None:
         return cap
@@ -319,7 +321,7 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
     if paths["canal"] is None:
         raise RuntimeError(f"{IMPLS[0].binary} is not built in {build_dir}")
     runs: List[dict] = []
-    slowest: Dict[Tuple[int, str, str], float] = {}    # (size, kind, cap) -> s
+    slowest: Dict[Tuple[str, int, str, str], float] = {}  # (impl, size, kind, cap) -> s
     out = open(csv_path, "w", newline="") if csv_path else None
     writer = csv.writer(out) if out else None
     if writer:
@@ -339,7 +341,7 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                                    if split_workload(w)[0] == cap]
                             if path is None or not wls:
                                 continue
-                            key = (size, kind, cap)
+                            key = (impl.key, size, kind, cap)
                             timeout = cell_timeout(m.n, slowest.get(key))
                             res, err = run_once(command(impl, path, m, kind, size, [cap]),
                                                 timeout)
@@ -411,7 +413,7 @@ NOTES = """Notes:
 - flume's select_both at capacity 0 and 1 is not run: flume's Selector
   hangs there (lost wake-up, flume issues #44 and #135); it also hangs now
   and then at other capacities: a program that outlives its timeout (10x
-  the slowest completed run of the same cell, at least 20 s) is killed,
+  its own slowest completed run of the cell, at least 20 s) is killed,
   and the repetitions that completed make the median.
 - seq runs chunks of min(capacity, N) sends then receives; it cannot run
   at capacity 0.
