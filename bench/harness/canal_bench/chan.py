@@ -100,19 +100,21 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     return Mode(kinds=kinds, quick=(mode == "quick"), timeout=cell_timeout(m["n"]), **m)
 
 
-def cell_timeout(n: int, slowest: Optional[float] = None) -> float:
+def cell_timeout(n: int, slowest: Optional[float] = None, hung: bool = False) -> float:
     """Seconds one workload at one capacity may take before the program is
     deemed hung and killed. At most 200 us per message (the slowest cells
     measured on a busy 2-core machine take about 50), at least 5 s. Once
     the same implementation has completed the same cell (in an earlier
-    repetition), 10 times its slowest such run, but not under 20 s: a
-    hang (flume's Selector) then costs seconds, not minutes. Other
-    implementations' times say nothing: a peer can legitimately be 100
-    times slower than canal on a cell (crossbeam at capacity 0)."""
+    repetition), 10 times its slowest such run, but not under 20 s; if it
+    has only ever hung there (`hung`), 20 s. A hang (flume's Selector) then
+    costs seconds, not minutes. Other implementations' times say nothing:
+    a peer can legitimately be 100 times slower than canal on a cell
+    (crossbeam at capacity 0)."""
     cap = max(5.0, n * 200e-6)
+    floor = min(20.0, cap)
     if slowest is None:
-        return cap
-    return min(cap, max(min(20.0, cap), 10.0 * slowest))
+        return floor if hung else cap
+    return min(cap, max(floor, 10.0 * slowest))
 
 
 # ---------------------------------------------------------------------------
@@ -322,6 +324,7 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
         raise RuntimeError(f"{IMPLS[0].binary} is not built in {build_dir}")
     runs: List[dict] = []
     slowest: Dict[Tuple[str, int, str, str], float] = {}  # (impl, size, kind, cap) -> s
+    hung = set()                                           # keys that timed out
     out = open(csv_path, "w", newline="") if csv_path else None
     writer = csv.writer(out) if out else None
     if writer:
@@ -342,7 +345,7 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                             if path is None or not wls:
                                 continue
                             key = (impl.key, size, kind, cap)
-                            timeout = cell_timeout(m.n, slowest.get(key))
+                            timeout = cell_timeout(m.n, slowest.get(key), key in hung)
                             res, err = run_once(command(impl, path, m, kind, size, [cap]),
                                                 timeout)
                             got = [r for r in res if impl_of(r) == impl.key]
@@ -356,6 +359,8 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                                 if writer:
                                     writer.writerow(csv_row(run))
                                     out.flush()
+                            if err == "TIMEOUT":
+                                hung.add(key)
                             if not got:
                                 for wl in wls:
                                     status[(impl.key, wl)] = err or "no result"
@@ -413,8 +418,9 @@ NOTES = """Notes:
 - flume's select_both at capacity 0 and 1 is not run: flume's Selector
   hangs there (lost wake-up, flume issues #44 and #135); it also hangs now
   and then at other capacities: a program that outlives its timeout (10x
-  its own slowest completed run of the cell, at least 20 s) is killed,
-  and the repetitions that completed make the median.
+  its own slowest completed run of the cell, at least 20 s; 20 s where it
+  has only ever hung) is killed, and the repetitions that completed make
+  the median.
 - seq runs chunks of min(capacity, N) sends then receives; it cannot run
   at capacity 0.
 """

@@ -186,6 +186,10 @@ def test_cell_timeout_follows_completed_runs():
     assert chan.cell_timeout(1_000_000, 3.0) == pytest.approx(30.0)
     assert chan.cell_timeout(1_000_000, 50.0) == pytest.approx(200.0)
     assert chan.cell_timeout(20_000, 0.01) == pytest.approx(5.0)
+    # Only ever hung there: 20 s; completed once, the completed run counts.
+    assert chan.cell_timeout(1_000_000, None, hung=True) == pytest.approx(20.0)
+    assert chan.cell_timeout(1_000_000, 3.0, hung=True) == pytest.approx(30.0)
+    assert chan.cell_timeout(20_000, None, hung=True) == pytest.approx(5.0)
 
 
 def _fake_runner(calls, interrupt_at=None):
@@ -233,14 +237,14 @@ def test_collect_interleaves_times_out_and_writes_csv(tmp_path, monkeypatch):
     # canal, crossbeam, flume per capacity, in turn. In the first
     # repetition every program gets the full bound; in the second, 10x its
     # own slowest completed run of the cell (at least 20 s), or the full
-    # bound again if it never completed (flume).
+    # bound again if it never completed (flume), 20 s if it timed out.
     progs = [(os.path.basename(c[0]), c[1:3], t) for c, t in calls]
     first = [("chanbench-canal", ["-n", "1000000"], 200.0),
              ("chanbench-rust", ["-i", "crossbeam"], 200.0),
              ("chanbench-rust", ["-i", "flume"], 200.0)]
     second = [("chanbench-canal", ["-n", "1000000"], 20.0),
               ("chanbench-rust", ["-i", "crossbeam"], 20.0),
-              ("chanbench-rust", ["-i", "flume"], 200.0)]
+              ("chanbench-rust", ["-i", "flume"], 20.0)]
     assert progs[:3] == first and progs[len(progs) // 2:][:3] == second
     assert len(runs) == 2 * (3 + 4)       # canal 3 caps, crossbeam 4, per rep
     lines = csv_path.read_text().splitlines()
