@@ -43,9 +43,9 @@ def test_main_fills_from_a_results_dir(tmp_path):
     doc.write_text(DOC)
     res = tmp_path / "res"
     res.mkdir()
-    (res / "chan.md").write_text("grid\n")
+    (res / "chan.md").write_text("# Channels\n\ngrid\n## kept\n")
     assert bench_doc.main(["--doc", str(doc), "--chan-full", str(res)]) == 0
-    assert "grid\n<!-- chan-full end -->" in doc.read_text()
+    assert "-->\n**Channels**\n\ngrid\n## kept\n<!-- chan-full end -->" in doc.read_text()
     assert bench_doc.main(["--doc", str(doc), f"chan-quick={res / 'chan.md'}"]) == 0
     assert "old quick" not in doc.read_text()
 
