@@ -18,6 +18,7 @@ CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS.
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import re
 import signal
@@ -332,38 +333,33 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
     try:
         for rep in range(m.reps):
             report.progress(f"repetition {rep + 1}/{m.reps}")
-            for size in m.sizes:
-                for kind in m.kinds:
-                    for cap in CAPS:
-                        # One program invocation per cell, every
-                        # implementation in turn: a hang costs one cell,
-                        # and the interleaving is fine-grained.
-                        for impl in IMPLS:
-                            path = paths[impl.key]
-                            wls = [w for w in expected_workloads(impl, [kind], size)
-                                   if split_workload(w)[0] == cap]
-                            if path is None or not wls:
-                                continue
-                            key = (impl.key, size, kind, cap)
-                            timeout = cell_timeout(m.n, slowest.get(key), key in hung)
-                            res, err = run_once(command(impl, path, m, kind, size, [cap]),
-                                                timeout)
-                            got = [r for r in res if impl_of(r) == impl.key]
-                            for r in got:
-                                run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
-                                           lang=r.lang, name=r.impl, seconds=r.seconds,
-                                           messages=messages(r.workload, m.n, m.threads),
-                                           n=m.n, threads=m.threads, size=size)
-                                runs.append(run)
-                                slowest[key] = max(slowest.get(key, 0.0), r.seconds)
-                                if writer:
-                                    writer.writerow(csv_row(run))
-                                    out.flush()
-                            if err == "TIMEOUT":
-                                hung.add(key)
-                            if not got:
-                                for wl in wls:
-                                    status[(impl.key, wl)] = err or "no result"
+            # One program invocation per cell, every implementation in
+            # turn: a hang costs one cell, and the interleaving is fine.
+            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, CAPS, IMPLS):
+                path = paths[impl.key]
+                wls = [w for w in expected_workloads(impl, [kind], size)
+                       if split_workload(w)[0] == cap]
+                if path is None or not wls:
+                    continue
+                key = (impl.key, size, kind, cap)
+                res, err = run_once(command(impl, path, m, kind, size, [cap]),
+                                    cell_timeout(m.n, slowest.get(key), key in hung))
+                got = [r for r in res if impl_of(r) == impl.key]
+                for r in got:
+                    run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
+                               lang=r.lang, name=r.impl, seconds=r.seconds,
+                               messages=messages(r.workload, m.n, m.threads),
+                               n=m.n, threads=m.threads, size=size)
+                    runs.append(run)
+                    slowest[key] = max(slowest.get(key, 0.0), r.seconds)
+                    if writer:
+                        writer.writerow(csv_row(run))
+                        out.flush()
+                if err == "TIMEOUT":
+                    hung.add(key)
+                if not got:
+                    for wl in wls:
+                        status[(impl.key, wl)] = err or "no result"
         return runs, status, True
     except KeyboardInterrupt:
         report.progress(f"interrupted: reporting the {len(runs)} runs completed")
