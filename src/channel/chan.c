@@ -938,14 +938,14 @@ EXPORT int canal_send_timeout(struct canal_chan *ch, const void *elt,
 			      int64_t timeout_ns)
 {
 	return canal_send_deadline(ch, elt,
-				   canal_deadline_from_timeout(timeout_ns));
+				   canal__deadline_from_timeout(timeout_ns));
 }
 
 EXPORT int canal_recv_timeout(struct canal_chan *ch, void *elt,
 			      int64_t timeout_ns)
 {
 	return canal_recv_deadline(ch, elt,
-				   canal_deadline_from_timeout(timeout_ns));
+				   canal__deadline_from_timeout(timeout_ns));
 }
 
 /* ------------------------------------------------------------------ */

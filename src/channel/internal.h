@@ -56,7 +56,7 @@
 #ifndef CANAL_INTERNAL_H
 #define CANAL_INTERNAL_H
 
-#include "wait.h"
+#include "base/wait.h"
 
 #include <canal/channel.h>
 

@@ -142,16 +142,14 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			return -EINVAL;
 		active++;
 	}
-	uint64_t deadline = canal_deadline_from_timeout(timeout_ns);
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	if (active == 0) {
 		if (timeout_ns < 0)
 			return -ENOENT;
 		if (timeout_ns == 0)
 			return -EAGAIN;
-		_Atomic uint32_t never = 0;
-		while (canal_parker_current->wait(&never, 0, false, deadline) !=
-		       -ETIMEDOUT)
-			;
+		const struct canal__parker *p = canal__parker_get();
+		p->ops->sleep_until(p->self, deadline);
 		return -ETIMEDOUT;
 	}
 
@@ -234,8 +232,9 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			for (unsigned k = 0; k < nq; k++)
 				if (shared[k] && dl > now + SHARED_RECHECK_NS)
 					dl = now + SHARED_RECHECK_NS;
-			w = canal_parker_current->wait_many(words, keys, shared,
-							    nq, dl);
+			const struct canal__parker *p = canal__parker_get();
+			w = p->ops->wait_many(p->self, words, keys, shared,
+					      nq, dl);
 			if (w == -ETIMEDOUT && dl != deadline)
 				w = 0;
 		}

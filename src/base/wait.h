@@ -30,9 +30,9 @@
  * No wake syscall when nobody sleeps: notify only reads `waiters` (a plain
  * load on x86) when it is 0.
  *
- * Back-ends: sleeping goes through struct canal_parker, so that a later
- * task runtime can park a task (and run others) instead of a thread. The
- * default parker uses futex(2) and futex_waitv(2).
+ * Back-ends: sleeping and waking go through the calling thread's parker
+ * (base/park.h), so that a task runtime parks a task (and runs others)
+ * instead of a thread.
  */
 #ifndef CANAL_WAIT_H
 #define CANAL_WAIT_H
@@ -41,33 +41,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/clock.h"
+#include "base/park.h"
+
 struct canal_waitq {
 	_Atomic uint32_t seq;	  /* the futex word: bumped by every notify */
 	_Atomic uint32_t waiters; /* threads between prepare and finish */
 	_Atomic uint32_t spinners; /* 0, or the one spinner (1, or a lease) */
 };
-
-/* No deadline: wait forever. Deadlines are canal_now_ns() values. */
-#define CANAL_NO_DEADLINE UINT64_MAX
-
-/*
- * A parker puts the calling thread (or, later, task) to sleep until a word
- * changes or a deadline passes. Returns 0 when woken or the word already
- * differed, -ETIMEDOUT past the deadline. Spurious returns are allowed:
- * callers always re-check their condition.
- */
-struct canal_parker {
-	int (*wait)(_Atomic uint32_t *word, uint32_t key, bool shared,
-		    uint64_t deadline_ns);
-	/* Wait until any of n words differs from its key (n <= 128);
-	 * shared[i] says whether words[i] is process-shared. */
-	int (*wait_many)(_Atomic uint32_t *const *words, const uint32_t *keys,
-			 const bool *shared, unsigned n, uint64_t deadline_ns);
-	void (*wake)(_Atomic uint32_t *word, uint32_t count, bool shared);
-};
-
-/* The parker in use (the futex one unless a runtime installs its own). */
-extern const struct canal_parker *canal_parker_current;
 
 static inline void canal_cpu_relax(void)
 {
@@ -92,7 +73,8 @@ static inline void waitq_finish(struct canal_waitq *q)
 static inline int waitq_sleep(struct canal_waitq *q, uint32_t key, bool shared,
 			      uint64_t deadline_ns)
 {
-	return canal_parker_current->wait(&q->seq, key, shared, deadline_ns);
+	const struct canal__parker *p = canal__parker_get();
+	return p->ops->wait(p->self, &q->seq, key, shared, deadline_ns);
 }
 
 /* Slow paths, out of line. */
@@ -136,8 +118,6 @@ static inline bool waitq_has_waiters(struct canal_waitq *q)
  * dead spinner's lease looks young again for 1 ms every 73 minutes, which
  * delays at most the wake-ups of that millisecond to the periodic re-check.
  */
-uint64_t canal_now_ns(void);
-
 #define SPIN_LEASE_SHIFT 10
 #define SPIN_LEASE_UNITS 1000u
 
@@ -205,7 +185,5 @@ uint32_t canal_yield_limit(void);
  * (true), CANAL_YIELD_NS have passed or the deadline (false). */
 bool canal_yield_phase(bool (*done)(void *), void *arg, uint64_t deadline_ns);
 
-/* Deadline helpers. */
-uint64_t canal_deadline_from_timeout(int64_t timeout_ns);
 
 #endif /* CANAL_WAIT_H */
