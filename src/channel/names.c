@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * names.c - shared channels that unrelated processes find: named channels
+ * (POSIX shared-memory objects "/<name>") and the hand-over of a channel's
+ * memory file over a Unix socket (SCM_RIGHTS).
+ */
+#define _GNU_SOURCE 1
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NAME_MAX_LEN 200
+
+static int shm_path(const char *name, char *path, size_t size)
+{
+	if (!name)
+		return -EINVAL;
+	size_t n = strnlen(name, NAME_MAX_LEN + 1);
+	if (n == 0 || n > NAME_MAX_LEN || strchr(name, '/') ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	snprintf(path, size, "/%s", name);
+	return 0;
+}
+
+CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
+				   size_t capacity, unsigned flags,
+				   unsigned mode, struct canal_chan **out)
+{
+	char path[NAME_MAX_LEN + 2];
+	struct chan_geometry g;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if ((err = shm_path(name, path, sizeof(path))))
+		return err;
+	if (flags != CANAL_SHARED || (mode & ~0777u))
+		return -EINVAL;
+	if ((err = canal__chan_geometry(elt_size, capacity, true, &g)))
+		return err;
+	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+			  mode ? (mode_t)mode : 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)g.map_size) < 0) {
+		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+		goto fail;
+	}
+	struct chan_state *st = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE,
+				     MAP_SHARED, fd, 0);
+	if (st == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	canal__chan_state_init(st, elt_size, capacity, flags, &g);
+	munmap(st, g.map_size);
+	err = canal_chan_open_fd(fd, elt_size, capacity, CANAL_SHARED, out);
+	close(fd);
+	if (err)
+		shm_unlink(path);
+	return err;
+fail:
+	close(fd);
+	shm_unlink(path);
+	return err;
+}
+
+CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
+			   unsigned flags, struct canal_chan **out)
+{
+	char path[NAME_MAX_LEN + 2];
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if ((err = shm_path(name, path, sizeof(path))))
+		return err;
+	if (flags != CANAL_SHARED)
+		return -EINVAL;
+	int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
+	close(fd);
+	return err;
+}
+
+CANAL_EXPORT int canal_chan_unlink(const char *name)
+{
+	char path[NAME_MAX_LEN + 2];
+	int err = shm_path(name, path, sizeof(path));
+	if (err)
+		return err;
+	return shm_unlink(path) < 0 ? -errno : 0;
+}
+
+CANAL_EXPORT int canal_chan_fd(const struct canal_chan *ch)
+{
+	if (!ch || !ch->shared || ch->fd < 0)
+		return -EINVAL;
+	return ch->fd;
+}
+
+CANAL_EXPORT int canal_chan_send_handle(int sock, const struct canal_chan *ch)
+{
+	int fd = canal_chan_fd(ch);
+	if (fd < 0)
+		return fd;
+	char byte = 'c';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	ssize_t r;
+	do
+		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : 0;
+}
+
+CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,
+				  unsigned flags, struct canal_chan **out)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	/* Room for a few descriptors, so that extra ones are received (and
+	 * closed) rather than left to MSG_CTRUNC. */
+	union {
+		char buf[CMSG_SPACE(16 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	ssize_t r;
+	do
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -ECONNRESET;
+	/* Every descriptor that came is ours to close, whatever else is
+	 * wrong with the message: exactly one is a channel. */
+	int fd = -1, nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c;
+	     c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int got;
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (nfds++ == 0)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
+		if (fd >= 0)
+			close(fd);
+		return -EBADMSG;
+	}
+	int err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
+	close(fd);
+	return err;
+}
