@@ -97,9 +97,16 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 	return 0;
 }
 
+/* A committed receiver waits past its deadline in slices of this long (see
+ * recv_ring). */
+#define COMMITTED_SLICE_NS 10000000u
+
 /* Receive from the ring, the receiver having announced itself if the
- * channel is synchronous. committed: a sender has matched this receiver,
- * so it must not time out. */
+ * channel is synchronous. committed: a sender has taken this receiver's
+ * demand, so its element is coming: the receiver waits past its deadline,
+ * in slices, retrying the retract after each; the retract succeeds once the
+ * demand is back (crash repair gives a dead sender's demand back,
+ * repair.c), and then the receiver times out as any other. */
 static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		     uint64_t deadline, bool try_only, bool committed)
 {
@@ -110,8 +117,14 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	unsigned polls = try_only ? 0 : QUIET_SPINS;
 
 	for (;;) {
+		uint64_t dl = deadline;
+		if (committed) {
+			uint64_t slice = canal_now_ns() + COMMITTED_SLICE_NS;
+			if (slice > dl)
+				dl = slice;
+		}
 		long r = canal__ring_claim_recv(ch, 1, &pos, try_only || polls,
-						try_only ? 0 : deadline);
+						try_only ? 0 : dl);
 		if (likely(r > 0)) {
 			int t = take_claimed(ch, pos, elt, lend);
 			if (t != TAKE_SKIPPED)
@@ -126,21 +139,22 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 			} while (polls && !canal__ring_probe_recv(ch));
 			continue;
 		}
-		if (r != -EAGAIN || try_only)
-			return (int)r; /* -EPIPE, -EAGAIN, -EBADMSG */
-		uint64_t dl = committed ? CANAL_NO_DEADLINE : deadline;
-		if (canal__ring_wait_recv(ch, dl) == 0)
-			continue;
-		/* Timed out: one last attempt, then give up. */
-		r = canal__ring_claim_recv(ch, 1, &pos, false, 0);
-		if (r > 0) {
-			int t = take_claimed(ch, pos, elt, lend);
-			if (t != TAKE_SKIPPED)
-				return t;
-			continue;
+		if (try_only)
+			return (int)r; /* -EAGAIN, -EPIPE, -EBADMSG */
+		if (r == -EAGAIN) {
+			if (canal__ring_wait_recv(ch, dl) == 0)
+				continue;
+			/* Timed out: one last attempt, then give up. */
+			r = canal__ring_claim_recv(ch, 1, &pos, false, 0);
+			if (r > 0) {
+				int t = take_claimed(ch, pos, elt, lend);
+				if (t != TAKE_SKIPPED)
+					return t;
+				continue;
+			}
 		}
-		if (r != -EAGAIN)
-			return (int)r;
+		if (r != -EAGAIN && r != -ETIMEDOUT)
+			return (int)r; /* -EPIPE, -EBADMSG */
 		if (!ch->sync || canal__sync_retract(ch))
 			return -ETIMEDOUT;
 		committed = true; /* a sender took our demand: wait for it */
