@@ -14,6 +14,10 @@
  *  - close not releasing a synchronous sender waiting for its ack;
  *  - a thread channel's spinner role copied into a child by fork();
  *  - a stale copy of a lent slot committed or released again;
+ *  - death told by pid: a reused pid, a peer in another PID namespace;
+ *  - a named channel's creator killed half-way (the name wedged), a
+ *    zero-filled file taken for a channel being created, the mode reduced
+ *    by the umask;
  *  - canal_strerror's descriptions. */
 #define _GNU_SOURCE 1
 #include "check.h"
@@ -23,6 +27,7 @@
 #include <canal/channel.h>
 
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -507,6 +512,195 @@ static void test_stale_slots(unsigned flags)
 }
 
 /* ------------------------------------------------------------------ */
+/* Death is not told by pid                                            */
+/* ------------------------------------------------------------------ */
+
+/* Fork a child whose pid is want (root: through ns_last_pid). Returns the
+ * child's pid (it sleeps until killed), or -1 when that cannot be done
+ * here. */
+static pid_t fork_with_pid(pid_t want)
+{
+	for (int attempt = 0; attempt < 20; attempt++) {
+		int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
+		if (fd < 0)
+			return -1;
+		char buf[32];
+		int n = snprintf(buf, sizeof(buf), "%d", (int)want - 1);
+		ssize_t w = write(fd, buf, (size_t)n);
+		close(fd);
+		if (w != n)
+			return -1;
+		pid_t pid = test_fork();
+		if (pid == 0) {
+			pause();
+			_exit(0);
+		}
+		if (pid == want)
+			return pid;
+		kill(pid, SIGKILL);
+		wait_child(pid);
+	}
+	return -1;
+}
+
+static void test_pid_reuse(void)
+{
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 4,
+						  CANAL_SHARED);
+	CHECK(ch);
+	pid_t dead = test_fork();
+	CHECK(dead >= 0);
+	if (dead == 0) {
+		struct canal_slot s;
+		if (canal_send_reserve(ch, &s) != 0)
+			_exit(1);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	CHECK_EQ(wait_child(dead), 128 + SIGKILL);
+	pid_t heir = fork_with_pid(dead);
+	if (heir < 0) {
+		printf("test_pid_reuse: skipped: cannot choose a pid here "
+		       "(needs root and /proc/sys/kernel/ns_last_pid)\n");
+		canal_chan_destroy(ch);
+		return;
+	}
+	/* An unrelated live process now has the dead claimer's pid: the slot
+	 * must be repaired all the same. */
+	uint64_t v = 31;
+	CHECK_EQ(canal_send(ch, &v), 0);
+	struct recv_arg ra = { ch, 5000000000ll, 0, 1 };
+	receiver(&ra);
+	CHECK_EQ(ra.result, 0);
+	CHECK_EQ(ra.value, 31);
+	kill(heir, SIGKILL);
+	wait_child(heir);
+	canal_chan_destroy(ch);
+}
+
+static void test_pid_namespace(void)
+{
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 4,
+						  CANAL_SHARED);
+	CHECK(ch);
+	_Atomic int *go = shared_alloc(sizeof(*go));
+	pid_t outer = test_fork();
+	CHECK(outer >= 0);
+	if (outer == 0) {
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(77);
+		pid_t inner = fork();
+		if (inner == 0) {
+			/* pid 1 in its namespace, another number outside:
+			 * a live peer holding a reserve for 1.5 s. */
+			struct canal_slot s;
+			if (canal_send_reserve(ch, &s) != 0)
+				_exit(1);
+			uint64_t v = 55;
+			memcpy(s.data, &v, sizeof(v));
+			atomic_store(go, 1);
+			struct timespec ts = { 1, 500000000 };
+			nanosleep(&ts, NULL);
+			_exit(canal_send_commit(ch, &s) == 0 ? 0 : 3);
+		}
+		if (inner < 0)
+			_exit(78);
+		_exit(wait_child(inner));
+	}
+	for (int i = 0; i < 2000 && !atomic_load(go); i++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (!atomic_load(go)) {
+		int rc = wait_child(outer);
+		CHECK(rc == 77 || rc == 78);
+		printf("test_pid_namespace: skipped: cannot create a PID "
+		       "namespace here (unshare(CLONE_NEWPID) needs root)\n");
+		munmap((void *)go, sizeof(*go));
+		canal_chan_destroy(ch);
+		return;
+	}
+	struct recv_arg ra = { ch, 10000000000ll, 0, 1 };
+	receiver(&ra);
+	CHECK_EQ(ra.result, 0);
+	CHECK_EQ(ra.value, 55);
+	CHECK_EQ(wait_child(outer), 0);
+	munmap((void *)go, sizeof(*go));
+	canal_chan_destroy(ch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Named channels: creators killed half-way, zero files, modes          */
+/* ------------------------------------------------------------------ */
+
+static void test_creator_killed(void)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "canal-test-holes-%d", (int)getpid());
+	canal_chan_unlink(name);
+	unsigned seed = (unsigned)getpid();
+	int rounds = 150 * stress_scale();
+	for (int i = 0; i < rounds; i++) {
+		pid_t pid = test_fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			for (;;) {
+				struct canal_chan *c;
+				if (canal_chan_create_named(name, 64, 4096,
+							    CANAL_SHARED, 0600,
+							    &c) == 0)
+					canal_chan_destroy(c);
+				canal_chan_unlink(name);
+			}
+		}
+		struct timespec ts = { 0, (long)(rand_r(&seed) % 3000) * 1000 };
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		wait_child(pid);
+		/* Whatever the moment of death: the name is absent or names
+		 * a complete channel; never a half-made one. */
+		struct canal_chan *c;
+		int r = canal_chan_open(name, 64, 4096, CANAL_SHARED, &c);
+		if (r != 0 && r != -ENOENT)
+			fprintf(stderr, "round %d: open gave %d\n", i, r);
+		CHECK(r == 0 || r == -ENOENT);
+		if (r == 0)
+			canal_chan_destroy(c);
+		canal_chan_unlink(name);
+		CHECK_EQ(canal_chan_create_named(name, 64, 4096, CANAL_SHARED,
+						 0600, &c),
+			 0);
+		canal_chan_destroy(c);
+		CHECK_EQ(canal_chan_unlink(name), 0);
+	}
+}
+
+static void test_zero_file_and_mode(void)
+{
+	char name[64], path[128];
+	snprintf(name, sizeof(name), "canal-test-zero-%d", (int)getpid());
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	canal_chan_unlink(name);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, 1 << 16), 0); /* zero-filled */
+	struct canal_chan *c;
+	CHECK_EQ(canal_chan_open(name, CANAL_ANY, CANAL_ANY, CANAL_SHARED, &c),
+		 -EBADMSG);
+	close(fd);
+	CHECK_EQ(canal_chan_unlink(name), 0);
+
+	mode_t old = umask(077);
+	CHECK_EQ(canal_chan_create_named(name, 8, 8, CANAL_SHARED, 0644, &c), 0);
+	umask(old);
+	struct stat sb;
+	CHECK_EQ(stat(path, &sb), 0);
+	CHECK_EQ(sb.st_mode & 0777, 0644);
+	canal_chan_destroy(c);
+	CHECK_EQ(canal_chan_unlink(name), 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* canal_strerror                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -537,5 +731,9 @@ int main(void)
 	test_select_own_case();
 	test_sync_dead_sender();
 	test_grace_per_slot();
+	test_pid_reuse();
+	test_pid_namespace();
+	test_creator_killed();
+	test_zero_file_and_mode();
 	TEST_DONE("test_holes");
 }

@@ -143,6 +143,11 @@ CANAL_EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capaci
 	}
 	canal__chan_state_init(st, elt_size, capacity, flags, &g);
 	canal__chan_handle_init(ch, st, fd, shared, mapped);
+	if (shared && (err = canal__attach(ch))) {
+		canal_chan_destroy(ch);
+		errno = -err;
+		return NULL;
+	}
 	return ch;
 }
 

@@ -75,7 +75,7 @@
 #include <string.h>
 
 #define CANAL_MAGIC 0x4c414e4143ull /* "CANAL" */
-#define CANAL_LAYOUT_VERSION 1u
+#define CANAL_LAYOUT_VERSION 2u
 
 #define TAIL_CLOSED 1ull
 
@@ -114,6 +114,8 @@ struct chan_state {
 	/* Set by close after it sets CLOSED in tail; on this read-mostly line
 	 * so that polling receivers need not read tail (ring_claim_recv). */
 	_Atomic uint32_t closed_hint;
+	/* Shared channels: the last attacher id handed out (liveness.c). */
+	_Atomic uint32_t next_attacher;
 
 	alignas(CANAL_CACHELINE) _Atomic uint64_t tail;
 	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
@@ -150,7 +152,13 @@ struct canal_chan {
 				CAS on stamps, crash repair */
 	uint32_t mmapped;    /* the state was mmap()ed (else heap) */
 	size_t map_size;
-	int fd;		     /* shared: the memory file, else -1 */
+	int fd;		     /* shared: the memory file (this handle's own
+				open file description: it holds the
+				liveness lock), else -1 */
+	/* Shared channels: this handle's attacher id (owner words name it)
+	 * and the process that attached (a forked child re-attaches). */
+	_Atomic uint32_t attach_id;
+	_Atomic uint32_t attach_pid;
 };
 
 /* ------------------------------------------------------------------ */
@@ -312,8 +320,16 @@ void canal__chan_state_init(struct chan_state *st, size_t elt_size,
 /* Memory files (segment.c): a sealed memfd of map_size bytes, or -errno. */
 int canal__segment_create_fd(size_t map_size, const char *name);
 
-/* Crash repair (repair.c). This process's identity in owner words. */
-uint32_t canal__self_id(const struct canal_chan *ch);
+/* Liveness of the processes attached to a shared channel (liveness.c). */
+int canal__attach(struct canal_chan *ch);
+/* This handle's attacher id, for owner words (re-attaches after fork). */
+uint32_t canal__self_id(struct canal_chan *ch);
+/* The attacher id's process is gone (its liveness lock was released). */
+bool canal__attacher_gone(struct canal_chan *ch, uint32_t id);
+/* A file description of the memory file fd of one's own (lock holder). */
+int canal__reopen_fd(int fd);
+
+/* Crash repair (repair.c). */
 /* Repair the slot of pos if its holder died; held_ns: how long the caller
  * has waited on that slot. */
 void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns);

@@ -29,9 +29,84 @@ static int shm_path(const char *name, char *path, size_t size)
 	return 0;
 }
 
+/* Where Linux keeps POSIX shared-memory objects (glibc's shm_open). */
+#define SHM_DIR "/dev/shm"
+
+/* A memory file of the channel's size with a fresh header, not yet named:
+ * an O_TMPFILE in SHM_DIR, so that a creator that dies before the end
+ * leaves nothing behind. Its mode is exactly mode (not reduced by the
+ * umask). Returns the fd or -errno; -EOPNOTSUPP where O_TMPFILE is not
+ * supported there. */
+static int make_unnamed(size_t elt_size, size_t capacity, unsigned mode,
+			const struct chan_geometry *g)
+{
+	int fd = open(SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EISDIR || errno == EINVAL || errno == ENOENT
+			       ? -EOPNOTSUPP
+			       : -errno;
+	int err = 0;
+	if (fchmod(fd, (mode_t)mode) < 0)
+		err = -errno;
+	else if (ftruncate(fd, (off_t)g->map_size) < 0)
+		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+	if (!err) {
+		struct chan_state *st = mmap(NULL, g->map_size,
+					     PROT_READ | PROT_WRITE, MAP_SHARED,
+					     fd, 0);
+		if (st == MAP_FAILED) {
+			err = -errno;
+		} else {
+			canal__chan_state_init(st, elt_size, capacity,
+					       CANAL_SHARED, g);
+			munmap(st, g->map_size);
+		}
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Without O_TMPFILE: create the object by name and fill it in place (an
+ * opener may then see it before its header: -EBADMSG, and a creator that
+ * dies there leaves a name to unlink by hand). */
+static int make_named_in_place(const char *path, size_t elt_size,
+			       size_t capacity, unsigned mode,
+			       const struct chan_geometry *g)
+{
+	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int err = 0;
+	if (fchmod(fd, (mode_t)mode) < 0)
+		err = -errno;
+	else if (ftruncate(fd, (off_t)g->map_size) < 0)
+		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+	if (!err) {
+		struct chan_state *st = mmap(NULL, g->map_size,
+					     PROT_READ | PROT_WRITE, MAP_SHARED,
+					     fd, 0);
+		if (st == MAP_FAILED) {
+			err = -errno;
+		} else {
+			canal__chan_state_init(st, elt_size, capacity,
+					       CANAL_SHARED, g);
+			munmap(st, g->map_size);
+		}
+	}
+	if (err) {
+		close(fd);
+		shm_unlink(path);
+		return err;
+	}
+	return fd;
+}
+
 CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
-				   size_t capacity, unsigned flags,
-				   unsigned mode, struct canal_chan **out)
+					 size_t capacity, unsigned flags,
+					 unsigned mode, struct canal_chan **out)
 {
 	char path[NAME_MAX_LEN + 2];
 	struct chan_geometry g;
@@ -44,32 +119,36 @@ CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
 		return err;
 	if (flags != CANAL_SHARED || (mode & ~0777u))
 		return -EINVAL;
+	if (mode == 0)
+		mode = 0600;
 	if ((err = canal__chan_geometry(elt_size, capacity, true, &g)))
 		return err;
-	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-			  mode ? (mode_t)mode : 0600);
+	/* The name appears only once the channel is complete: linking the
+	 * unnamed file is atomic, and fails with EEXIST if the name is
+	 * taken. */
+	int fd = make_unnamed(elt_size, capacity, mode, &g);
+	if (fd >= 0) {
+		char proc[64], named[sizeof(SHM_DIR) + NAME_MAX_LEN + 2];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		snprintf(named, sizeof(named), SHM_DIR "%s", path);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, named,
+			   AT_SYMLINK_FOLLOW) < 0) {
+			err = -errno;
+			close(fd);
+			if (err != -ENOENT)
+				return err;
+			/* no /proc: fall back below */
+			fd = -EOPNOTSUPP;
+		}
+	}
+	if (fd == -EOPNOTSUPP)
+		fd = make_named_in_place(path, elt_size, capacity, mode, &g);
 	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)g.map_size) < 0) {
-		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
-		goto fail;
-	}
-	struct chan_state *st = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE,
-				     MAP_SHARED, fd, 0);
-	if (st == MAP_FAILED) {
-		err = -errno;
-		goto fail;
-	}
-	canal__chan_state_init(st, elt_size, capacity, flags, &g);
-	munmap(st, g.map_size);
+		return fd;
 	err = canal_chan_open_fd(fd, elt_size, capacity, CANAL_SHARED, out);
 	close(fd);
 	if (err)
 		shm_unlink(path);
-	return err;
-fail:
-	close(fd);
-	shm_unlink(path);
 	return err;
 }
 

@@ -7,8 +7,9 @@
  * the position, role), and publishes or releases the slot with a CAS on
  * the stamp instead of a store. A thread that finds a slot held for more
  * than a millisecond (counted per slot) asks canal__repair_slot():
- *  - if the owner word names this position and role, and that process is
- *    gone, the slot is repaired at once;
+ *  - if the owner word names this position and role, and that attacher is
+ *    gone (liveness.c: its lock was released with its process), the slot
+ *    is repaired at once;
  *  - if the owner word does not name this position (the claimer died
  *    between its CAS and writing its name, or is stopped right there), the
  *    slot is repaired once the waiter has been held REPAIR_ANONYMOUS_NS on
@@ -29,65 +30,9 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
 
 /* A held slot with no owner recorded is repaired after this long. */
 #define REPAIR_ANONYMOUS_NS 900000000ull
-
-static _Atomic uint32_t self_pid;
-
-static void forget_pid(void)
-{
-	atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
-}
-
-static void register_atfork(void)
-{
-	pthread_atfork(NULL, NULL, forget_pid);
-}
-
-uint32_t canal__self_id(const struct canal_chan *ch)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	(void)ch;
-	uint32_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
-	if (likely(pid))
-		return pid;
-	pthread_once(&once, register_atfork);
-	pid = (uint32_t)getpid();
-	atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
-	return pid;
-}
-
-static bool process_gone(uint32_t pid)
-{
-	if (pid == 0 || pid > INT_MAX)
-		return true;
-	if (pid == canal__self_id(NULL))
-		return false;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return true;
-	/* A killed child that its parent has not reaped yet is a zombie:
-	 * dead for us. */
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
 
 void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns)
 {
@@ -117,7 +62,7 @@ void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns)
 	uint64_t owner = atomic_load_explicit(&s->owner[0],
 					      memory_order_acquire);
 	bool named = owner_names(owner, sp, role);
-	if (named ? !process_gone(owner_id(owner))
+	if (named ? !canal__attacher_gone(ch, owner_id(owner))
 		  : held_ns < REPAIR_ANONYMOUS_NS)
 		return;
 	if (atomic_compare_exchange_strong_explicit(&s->stamp, &st, repaired,

@@ -46,8 +46,8 @@ static int validate(const struct chan_state *st, uint64_t file_size,
 	uint64_t magic = atomic_load_explicit((_Atomic uint64_t *)&st->magic,
 					      memory_order_acquire);
 
-	if (magic == 0)
-		return -EAGAIN; /* being created: its creator has not finished */
+	/* Named channels appear only once complete (names.c), and anonymous
+	 * ones are handed over once made: a zero header is not a channel. */
 	if (magic != CANAL_MAGIC)
 		return -EBADMSG;
 	if (st->version != CANAL_LAYOUT_VERSION)
@@ -87,7 +87,7 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 	if (!S_ISREG(sb.st_mode))
 		return -EBADMSG;
 	if ((uint64_t)sb.st_size < sizeof(struct chan_state))
-		return sb.st_size == 0 ? -EAGAIN : -EBADMSG;
+		return -EBADMSG;
 	/* Map the header alone first: the file may be huge or hostile. */
 	struct chan_state *hdr = mmap(NULL, sizeof(struct chan_state),
 				      PROT_READ, MAP_SHARED, fd, 0);
@@ -103,11 +103,12 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 	struct canal_chan *ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		return -ENOMEM;
-	int myfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	/* A description of our own: it holds this handle's liveness lock
+	 * (liveness.c). */
+	int myfd = canal__reopen_fd(fd);
 	if (myfd < 0) {
-		err = -errno;
 		free(ch);
-		return err;
+		return myfd;
 	}
 	struct chan_state *st = mmap(NULL, copy.map_size, PROT_READ | PROT_WRITE,
 				     MAP_SHARED, myfd, 0);
@@ -122,6 +123,10 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 	canal__chan_handle_init(ch, &copy, myfd, true, true);
 	ch->st = st;
 	ch->slots = (char *)st + copy.slots_offset;
+	if ((err = canal__attach(ch))) {
+		canal_chan_destroy(ch);
+		return err;
+	}
 	*out = ch;
 	return 0;
 }
