@@ -6,10 +6,10 @@
  *
  * Waiting for a slot. A claimer finds the slot at its position in one of
  * three states: ready (free for a sender, published for a receiver); held
- * one lap behind by the other side (a receiver copying out, a sender
- * copying in, or a slot lent by reserve/borrow); or damaged (a stamp more
- * than a lap away, indices that contradict each other: a hostile or buggy
- * peer), which gives -EBADMSG. A held slot is snoozed on (spin.h), for as
+ * behind by the other side (a receiver copying out, a sender copying in,
+ * or a slot lent by reserve/borrow); or damaged (a stamp ahead of the
+ * index, indices that contradict each other: a hostile or buggy peer),
+ * which gives -EBADMSG. A held slot is snoozed on (spin.h), for as
  * long as the caller's deadline allows: a try operation (deadline 0) gives
  * up after the pause phase with -EAGAIN, a timed one at its deadline with
  * -ETIMEDOUT. On a shared channel, a slot held for REPAIR_CHECK_NS (counted
@@ -101,13 +101,26 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 			t = t2; /* our tail was stale */
 			continue;
 		}
-		if (unlikely(sp > pos || sp + ch->ring < pos))
-			return -EBADMSG; /* a stamp no sender ever writes */
-		/* The slot still holds position pos - ring. */
+		/* A stamp for pos or later was written after pos was claimed
+		 * (acquire on the stamp: that claim happens before our load
+		 * of tail), so with tail still at pos it is damage. Stamps
+		 * may lag any number of laps (senders queue behind a slow
+		 * receiver), so nothing is concluded from a lag. */
+		if (unlikely(sp >= pos))
+			return -EBADMSG;
+		/* The slot still holds an older position. */
 		uint64_t h = atomic_load_explicit(&ch->st->head,
 						  memory_order_seq_cst);
-		if (unlikely(h > pos))
-			return -EBADMSG; /* head past tail */
+		if (unlikely(h > pos)) {
+			/* head is never past tail: if tail has not moved
+			 * since, the indices contradict each other. */
+			if (atomic_load_explicit(&ch->st->tail,
+						 memory_order_seq_cst) == t)
+				return -EBADMSG;
+			t = atomic_load_explicit(&ch->st->tail,
+						 memory_order_relaxed);
+			continue;
+		}
 		if (pos - h >= ch->ring)
 			return -EAGAIN; /* full */
 		/* A receiver claimed it and is copying out, or holds it lent. */
@@ -170,8 +183,10 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 			h = h2; /* our head was stale */
 			continue;
 		}
-		if (unlikely(sp > h || sp + ch->ring < h))
-			return -EBADMSG; /* a stamp no receiver ever leaves */
+		/* A stamp past h was released by h's receiver (acquire: its
+		 * CAS of head happens before our load of head): damage. */
+		if (unlikely(sp > h))
+			return -EBADMSG;
 		uint64_t t = atomic_load_explicit(&ch->st->tail,
 						  memory_order_seq_cst);
 		if (tail_position(t) == h)
