@@ -161,11 +161,12 @@ struct canal_chan {
 				CAS on stamps, crash repair */
 	uint32_t mmapped;    /* the state was mmap()ed (else heap) */
 	size_t map_size;
-	int fd;		     /* shared: the memory file (this handle's own
-				open file description: it holds the
-				liveness lock), else -1 */
-	/* Shared channels: this handle's attacher id (owner words name it)
-	 * and the process that attached (a forked child re-attaches). */
+	int fd;		     /* shared: the memory file, else -1 */
+	/* Shared channels: a description of the memory file of this
+	 * handle's own, holding its liveness lock (liveness.c), or -1; its
+	 * attacher id (owner words name it) and the process that attached
+	 * (a forked child re-attaches). */
+	int lock_fd;
 	_Atomic uint32_t attach_id;
 	_Atomic uint32_t attach_pid;
 };
