@@ -13,7 +13,10 @@ per message, canal / best peer and which peer was best. Missing peers (no
 go or cargo at build time) give SKIPPED cells.
 
 Environment overrides (both modes): CANAL_CHAN_N, CANAL_CHAN_T,
-CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS.
+CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS,
+CANAL_CHAN_CAPS (e.g. "bounded0,bounded1"), and CANAL_CHAN_BUSY=1: one busy
+process (a `while :; do :; done` shell loop) runs beside the whole
+collection, as on a machine that is not idle (issue 11).
 """
 from __future__ import annotations
 
@@ -68,6 +71,8 @@ class Mode:
     kinds: Tuple[str, ...]
     timeout: float        # seconds, per program invocation (one cell)
     quick: bool
+    caps: Tuple[str, ...] = tuple(CAPS)
+    busy: bool = False    # a busy process beside the benchmark
 
 
 def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
@@ -93,6 +98,14 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     for k in kinds:
         if k not in KINDS:
             raise ValueError(f"unknown workload kind {k!r}")
+    caps = tuple(CAPS)
+    if env.get("CANAL_CHAN_CAPS"):
+        caps = tuple(c for c in env["CANAL_CHAN_CAPS"].split(",") if c)
+    for c in caps:
+        if c not in CAPS:
+            raise ValueError(f"unknown capacity {c!r}")
+    m["caps"] = caps
+    m["busy"] = env.get("CANAL_CHAN_BUSY", "") not in ("", "0")
     for s in m["sizes"]:
         if s not in SIZES:
             raise ValueError(f"message size must be one of {SIZES}, not {s}")
@@ -262,9 +275,10 @@ def render_table(rows: Sequence[Row], status: Dict, reps: Optional[int] = None) 
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
     sizes = ", ".join(f"{s} B" for s in m.sizes)
+    busy = ", a busy process beside" if m.busy else ""
     return (f"Channels: canal vs Go, crossbeam-channel, flume ({what}: "
             f"N = {m.n:,} messages, T = {m.threads}, {sizes} messages, "
-            f"median of {m.reps} interleaved repetitions)")
+            f"median of {m.reps} interleaved repetitions{busy})")
 
 
 # ---------------------------------------------------------------------------
@@ -330,12 +344,13 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(CSV_HEADER)
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if m.busy else None
     try:
         for rep in range(m.reps):
             report.progress(f"repetition {rep + 1}/{m.reps}")
             # One program invocation per cell, every implementation in
             # turn: a hang costs one cell, and the interleaving is fine.
-            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, CAPS, IMPLS):
+            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, m.caps, IMPLS):
                 path = paths[impl.key]
                 wls = [w for w in expected_workloads(impl, [kind], size)
                        if split_workload(w)[0] == cap]
@@ -365,6 +380,9 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
         report.progress(f"interrupted: reporting the {len(runs)} runs completed")
         return runs, status, False
     finally:
+        if busy:
+            busy.kill()
+            busy.wait()
         if out:
             out.close()
 

@@ -267,3 +267,15 @@ def test_stats_argmin():
     assert stats.argmin({"a": None}) is None
     assert stats.argmin({}) is None
     assert stats.argmin({"x": 2.0, "y": 2.0}) == "x"
+
+
+def test_caps_and_busy_overrides():
+    m = chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded0,bounded1",
+                                   "CANAL_CHAN_BUSY": "1"})
+    assert m.caps == ("bounded0", "bounded1")
+    assert m.busy
+    assert "busy process" in chan.title(m)
+    m = chan.mode_params("quick", {})
+    assert m.caps == tuple(chan.CAPS) and not m.busy
+    with pytest.raises(ValueError):
+        chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded7"})
