@@ -256,6 +256,41 @@ static void test_truncate_sealed(void)
 	canal_chan_destroy(ch);
 }
 
+/* A named channel's file (not sealable) truncated by a peer: operations
+ * fail with -EBADMSG, the process lives, a blocked receiver returns. */
+static void test_truncate_named(void)
+{
+	char name[64], path[128];
+	snprintf(name, sizeof(name), "canal-test-trunc-%d", (int)getpid());
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	canal_chan_unlink(name);
+	struct canal_chan *a, *b;
+	CHECK_EQ(canal_chan_create_named(name, sizeof(uint64_t), 16,
+					 CANAL_SHARED, 0600, &a),
+		 0);
+	CHECK_EQ(canal_chan_open(name, sizeof(uint64_t), 16, CANAL_SHARED, &b),
+		 0);
+	uint64_t v = 1;
+	CHECK_EQ(canal_send(a, &v), 0);
+	CHECK_EQ(canal_recv(b, &v), 0);
+	struct recv_arg ra = { b, -1, 0, 1 };
+	pthread_t t = spawn(receiver, &ra);
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, 0), 0); /* the hostile peer */
+	close(fd);
+	CHECK_EQ(canal_send(a, &v), -EBADMSG);
+	CHECK_EQ(canal_try_recv(a, &v), -EBADMSG);
+	join(t); /* the blocked receiver notices at its next re-check */
+	CHECK_EQ(ra.result, -EBADMSG);
+	CHECK_EQ(canal_recv_timeout(b, &v, 1000000), -EBADMSG);
+	canal_chan_destroy(b);
+	canal_chan_destroy(a);
+	CHECK_EQ(canal_chan_unlink(name), 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* The grace period of a live claimer counts per slot                  */
 /* ------------------------------------------------------------------ */
@@ -724,6 +759,7 @@ int main(void)
 	test_bounded_while_lent(CANAL_SHARED);
 	test_hostile_indices();
 	test_truncate_sealed();
+	test_truncate_named();
 	test_recv_handle_fds();
 	test_close_releases_ack(0);
 	test_close_releases_ack(CANAL_SHARED);

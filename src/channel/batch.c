@@ -32,6 +32,10 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 	}
 	while (done < n) {
 		uint64_t pos;
+		if (chan_damaged(ch)) {
+			r = -EBADMSG;
+			break;
+		}
 		r = canal__ring_claim_send(ch, n - done, &pos,
 					   try_only ? 0 : CANAL_NO_DEADLINE);
 		if (r == -EAGAIN && !try_only) {
@@ -79,6 +83,8 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 	}
 	for (;;) {
 		uint64_t pos;
+		if (chan_damaged(ch))
+			return -EBADMSG;
 		long r = canal__ring_claim_recv(ch, max, &pos, try_only,
 						try_only ? 0 : CANAL_NO_DEADLINE);
 		if (r == -EAGAIN && !try_only) {
@@ -112,26 +118,32 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 	}
 }
 
+/* A shared channel whose mapping was lost meanwhile (sigbus.c). */
+static ssize_t damaged_or(const struct canal_chan *ch, ssize_t r)
+{
+	return ch && chan_damaged(ch) ? -EBADMSG : r;
+}
+
 CANAL_EXPORT ssize_t canal_send_batch(struct canal_chan *ch, const void *elts,
 				size_t n)
 {
-	return send_batch(ch, elts, n, false);
+	return damaged_or(ch, send_batch(ch, elts, n, false));
 }
 
 CANAL_EXPORT ssize_t canal_recv_batch(struct canal_chan *ch, void *elts, size_t max)
 {
-	return recv_batch(ch, elts, max, false);
+	return damaged_or(ch, recv_batch(ch, elts, max, false));
 }
 
 CANAL_EXPORT ssize_t canal_try_send_batch(struct canal_chan *ch, const void *elts,
 				    size_t n)
 {
-	return send_batch(ch, elts, n, true);
+	return damaged_or(ch, send_batch(ch, elts, n, true));
 }
 
 CANAL_EXPORT ssize_t canal_try_recv_batch(struct canal_chan *ch, void *elts,
 				    size_t max)
 {
-	return recv_batch(ch, elts, max, true);
+	return damaged_or(ch, recv_batch(ch, elts, max, true));
 }
 

@@ -156,6 +156,8 @@ CANAL_EXPORT void canal_chan_destroy(struct canal_chan *ch)
 {
 	if (!ch)
 		return;
+	if (ch->shared)
+		canal__sigbus_unguard(ch);
 	if (ch->mmapped)
 		munmap(ch->st, ch->map_size);
 	else

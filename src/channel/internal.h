@@ -167,6 +167,9 @@ struct canal_chan {
 	 * attacher id (owner words name it) and the process that attached
 	 * (a forked child re-attaches). */
 	int lock_fd;
+	/* Shared channels: a peer cut the memory file short and this
+	 * process's mapping was replaced by zeros (sigbus.c). */
+	_Atomic uint32_t damaged;
 	_Atomic uint32_t attach_id;
 	_Atomic uint32_t attach_pid;
 };
@@ -290,6 +293,15 @@ static inline bool chan_closed(const struct canal_chan *ch)
 	       TAIL_CLOSED;
 }
 
+/* The mapping of a shared channel was lost to a truncation (sigbus.c):
+ * every operation fails with -EBADMSG. */
+static inline bool chan_damaged(const struct canal_chan *ch)
+{
+	return unlikely(ch->shared) &&
+	       unlikely(atomic_load_explicit(&ch->damaged,
+					     memory_order_relaxed));
+}
+
 static inline void copy_elt(void *dst, const void *src, size_t n)
 {
 	switch (n) {
@@ -338,6 +350,12 @@ uint32_t canal__self_id(struct canal_chan *ch);
 bool canal__attacher_gone(struct canal_chan *ch, uint32_t id);
 /* A file description of the memory file fd of one's own (lock holder). */
 int canal__reopen_fd(int fd);
+
+/* Named segments are not sealed: a peer may truncate them. Map faults in
+ * a registered mapping into zeros and mark the handle damaged instead of
+ * dying of SIGBUS (sigbus.c). */
+void canal__sigbus_guard(struct canal_chan *ch);
+void canal__sigbus_unguard(struct canal_chan *ch);
 
 /* Crash repair (repair.c). */
 /* Repair the slot of pos if its holder died; held_ns: how long the caller

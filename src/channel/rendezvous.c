@@ -91,6 +91,10 @@ int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 	int ret;
 
 	for (;;) {
+		if (chan_damaged(ch)) {
+			ret = -EBADMSG;
+			goto out;
+		}
 		/* Plain receivers first: their hand-off needs no ack. */
 		if (take_unit(&ch->st->demand)) {
 			*select = false;
@@ -141,7 +145,7 @@ static bool acked(void *arg)
 	struct ack_wait *a = arg;
 	return atomic_load_explicit(&a->ch->st->head, memory_order_seq_cst) >
 		       a->pos ||
-	       chan_closed(a->ch);
+	       chan_closed(a->ch) || chan_damaged(a->ch);
 }
 
 void canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos)

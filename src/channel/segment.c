@@ -126,6 +126,10 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 		canal_chan_destroy(ch);
 		return err;
 	}
+	/* A file that can still shrink (a named one) is guarded. */
+	int seals = fcntl(myfd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		canal__sigbus_guard(ch);
 	*out = ch;
 	return 0;
 }

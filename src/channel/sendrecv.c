@@ -22,8 +22,9 @@
  * the slot (reserve != NULL). Synchronous channels first take demand and,
  * for a blocking send, wait for the ack.
  */
-int canal__send(struct canal_chan *ch, const void *elt,
-		struct canal_slot *reserve, uint64_t deadline, bool try_only)
+static int send_impl(struct canal_chan *ch, const void *elt,
+		     struct canal_slot *reserve, uint64_t deadline,
+		     bool try_only)
 {
 	uint64_t pos;
 	long r;
@@ -36,6 +37,8 @@ int canal__send(struct canal_chan *ch, const void *elt,
 			return d;
 	}
 	for (;;) {
+		if (chan_damaged(ch))
+			return -EBADMSG;
 		r = canal__ring_claim_send(ch, 1, &pos, try_only ? 0 : deadline);
 		if (likely(r > 0))
 			break;
@@ -120,6 +123,8 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	unsigned polls = try_only || !canal__spin_pays() ? 0 : QUIET_SPINS;
 
 	for (;;) {
+		if (chan_damaged(ch))
+			return -EBADMSG;
 		uint64_t dl = deadline;
 		if (committed) {
 			uint64_t slice = canal_now_ns() + COMMITTED_SLICE_NS;
@@ -193,8 +198,8 @@ static int sync_try_recv(struct canal_chan *ch, void *elt,
 	return r == -ETIMEDOUT ? -EAGAIN : r;
 }
 
-int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
-		uint64_t deadline, bool try_only)
+static int recv_impl(struct canal_chan *ch, void *elt,
+		     struct canal_slot *lend, uint64_t deadline, bool try_only)
 {
 	if (likely(!ch->sync))
 		return recv_ring(ch, elt, lend, deadline, try_only, false,
@@ -205,6 +210,22 @@ int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	return recv_ring(ch, elt, lend, deadline, false, false, false);
 }
 
+/* A shared channel whose mapping was lost meanwhile: whatever the
+ * operation did, it did it in memory no peer sees. */
+int canal__send(struct canal_chan *ch, const void *elt,
+		struct canal_slot *reserve, uint64_t deadline, bool try_only)
+{
+	int r = send_impl(ch, elt, reserve, deadline, try_only);
+	return chan_damaged(ch) ? -EBADMSG : r;
+}
+
+int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
+		uint64_t deadline, bool try_only)
+{
+	int r = recv_impl(ch, elt, lend, deadline, try_only);
+	return chan_damaged(ch) ? -EBADMSG : r;
+}
+
 int canal__try_send_one(struct canal_chan *ch, const void *elt)
 {
 	return canal__send(ch, elt, NULL, 0, true);
@@ -212,8 +233,10 @@ int canal__try_send_one(struct canal_chan *ch, const void *elt)
 
 int canal__try_recv_one(struct canal_chan *ch, void *elt, bool wait_sender)
 {
-	if (ch->sync)
-		return sync_try_recv(ch, elt, NULL, wait_sender);
+	if (ch->sync) {
+		int r = sync_try_recv(ch, elt, NULL, wait_sender);
+		return chan_damaged(ch) ? -EBADMSG : r;
+	}
 	return canal__recv(ch, elt, NULL, 0, true);
 }
 

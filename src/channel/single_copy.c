@@ -50,6 +50,8 @@ static bool slot_is_borrowed(struct canal_chan *ch,
 
 CANAL_EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot)
 {
+	if (ch && chan_damaged(ch))
+		return -EBADMSG;
 	if (unlikely(!ch || !slot_is_reserved(ch, slot)))
 		return -EINVAL;
 	uint64_t pos = slot->position;
@@ -59,11 +61,13 @@ CANAL_EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slo
 	wake_receivers(ch, pos, 1);
 	if (ch->sync)
 		canal__sync_wait_ack(ch, pos);
-	return 0;
+	return chan_damaged(ch) ? -EBADMSG : 0;
 }
 
 CANAL_EXPORT int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot)
 {
+	if (ch && chan_damaged(ch))
+		return -EBADMSG;
 	if (unlikely(!ch || !slot_is_reserved(ch, slot)))
 		return -EINVAL;
 	slot->data = NULL;
@@ -92,6 +96,8 @@ CANAL_EXPORT int canal_try_recv_borrow(struct canal_chan *ch,
 
 CANAL_EXPORT int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot)
 {
+	if (ch && chan_damaged(ch))
+		return -EBADMSG;
 	if (unlikely(!ch || !slot_is_borrowed(ch, slot)))
 		return -EINVAL;
 	slot->data = NULL;
