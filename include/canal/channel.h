@@ -39,6 +39,7 @@
 #ifndef CANAL_CHANNEL_H
 #define CANAL_CHANNEL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
