@@ -14,6 +14,8 @@ need ninja ninja-build
 need cc gcc
 need pkg-config pkg-config
 need python3 python3
+need groff groff-base
+need g++ g++
 if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg python3-venv
 	need_pkg liburing-dev
