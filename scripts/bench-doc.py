@@ -12,7 +12,7 @@ around them alone:
     scripts/bench-doc.py --chan-full results/<stamp>  # make bench-full's grid
     scripts/bench-doc.py NAME=FILE ...                # any block, any file
 
---quick fills seed-quick (report.md), chan-quick (chan.md), ipc-quick
+--quick fills seed-quick (seed.md), chan-quick (chan.md), ipc-quick
 (ipc.md) and micro-quick (micro.md) from one `make bench` directory;
 --chan-full fills chan-full (chan.md). A missing marker or file is an
 error and the document is left unchanged."""
@@ -23,7 +23,7 @@ import os
 import re
 import sys
 
-QUICK = {"seed-quick": "report.md", "chan-quick": "chan.md",
+QUICK = {"seed-quick": "seed.md", "chan-quick": "chan.md",
          "ipc-quick": "ipc.md", "micro-quick": "micro.md"}
 FULL = {"chan-full": "chan.md"}
 
