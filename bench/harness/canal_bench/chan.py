@@ -22,11 +22,10 @@ import itertools
 import os
 import re
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import report, stats
+from . import report, runner, stats
 
 KINDS = ["seq", "spsc", "mpsc", "mpmc", "select_rx", "select_both", "ping_pong"]
 CAPS = ["bounded0", "bounded1", "boundedN", "unbounded"]
@@ -200,6 +199,7 @@ class Row:
     workload: str
     ns: Dict[str, Optional[float]] = field(default_factory=dict)   # median ns/msg
     runs: Dict[str, int] = field(default_factory=dict)
+    samples: Dict[str, List[float]] = field(default_factory=dict)  # ns/msg per run
     ratio: Optional[float] = None       # canal / best peer
     best: Optional[str] = None          # best peer's key
 
@@ -224,6 +224,7 @@ def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
             if secs:
                 row.ns[impl.key] = stats.median(secs) * 1e9 / msgs
                 row.runs[impl.key] = len(secs)
+                row.samples[impl.key] = [x * 1e9 / msgs for x in secs]
         best = stats.argmin({k: row.ns.get(k) for k in PEERS})
         if best is not None:
             row.best = best
@@ -234,11 +235,18 @@ def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
 
 def cell(row: Row, impl: Impl, status: Dict, reps: Optional[int] = None) -> str:
     """A table cell: the median ns (with `*` when fewer than reps runs
-    completed), or why there is none."""
+    completed) and the range of the runs ("unstable" when they differ by
+    more than 3x), or why there is none."""
     v = row.ns.get(impl.key)
     if v is not None:
         short = reps is not None and row.runs.get(impl.key, 0) < reps
-        return stats.fmt_ns(v) + ("*" if short else "")
+        text = stats.fmt_ns(v) + ("*" if short else "")
+        xs = row.samples.get(impl.key, [])
+        if len(xs) > 1:
+            text += f" ({stats.fmt_ns(min(xs))}-{stats.fmt_ns(max(xs))})"
+            if stats.is_unstable(xs):
+                text += " unstable"
+        return text
     if status.get(impl.key) == "SKIPPED":
         return "SKIPPED"
     cap, kind, _ = split_workload(row.workload)
@@ -290,17 +298,14 @@ def command(impl: Impl, path: str, m: Mode, kind: str, size: int,
 
 
 def run_once(cmd: List[str], timeout: float) -> Tuple[List[Result], Optional[str]]:
-    """Run one program; its results and an error word (None, TIMEOUT,
-    FAILED). A timed-out or failed run still yields the lines it printed."""
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return parse_output(out), "TIMEOUT"
-    if p.returncode != 0:
-        report.progress(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[:200]}")
-        return parse_output(p.stdout), "FAILED"
-    return parse_output(p.stdout), None
+    """Run one program (runner.run); its results and an error word (None,
+    TIMEOUT, FAILED, SKIPPED). A timed-out or failed run still yields the
+    lines it printed."""
+    o = runner.run(cmd, timeout)
+    if o.status != "ok" and o.status != "timeout":
+        report.progress(f"{' '.join(cmd)}: {o.status}: {o.note[:200]}")
+    err = {"ok": None, "timeout": "TIMEOUT", "failed": "FAILED", "skipped": "SKIPPED"}[o.status]
+    return parse_output(o.stdout), err
 
 
 CSV_HEADER = ["rep", "workload", "impl", "lang", "name", "seconds", "messages",
@@ -407,6 +412,9 @@ NOTES = """Notes:
 - ns per message = median seconds / messages; ping_pong counts 2 messages
   per round trip (N / 2 round trips).
 - canal / best peer < 1 means canal is faster than every peer measured.
+- Cells: median (min-max of the repetitions); "unstable" when the
+  repetitions differ by more than 3x (blocking cells on a busy machine):
+  compare those with care.
 - "—": the implementation has no such channel (canal and Go have no
   unbounded channel). SKIPPED: the peer was not built (go or cargo absent).
   TIMEOUT / FAILED: the program hung or failed on that workload in every
@@ -432,6 +440,7 @@ def run(build_dir: str, mode: str) -> str:
     finally:
         signal.signal(signal.SIGTERM, old)
     rows = summarize(runs, m.n, m.threads)
+    headlines(rows)
     table = render_table(rows, status, m.reps)
     md = "\n".join(report.header_lines(title(m))) + "\n"
     if not complete:
@@ -447,3 +456,30 @@ def run(build_dir: str, mode: str) -> str:
     print(title(m))
     print(table)
     return md
+
+
+# ---------------------------------------------------------------------------
+# Headlines (the summary screen)
+# ---------------------------------------------------------------------------
+
+HEADLINE_KINDS = ("spsc", "mpmc", "select_rx", "ping_pong")
+HEADLINE_CAPS = ("bounded0", "bounded1", "boundedN")
+# Issue 5: at or below the best peer at capacity 1 and N, within 1.2x at 0.
+TARGET = {"bounded0": 1.2, "bounded1": 1.0, "boundedN": 1.0}
+
+
+def headlines(rows: Sequence[Row]) -> None:
+    """canal against the best peer, 8-byte messages, on HEADLINE_KINDS at
+    each capacity that this run measured."""
+    label = {i.key: i.label for i in IMPLS}
+    by = {r.workload: r for r in rows}
+    for kind in HEADLINE_KINDS:
+        for cap in HEADLINE_CAPS:
+            r = by.get(workload_name(cap, kind, 8))
+            if r is None or "canal" not in r.samples:
+                continue
+            best = r.best
+            report.headline("chan", f"{cap}_{kind}", r.samples["canal"],
+                            label.get(best, "peers"),
+                            r.samples.get(best) if best else None, "ns/msg", TARGET[cap],
+                            note="none ran (go, cargo absent?)")

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import report
+from . import report, runner
 
 # Table order: kernel byte streams, sockets, shared memory, queues and
 # notifications, then canal, then the rest.
@@ -149,7 +148,7 @@ class Result:
     count: int
     launch: str = "processes"     # or "threads"
     mode: str = "pingpong"        # or "stream"
-    status: str = "ok"            # ok, skipped, unsupported, missing, failed
+    status: str = "ok"            # runner's (ok, failed, timeout, skipped), or unsupported
     reason: str = ""
     stats: Dict[str, object] = field(default_factory=dict)
 
@@ -237,12 +236,12 @@ def run_one(build_dir: str, method: str, size: int, count: int, *,
         r.reason = f"{method} not built (no {os.path.relpath(path, build_dir)})"
         return r
     cmd = command(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Result(method, size, count, launch, mode, "failed",
+    o = runner.run(cmd, timeout, skip_codes=(EXIT_SKIPPED, EXIT_SIZE))
+    if o.status == "timeout":
+        return Result(method, size, count, launch, mode, "timeout",
                       f"timed out after {timeout:.0f} s")
-    return classify(method, size, count, launch, mode, p.returncode, p.stdout, p.stderr)
+    code = o.exit if o.exit is not None else -(o.signal or 0)
+    return classify(method, size, count, launch, mode, code, o.stdout, o.stderr)
 
 
 # ---------------------------------------------------------------------------
@@ -277,7 +276,7 @@ def seed_rows(results: Iterable[Result]) -> List[List[str]]:
                          fmt_us(r.get("max_us")), fmt_rate(r.get("rate_msg_s"))])
         else:
             word = {"skipped": "SKIPPED", "unsupported": "N/A (size)",
-                    "failed": "FAILED"}.get(r.status, r.status)
+                    "failed": "FAILED", "timeout": "TIMEOUT"}.get(r.status, r.status)
             rows.append([r.method, word, "", "", ""])
     return rows
 
@@ -408,7 +407,7 @@ def _sweep(build_dir: str, runs: List[Tuple[str, int, int, bool, str]],
     for method, size, count, threads, mode in runs:
         r = run_one(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
         results.append(r)
-        if r.status == "failed":
+        if r.status in ("failed", "timeout"):
             report.progress(f"{method} {size_label(size)} {mode}"
                             f"{' threads' if threads else ''}: FAILED ({r.reason})")
     return results
@@ -472,6 +471,7 @@ def run(build_dir: str, mode: str) -> str:
         md += _size_tables(results, sizes, "processes", "stream", METHODS)
         md += ["## One-way stream, threads", ""]
         md += _size_tables(results, sizes, "threads", "stream", thread_methods)
+    headlines(results)
     md += ["## Targets", "",
            report.markdown_table(["target", "ratio", "verdict", "basis"],
                                  check_targets(results)), ""]
@@ -512,3 +512,17 @@ def run(build_dir: str, mode: str) -> str:
         print(line)
     print(f"(ipc: {elapsed:.0f} s; {os.path.join(out, 'ipc.md')})", flush=True)
     return text
+
+
+def headlines(results: Sequence[Result], size: int = 64) -> None:
+    """The lead's targets as summary rows (processes when both methods ran
+    there, else threads; one run of QUICK_COUNT round trips each)."""
+    for label, num, den, metric, bound, kind in TARGETS:
+        for launch in ("processes", "threads"):
+            a, b = _find(results, num, size, launch), _find(results, den, size, launch)
+            if a and b:
+                unit = "msg/s" if metric == "rate_msg_s" else "us/round trip"
+                report.headline("ipc", f"{num}, {size_label(size)}, {launch}", a.get(metric),
+                                den, b.get(metric), unit, bound,
+                                higher_is_better=(kind == "min"))
+                break

@@ -166,8 +166,10 @@ class Headline:
 
     @property
     def verdict(self) -> str:
-        if not self.measured:
+        if not self.canal:
             return "not measured"
+        if not self.measured:
+            return "no peer figure"
         word = {True: "met", False: "MISSED", None: "no target"}[self.met]
         return word + (" (unstable)" if self.unstable else "")
 
@@ -210,6 +212,8 @@ class Headline:
         if not self.canal:
             return self.note or "no figure"
         c = _g(stats.median(self.canal))
+        if self.peer_name is not None and not self.peer:
+            return f"{c} {self.unit}; {self.peer_name}: {self.note or 'n/a'}"
         if self.peer_name is None:
             if len(self.canal) > 1:
                 sp = stats.Spread(self.canal)
@@ -298,7 +302,7 @@ def summary_text(rows: Optional[Sequence[Headline]] = None, width: int = 0) -> s
         out.append("  ".join(c.ljust(w) for c, w in zip([fam] + r[1:], widths)).rstrip())
     met = sum(1 for h in rows if h.met is True)
     missed = sum(1 for h in rows if h.met is False)
-    unstable = sum(1 for h in rows if h.unstable)
+    unstable = sum(1 for h in rows if h.unstable and h.measured)
     out.append("")
     out.append(f"{met} targets met, {missed} missed, {unstable} unstable rows "
                f"(repetitions differ by more than {stats.UNSTABLE_FACTOR:g}x: compare with care).")
@@ -360,7 +364,10 @@ def compose(out_dir: str, sections: Sequence[Tuple[str, str]], title: str = "can
     if failed:
         md += [f"**Families that failed**: {', '.join(failed)} (see their .log files).", ""]
     for family, text in sections:
-        md += [f"## {family}", "", demote(text.strip("\n"), 1), ""]
+        text = text.strip("\n")
+        if not text.startswith("# "):  # a family without its own title
+            md += [f"## {family}", ""]
+        md += [demote(text, 1), ""]
         for png in family_plots(out_dir, family, text):
             md += [f"![{family}: {png}]({png})", ""]
     text = "\n".join(md).rstrip("\n") + "\n"
