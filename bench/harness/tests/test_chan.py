@@ -267,3 +267,29 @@ def test_stats_argmin():
     assert stats.argmin({"a": None}) is None
     assert stats.argmin({}) is None
     assert stats.argmin({"x": 2.0, "y": 2.0}) == "x"
+
+
+def test_cells_show_the_range_and_flag_unstable_repetitions():
+    runs = _runs([("bounded1_spsc", "canal", [0.001, 0.002, 0.010]),
+                  ("bounded1_spsc", "go", [0.001, 0.0011, 0.0012])])
+    rows = chan.summarize(runs, 1000, 4)
+    md = chan.render_table(rows, {}, reps=3)
+    line = next(ln for ln in md.splitlines() if ln.startswith("| bounded1_spsc "))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "2000 (1000-10000) unstable"
+    assert cells[2] == "1100 (1000-1200)"
+
+
+def test_headlines_report_canal_against_the_best_peer():
+    from canal_bench import report
+    report.reset_headlines()
+    runs = _runs([("bounded1_spsc", "canal", [0.001, 0.002, 0.003]),
+                  ("bounded1_spsc", "go", [0.004, 0.004, 0.004]),
+                  ("bounded1_spsc", "crossbeam", [0.003, 0.003, 0.003]),
+                  ("bounded1_seq", "canal", [0.001])])
+    chan.headlines(chan.summarize(runs, 1000, 4))
+    assert [h.workload for h in report.HEADLINES] == ["bounded1_spsc"]  # seq: not a headline
+    h = report.HEADLINES[0]
+    assert h.peer_name == "crossbeam-channel" and h.ratio == pytest.approx(2 / 3)
+    assert h.target == 1.0 and h.met
+    report.reset_headlines()
