@@ -101,19 +101,11 @@ struct proc_ctx {
 	cpu_set_t saved;	  /* the parent's affinity */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void busy_wait_ns(unsigned ns)
 {
-	uint64_t end = mono_ns() + ns;
+	uint64_t end = bench_now_ns() + ns;
 
-	while (mono_ns() < end)
+	while (bench_now_ns() < end)
 		;
 }
 
@@ -135,17 +127,6 @@ static void futex_post(_Atomic uint32_t *w, uint32_t v)
 	(void)syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-static void set_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	(void)sched_setaffinity(0, sizeof(set), &set); /* best effort */
-}
-
 static void proc_init(struct proc_ctx *c, int pin)
 {
 	void *p;
@@ -160,19 +141,9 @@ static void proc_init(struct proc_ctx *c, int pin)
 		exit(1);
 	}
 	c->shm = p; /* zero-filled */
-	if (!pin || sched_getaffinity(0, sizeof(c->saved), &c->saved) != 0)
+	if (sched_getaffinity(0, sizeof(c->saved), &c->saved) != 0)
 		return;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &c->saved))
-			continue;
-		if (c->cpu_a < 0) {
-			c->cpu_a = cpu;
-		} else {
-			c->cpu_b = cpu;
-			return;
-		}
-	}
-	c->cpu_a = -1; /* one CPU: pinning both there would only hurt */
+	bench_two_cpus(pin, &c->cpu_a, &c->cpu_b);
 }
 
 static void proc_chans(struct proc_ctx *c, size_t capacity, int n)
@@ -203,10 +174,10 @@ static void proc_fork(struct proc_ctx *c, int (*fn)(struct proc_ctx *))
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != c->parent)
 			_exit(1);
-		set_cpu(c->cpu_b);
+		(void)bench_pin_self(c->cpu_b);
 		_exit(fn(c));
 	}
-	set_cpu(c->cpu_a);
+	(void)bench_pin_self(c->cpu_a);
 }
 
 /* Reap the child, restore the parent's affinity, free everything. */
@@ -267,14 +238,14 @@ static double proc_spsc(size_t n, int pin)
 	proc_chans(&c, 1024, 1);
 	c.count = n;
 	proc_fork(&c, spsc_child);
-	t0 = mono_ns();
+	t0 = bench_now_ns();
 	atomic_store_explicit(&c.shm->go, 1, memory_order_release);
 	for (uint64_t i = 0; i < n; i++) {
 		proc_check(&c, canal_recv(c.ch[0], &v), "canal_recv");
 		if (v != i)
 			proc_check(&c, -EPROTO, "proc_spsc_1024 out of order");
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, "proc_spsc_1024");
 	return (double)(t1 - t0) / (double)n;
 }
@@ -286,7 +257,7 @@ static int poll_recv(struct canal_chan *ch, uint64_t *v)
 	int rc;
 
 	while ((rc = canal_try_recv(ch, v)) == -EAGAIN) {
-		wl_cpu_relax();
+		bench_relax();
 		if (++spins % 4096 == 0)
 			sched_yield();
 	}
@@ -298,7 +269,7 @@ static int poll_send(struct canal_chan *ch, const uint64_t *v)
 	int rc;
 
 	while ((rc = canal_try_send(ch, v)) == -EAGAIN)
-		wl_cpu_relax();
+		bench_relax();
 	return rc;
 }
 
@@ -342,7 +313,7 @@ static double proc_ping_pong(size_t rounds, int pin, int busy,
 	proc_fork(&c, busy ? busy_pong_child : sleep_pong_child);
 	for (uint64_t i = 0; i < rounds; i++) {
 		if (i == 1)
-			t0 = mono_ns();
+			t0 = bench_now_ns();
 		v = i;
 		if (busy) {
 			proc_check(&c, poll_send(c.ch[0], &v), "canal_try_send");
@@ -354,7 +325,7 @@ static double proc_ping_pong(size_t rounds, int pin, int busy,
 		if (v != i)
 			proc_check(&c, -EPROTO, name);
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, name);
 	return (double)(t1 - t0) / (double)(rounds - 1);
 }
@@ -380,12 +351,12 @@ static double proc_cacheline(size_t rounds, int pin)
 	proc_fork(&c, bounce_child);
 	for (uint64_t i = 0; i < rounds; i++) {
 		if (i == 1)
-			t0 = mono_ns();
+			t0 = bench_now_ns();
 		atomic_store_explicit(&c.shm->line, 2 * i + 1,
 				      memory_order_release);
 		wl_wait_value(&c.shm->line, 2 * i + 2);
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, "proc_cacheline_rt");
 	return (double)(t1 - t0) / (double)(rounds - 1);
 }
@@ -413,11 +384,11 @@ static double proc_futex(size_t rounds, int pin, unsigned delay_ns)
 	proc_fork(&c, futex_child);
 	for (uint32_t i = 1; i <= rounds; i++) {
 		if (i == 2)
-			t0 = mono_ns();
+			t0 = bench_now_ns();
 		futex_post(&c.shm->to_child, i);
 		futex_wait_ne(&c.shm->to_parent, i);
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, delay_ns ? "proc_futex_rt_delayed" : "proc_futex_rt");
 	return (double)(t1 - t0) / (double)(rounds - 1);
 }
