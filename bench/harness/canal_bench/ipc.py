@@ -522,7 +522,9 @@ def headlines(results: Sequence[Result], size: int = 64) -> None:
             a, b = _find(results, num, size, launch), _find(results, den, size, launch)
             if a and b:
                 unit = "msg/s" if metric == "rate_msg_s" else "us/round trip"
-                report.headline("ipc", f"{num}, {size_label(size)}, {launch}", a.get(metric),
+                what = "rate" if metric == "rate_msg_s" else "round trip"
+                report.headline("ipc", f"{num} {what}, {size_label(size)}, {launch}",
+                                a.get(metric),
                                 den, b.get(metric), unit, bound,
                                 higher_is_better=(kind == "min"))
                 break
