@@ -147,15 +147,35 @@ def _chromium():
     return None
 
 
+def solid_png(width: int, height: int, rgb) -> bytes:
+    """A PNG of one colour (no library needed)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    row = b"\x00" + bytes(rgb) * width
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(row * height)) + chunk(b"IEND", b""))
+
+
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
-def test_report_html_renders_headless(tmp_path):
+def test_report_html_renders_headless_with_its_plots(tmp_path):
+    """Chromium renders report.html offline; the plot (a solid red image
+    standing for a chart) is visible in the screenshot."""
     out, (_, html_path) = compose(tmp_path)
+    (out / "chan-spsc.png").write_bytes(solid_png(300, 200, (255, 0, 0)))
     shot = tmp_path / "shot.png"
     subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-                    f"--screenshot={shot}", "--window-size=1200,1600",
-                    "file://" + html_path], check=True, timeout=120,
-                   capture_output=True)
+                    "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1200,4000",
+                    "file://" + html_path], check=True, timeout=120, capture_output=True)
     assert shot.exists() and shot.stat().st_size > 1000
+    image = pytest.importorskip("matplotlib.image")
+    px = image.imread(str(shot))
+    red = ((px[:, :, 0] > 0.9) & (px[:, :, 1] < 0.1) & (px[:, :, 2] < 0.1)).sum()
+    assert red > 300 * 200 * 0.9, f"the plot is not visible ({red} red pixels)"
 
 
 def test_results_directory_of_a_real_run_if_given():
