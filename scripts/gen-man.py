@@ -72,9 +72,31 @@ def comment_lines(block: str) -> List[str]:
     return out
 
 
+def strip_attributes(code: str) -> str:
+    """code without its __attribute__((...)) (visibility and friends say
+    nothing to a reader of the synopsis)."""
+    while True:
+        i = code.find("__attribute__")
+        if i < 0:
+            return code
+        j = code.find("(", i)
+        depth = 0
+        for k in range(j, len(code)):
+            depth += {"(": 1, ")": -1}.get(code[k], 0)
+            if depth == 0:
+                code = code[:i] + code[k + 1:]
+                break
+        else:
+            return code
+
+
 def split_declarations(code: str) -> List[str]:
-    """Normalised declarations (whitespace collapsed) ending with ';'."""
-    code = re.sub(r"\s+", " ", code).strip()
+    """Normalised declarations (whitespace collapsed) ending with ';'. An
+    inline definition counts by its head (what precedes its body)."""
+    code = re.sub(r"\s+", " ", strip_attributes(code)).strip()
+    if "{" in code:
+        code = code[:code.index("{")].strip()
+        return [code + ";"] if code else []
     return [d.strip() + ";" for d in code.split(";") if d.strip()]
 
 
@@ -277,8 +299,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         for e in h.entries:
             for n in e.names:
                 if n in pages:
-                    print(f"gen-man: {n} documented twice ({h.include})", file=sys.stderr)
-                    return 1
+                    print(f"gen-man: warning: {n} documented twice ({h.include}); "
+                          f"the first block is its page", file=sys.stderr)
+                    continue
                 pages[n] = e
     if args.list:
         for n in sorted(pages):
