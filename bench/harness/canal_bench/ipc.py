@@ -14,6 +14,7 @@ full:  sizes 1 B .. 1 MiB, round trips and one-way streams; Markdown, CSV,
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -401,11 +402,31 @@ def series_by_method(results: Iterable[Result], metric: str, mode: str
 # ---------------------------------------------------------------------------
 # The family entry point
 
+MIN_MS = 200.0   # quick runs: the least a run should take ...
+MAX_SCALE = 50   # ... with at most this many times the round trips
+
+
+def sized_count(count: int, total_ms: Optional[float], min_ms: float = MIN_MS) -> int:
+    """The count for a run whose `count` round trips took total_ms: count
+    when long enough, else scaled to take about min_ms (at most MAX_SCALE
+    times count)."""
+    if not total_ms or total_ms >= min_ms:
+        return count
+    return count * min(MAX_SCALE, math.ceil(min_ms / total_ms))
+
+
 def _sweep(build_dir: str, runs: List[Tuple[str, int, int, bool, str]],
-           pin: Optional[str]) -> List[Result]:
+           pin: Optional[str], min_ms: float = 0.0) -> List[Result]:
+    """Run every (method, size, count, threads, mode). With min_ms, a run
+    shorter than that was a calibration: it runs again, counted, with the
+    count scaled to take about min_ms (sizing by time)."""
     results = []
     for method, size, count, threads, mode in runs:
         r = run_one(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
+        if min_ms and r.ok:
+            n = sized_count(count, r.get("total_ms"), min_ms)
+            if n != count:
+                r = run_one(build_dir, method, size, n, threads=threads, mode=mode, pin=pin)
         results.append(r)
         if r.status in ("failed", "timeout"):
             report.progress(f"{method} {size_label(size)} {mode}"
@@ -451,11 +472,12 @@ def run(build_dir: str, mode: str) -> str:
                 runs += [(m, size, n, False, stream_mode) for m in METHODS]
                 runs += [(m, size, n, True, stream_mode) for m in THREAD_METHODS]
     report.progress(f"{len(runs)} runs, sides pinned to CPUs {pin or '(not pinned)'}")
-    results = _sweep(build_dir, runs, pin)
+    results = _sweep(build_dir, runs, pin, MIN_MS if mode == "quick" else 0.0)
     elapsed = time.monotonic() - t0
 
     md = report.header_lines("IPC methods (issue 6)")
-    counts = (f"{QUICK_COUNT} round trips per size" if mode == "quick" else
+    counts = (f"{QUICK_COUNT} round trips per size, or more: each run sized to take at "
+              f"least {MIN_MS:.0f} ms (ipc.csv has every count)" if mode == "quick" else
               f"{QUICK_COUNT} round trips or messages per size up to 4 KiB, "
               f"fewer above (ipc.csv has every count)")
     md += [f"{'Quick' if mode == 'quick' else 'Full'} run: {counts}, warm-up "
