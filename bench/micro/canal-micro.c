@@ -34,7 +34,7 @@
  *
  * Usage: canal-micro [-n MESSAGES] [-m MESSAGES_SMALL] [-r ROUND_TRIPS]
  *                    [-R PROC_ROUND_TRIPS] [-S SLEEP_ROUND_TRIPS]
- *                    [-s 0|8|64] [-P]
+ *                    [-s 0|8|64] [-T SECONDS] [-P]
  *   -n  messages at capacity 1024 (default 200000);
  *   -m  messages at capacity 0 and 1 (default n / 10, at least 1000): these
  *       cost a thread hand-off per message, 10 to 1000 times more, and
@@ -42,6 +42,10 @@
  *   -r  ping-pong and cache-line round trips (default 50000);
  *   -R  round trips of proc_ping_pong_1 and proc_cacheline_rt (default 5000);
  *   -S  round trips of the sleeping process variants (default 300);
+ *   -T  run each thread workload and the cache-line round trip again
+ *       until it has taken this long in all (default 0: once), and report
+ *       the time per message over all its runs: a 5 ms cell is one
+ *       scheduler accident away from a wrong figure;
  *   -P  do not pin threads.
  */
 #define _GNU_SOURCE
@@ -74,7 +78,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: canal-micro [-n MESSAGES] [-m MESSAGES_SMALL] "
 			"[-r ROUND_TRIPS] [-R PROC_ROUND_TRIPS] "
-			"[-S SLEEP_ROUND_TRIPS] [-s 0|8|64] [-P]\n");
+			"[-S SLEEP_ROUND_TRIPS] [-s 0|8|64] [-T SECONDS] [-P]\n");
 	exit(2);
 }
 
@@ -393,6 +397,35 @@ static double proc_futex(size_t rounds, int pin, unsigned delay_ns)
 	return (double)(t1 - t0) / (double)(rounds - 1);
 }
 
+/* Runs of one cell until it has taken min_s seconds in all (at least one
+ * run, at most MICRO_RUNS_MAX): seconds per unit (message or round trip)
+ * over every run. */
+#define MICRO_RUNS_MAX 1000
+static double per_unit(enum wl_kind kind, const struct wl_params *p, double units,
+		       double min_s)
+{
+	double total = 0, done = 0;
+	int runs = 0;
+
+	do {
+		total += wl_run(kind, p);
+		done += units;
+	} while (total < min_s && ++runs < MICRO_RUNS_MAX);
+	return total / done;
+}
+
+static double cacheline_per_rt(size_t rounds, int pin, double min_s)
+{
+	double total = 0, done = 0;
+	int runs = 0;
+
+	do {
+		total += wl_cacheline_roundtrips(rounds, pin);
+		done += (double)rounds;
+	} while (total < min_s && ++runs < MICRO_RUNS_MAX);
+	return total / done;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { enum wl_kind kind; const char *name; } tests[] = {
@@ -404,8 +437,9 @@ int main(int argc, char **argv)
 	size_t n = 200000, n_small = 0, rounds = 50000, size = 8;
 	size_t proc_rounds = 5000, sleep_rounds = 300;
 	int pin = 1, opt;
+	double min_s = 0;
 
-	while ((opt = getopt(argc, argv, "n:m:r:R:S:s:Ph")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:r:R:S:s:T:Ph")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = wl_parse_count(optarg, "message count");
@@ -425,6 +459,13 @@ int main(int argc, char **argv)
 		case 's':
 			size = wl_parse_count(optarg, "message size");
 			break;
+		case 'T': {
+			char *end;
+			min_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(min_s >= 0 && min_s <= 60))
+				usage();
+			break;
+		}
 		case 'P':
 			pin = 0;
 			break;
@@ -448,10 +489,10 @@ int main(int argc, char **argv)
 
 			if (!wl_possible(tests[t].kind, &p))
 				continue;
-			double s = wl_run(tests[t].kind, &p);
+			double s = per_unit(tests[t].kind, &p,
+					    (double)wl_messages(tests[t].kind, &p), min_s);
 
-			printf("%s_%zu %.1f ns/msg\n", tests[t].name, caps[c],
-			       s * 1e9 / (double)wl_messages(tests[t].kind, &p));
+			printf("%s_%zu %.1f ns/msg\n", tests[t].name, caps[c], s * 1e9);
 			fflush(stdout);
 		}
 	}
@@ -459,14 +500,12 @@ int main(int argc, char **argv)
 		struct wl_params p = { .n = 2 * rounds, .threads = 1,
 				       .msg_size = size, .capacity = caps[c],
 				       .pin = pin };
-		double s = wl_run(WL_PING_PONG, &p);
+		double s = per_unit(WL_PING_PONG, &p, (double)rounds, min_s);
 
-		printf("ping_pong_%zu %.1f ns/rt\n", caps[c],
-		       s * 1e9 / (double)rounds);
+		printf("ping_pong_%zu %.1f ns/rt\n", caps[c], s * 1e9);
 		fflush(stdout);
 	}
-	printf("cacheline_rt %.1f ns/rt\n",
-	       wl_cacheline_roundtrips(rounds, pin) * 1e9 / (double)rounds);
+	printf("cacheline_rt %.1f ns/rt\n", cacheline_per_rt(rounds, pin, min_s) * 1e9);
 	fflush(stdout);
 
 	print_proc("proc_spsc_1024", proc_spsc(n, pin), "ns/msg");

@@ -14,8 +14,9 @@ of issue 2: spsc and mpmc at capacity 1024 <= 50 ns per message, ping-pong
 round trip <= 2x the cache-line round trip (the line bounce measured in the
 same runs); and between processes: proc_spsc_1024 <= 60 ns per message,
 proc_ping_pong_1 <= 2x proc_cacheline_rt, proc_ping_pong_sleep <= 1.3x
-proc_futex_rt_delayed. Environment overrides: CANAL_MICRO_N, CANAL_MICRO_ROUNDS,
-CANAL_MICRO_REPS.
+proc_futex_rt_delayed. Quick runs size the thread cells by time: canal-micro
+-T 0.2 runs each again until it has taken 0.2 s. Environment overrides:
+CANAL_MICRO_N, CANAL_MICRO_ROUNDS, CANAL_MICRO_REPS, CANAL_MICRO_MIN_SECONDS.
 """
 from __future__ import annotations
 
@@ -58,12 +59,13 @@ class Mode:
     reps: int
     timeout: float
     quick: bool
+    min_seconds: float = 0.0
 
 
 def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     env = os.environ if env is None else env
     if mode == "quick":
-        m = dict(n=100_000, rounds=20_000, reps=3, timeout=60.0)
+        m = dict(n=100_000, rounds=20_000, reps=3, timeout=120.0, min_seconds=0.2)
     elif mode == "full":
         m = dict(n=1_000_000, rounds=200_000, reps=5, timeout=600.0)
     else:
@@ -72,6 +74,8 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
                      ("reps", "CANAL_MICRO_REPS")):
         if env.get(var):
             m[key] = int(env[var])
+    if env.get("CANAL_MICRO_MIN_SECONDS"):
+        m["min_seconds"] = float(env["CANAL_MICRO_MIN_SECONDS"])
     return Mode(quick=(mode == "quick"), **m)
 
 
@@ -187,8 +191,16 @@ def render(med: Dict[str, float], m: Mode,
 
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
-    return (f"canal micro benchmark ({what}: {m.n:,} messages, {m.rounds:,} round trips, "
-            f"8-byte messages, median of {m.reps} runs)")
+    sized = f" or more (each cell at least {m.min_seconds:g} s)" if m.min_seconds > 0 else ""
+    return (f"canal micro benchmark ({what}: {m.n:,} messages, {m.rounds:,} round trips"
+            f"{sized}, 8-byte messages, median of {m.reps} runs)")
+
+
+def command(path: str, m: Mode) -> List[str]:
+    cmd = [path, "-n", str(m.n), "-r", str(m.rounds)]
+    if m.min_seconds > 0:
+        cmd += ["-T", f"{m.min_seconds:g}"]
+    return cmd
 
 
 def run(build_dir: str, mode: str) -> str:
@@ -201,8 +213,7 @@ def run(build_dir: str, mode: str) -> str:
     raw = []
     for rep in range(m.reps):
         report.progress(f"canal-micro run {rep + 1}/{m.reps}")
-        o = runner.run([path, "-n", str(m.n), "-r", str(m.rounds)], m.timeout,
-                       parse=parse_output)
+        o = runner.run(command(path, m), m.timeout, parse=parse_output)
         if not o.ok:
             raise RuntimeError(f"canal-micro {o.status}: {o.note[:300]}")
         res = o.value
