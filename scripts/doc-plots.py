@@ -32,6 +32,14 @@ def table_after(text: str, marker: str) -> List[List[str]]:
     return [rows[0]] + rows[2:]
 
 
+def save(fig, name: str) -> str:
+    path = os.path.join(DOCS, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def seed_plot() -> str:
     with open(os.path.join(DOCS, "seed.md")) as f:
         text = f.read()
@@ -53,11 +61,7 @@ def seed_plot() -> str:
     ax.set_title("fwd, full matrix, as many writers as readers (Intel Xeon host, 2 vCPUs)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    path = os.path.join(DOCS, "seed-fwd-equal-threads.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, "seed-fwd-equal-threads.png")
 
 
 def chan_plot() -> str:
@@ -81,11 +85,7 @@ def chan_plot() -> str:
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("canal / best peer (< 1: canal faster)")
     ax.set_title("Channel grid, 8-byte messages (AMD EPYC host, 5 repetitions, commit de2e498)")
-    path = os.path.join(DOCS, "chan-ratios.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, "chan-ratios.png")
 
 
 def main() -> int:
