@@ -39,6 +39,8 @@
 #ifndef CANAL_CHANNEL_H
 #define CANAL_CHANNEL_H
 
+#include <canal/base.h>
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -160,8 +162,7 @@ int canal_close(struct canal_chan *ch);
 /* Timeouts                                                            */
 /* ------------------------------------------------------------------ */
 
-/* canal_now_ns - CLOCK_MONOTONIC in nanoseconds, the clock of deadlines. */
-uint64_t canal_now_ns(void);
+/* The clock of deadlines is canal_now_ns() (<canal/base.h>). */
 
 /*
  * canal_send_timeout, canal_recv_timeout - like canal_send() and
@@ -399,10 +400,6 @@ enum {
  */
 int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		 unsigned flags);
-
-/* canal_strerror - a static English description of a canal error code
- * (negative errno), e.g. "channel closed" for -EPIPE. Never NULL. */
-const char *canal_strerror(int err);
 
 #ifdef __cplusplus
 }
