@@ -260,10 +260,13 @@ def overview_page(headers: List[Header], date: str, version: str) -> str:
     for h in headers:
         out.append(f".SS <{h.include}>")
         if h.overview:
-            first = re.sub(r"^canal/\S+\.h\s+-\s+", "", h.overview[0])
-            out.append(line_out(first))
-            out.append(".PP")
-            out += body_troff(h.overview[1:])
+            # The header's summary: its first paragraph, after the name.
+            n = next((i for i, l in enumerate(h.overview) if not l.strip()), len(h.overview))
+            first = re.sub(r"^canal/\S+\.h\s+-\s+", "", " ".join(h.overview[:n]))
+            out.append(line_out(first[:1].upper() + first[1:]))
+            if h.overview[n:]:
+                out.append(".PP")
+                out += body_troff(h.overview[n + 1:])
         out.append(".PP")
         out.append("Functions:")
         for e in h.entries:
