@@ -5,8 +5,15 @@
 Each family is a module canal_bench/<family>.py with a function
 run(build_dir: str, mode: str) -> str that runs its benchmarks and returns
 the Markdown of its tables; it may call report.headline() for each of its
-headline workloads to appear in the summary. Families run in the order
-below; the first is canal's main job (the seed programs).
+headline workloads to appear in the summary, e.g. with the repetitions of
+canal and of the best peer:
+
+    report.headline("web", "GET 1 KiB, 100 connections", canal_rps, "nginx",
+                    nginx_rps, "requests/s", 1.0, higher_is_better=True)
+
+and run its programs with runner.run (one Outcome: ok, failed, timeout,
+skipped). Families run in the order below; the first is canal's main job
+(the seed programs).
 
 The screen shows each family's progress lines, then the summary: canal
 against the best peer on each headline workload. The tables go to
