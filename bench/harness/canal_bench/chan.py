@@ -383,11 +383,15 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                 if key not in n_for and got and err is None:
                     # Sizing by time: a run too short to trust is only a
                     # calibration; the cell runs again with more messages.
-                    n_for[key] = scaled_n(m.n, max(r.seconds for r in got), m.min_seconds)
+                    took = max(r.seconds for r in got)
+                    n_for[key] = scaled_n(m.n, took, m.min_seconds)
                     if n_for[key] != n:
+                        # Bounded by what the calibration predicts (a hang
+                        # costs seconds, as in later repetitions).
+                        expect = took * n_for[key] / n
                         n = n_for[key]
                         res, err = run_once(command(impl, path, m, kind, size, [cap], n),
-                                            cell_timeout(n))
+                                            cell_timeout(n, expect))
                         got = [r for r in res if impl_of(r) == impl.key]
                 for r in got:
                     run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,

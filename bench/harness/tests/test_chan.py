@@ -319,6 +319,8 @@ def test_collect_sizes_quick_cells_by_time(tmp_path, monkeypatch):
     canal = [c for c, _ in calls if os.path.basename(c[0]) == "chanbench-canal"]
     ns = [int(c[c.index("-n") + 1]) for c in canal]
     assert ns[:2] == [20_000, 400_000]                  # calibration, then sized
+    sized = [t for c, t in calls if os.path.basename(c[0]) == "chanbench-canal"][1]
+    assert sized == pytest.approx(20.0)  # bounded by the calibration, not 80 s
     assert ns[-1] == 400_000 and ns.count(20_000) == 3  # one calibration per capacity
     r = next(r for r in runs if r["impl"] == "canal")
     assert r["n"] == 400_000 and r["messages"] == 400_000
