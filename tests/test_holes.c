@@ -423,9 +423,10 @@ static void test_close_releases_ack(unsigned flags)
 {
 	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 0, flags);
 	CHECK(ch);
-	/* A receiver announced itself and went away (died, between
-	 * processes): its demand is there, nobody will take the element. */
-	canal__sync_announce(ch);
+	/* A receiving select announced itself and went away (died, between
+	 * processes): its demand is there, nobody will take the element, and
+	 * a sender matched with a select waits for the ack. */
+	canal__sync_announce(ch, true);
 	struct send_arg sa = { ch, 77, 1 };
 	pthread_t t = spawn(sender, &sa);
 	while (canal_chan_len(ch) == 0)
@@ -438,7 +439,6 @@ static void test_close_releases_ack(unsigned flags)
 	 * channel drains it. */
 	CHECK_EQ(sa.result, 0);
 	uint64_t out = 0;
-	canal__sync_announce(ch);
 	CHECK_EQ(canal_recv(ch, &out), 0);
 	CHECK_EQ(out, 77);
 	CHECK_EQ(canal_recv(ch, &out), -EPIPE);

@@ -147,8 +147,12 @@ static void test_processes(size_t cap, int P, int C, uint32_t per)
 		if (prod[p] == 0) {
 			for (uint32_t s = 0; s < per; s++) {
 				uint64_t v = ((uint64_t)p << 32) | s;
-				if (canal_send(ch, &v))
+				int r = canal_send(ch, &v);
+				if (r) {
+					fprintf(stderr, "producer %d: %s\n", p,
+						canal_strerror(r));
 					_exit(2);
+				}
 				atomic_store(&sh->sent[p], s + 1);
 			}
 			_exit(0);

@@ -95,6 +95,37 @@ static bool yield_phase(const struct canal__parker *p, bool (*done)(void *),
 /* A task polls this many times before parking (it holds its loop). */
 #define TASK_SPINS 16
 
+/*
+ * Adaptive spinning. Spinning pays only while the thread we wait for runs
+ * on another CPU. When both share one (the scheduler put them together, or
+ * the machine is busy), every spin is time taken from that thread: on a
+ * 2-vCPU VM, a ping-pong whose two threads landed on one vCPU spent ~20 us
+ * a message in spins that could not succeed (the slow mode of issue 11).
+ * So each thread counts its spin phases that ended without the condition:
+ * after SPIN_MISS_LIMIT in a row it skips them (straight to the yield
+ * phase, whose first yield runs the other thread if it shares our CPU),
+ * trying a spin again every SPIN_PROBE_EVERY waits in case things moved.
+ */
+#define SPIN_MISS_LIMIT 4u
+#define SPIN_PROBE_EVERY 16u
+
+static _Thread_local unsigned spin_misses, spin_skips;
+
+bool canal__spin_pays(void)
+{
+	if (spin_misses < SPIN_MISS_LIMIT)
+		return true;
+	return ++spin_skips % SPIN_PROBE_EVERY == 0;
+}
+
+void canal__spin_outcome(bool success)
+{
+	if (success)
+		spin_misses = 0;
+	else if (spin_misses < SPIN_MISS_LIMIT)
+		spin_misses++;
+}
+
 static uint64_t sleep_limit(bool shared, uint64_t deadline)
 {
 	if (likely(!shared))
@@ -119,24 +150,30 @@ int canal__wait(struct canal_waitq *q, bool shared,
 		}
 		goto park;
 	}
-	if (!waiters) {
+	bool spin = canal__spin_pays();
+	if (!waiters && spin) {
 		for (unsigned i = 1; i <= QUIET_SPINS; i++) {
 			canal__cpu_relax();
-			if (c->probe(c->arg))
+			if (c->probe(c->arg)) {
+				canal__spin_outcome(true);
 				return 0;
+			}
 		}
 	}
 	spinner = waitq_spin_begin(q, shared);
-	if (spinner && !waiters) {
+	if (spinner && !waiters && spin) {
 		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
 			for (unsigned i = 0; i < (1u << r); i++)
 				canal__cpu_relax();
 			if (c->probe(c->arg)) {
 				waitq_spin_end(q);
+				canal__spin_outcome(true);
 				return 0;
 			}
 		}
 	}
+	if (spin && !waiters)
+		canal__spin_outcome(false);
 	if ((spinner || waiters < canal__yield_limit()) &&
 	    yield_phase(p, c->ready, c->arg, deadline)) {
 		if (spinner)

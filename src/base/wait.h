@@ -233,6 +233,11 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 		     const bool *shared, unsigned n, bool crowded,
 		     uint64_t deadline_ns);
 
+/* Adaptive spinning (wait.c): whether the calling thread's spins have
+ * been paying lately, and the outcome of a spin phase it ran. */
+bool canal__spin_pays(void);
+void canal__spin_outcome(bool success);
+
 /* Threads far outnumbering cores (waiters >= this) skip the yield phase. */
 uint32_t canal__yield_limit(void);
 

@@ -88,6 +88,7 @@ void canal__chan_handle_init(struct canal_chan *ch, struct chan_state *st,
 	ch->mmapped = mmapped;
 	ch->map_size = st->map_size;
 	ch->fd = fd;
+	ch->lock_fd = -1;
 }
 
 CANAL_EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
@@ -161,5 +162,7 @@ CANAL_EXPORT void canal_chan_destroy(struct canal_chan *ch)
 		free(ch->st);
 	if (ch->fd >= 0)
 		close(ch->fd);
+	if (ch->lock_fd >= 0)
+		close(ch->lock_fd);
 	free(ch);
 }

@@ -46,18 +46,26 @@
  *    other side is between its CAS and its store: we spin (backoff) instead
  *    of parking.
  *
- * SYNCHRONOUS CHANNELS (capacity 0) use a small internal ring and a demand
- * counter: a receiver first announces itself (demand++), and a sender may
- * only push after taking one unit of demand (CAS demand d -> d-1, d > 0).
- * So an element is pushed only for a receiver that is committed to take
- * one, and the sender then waits for the ack: head past its position.
- *   demand  = receivers announced and not yet matched by a sender;
- *   orphans = elements pushed whose receiver went elsewhere (a select that
- *             completed another case); a receiver announcing itself takes
- *             an orphan first instead of adding demand.
- * A receiver that gives up (timeout) retracts its demand (CAS d -> d-1,
- * d > 0); if demand is 0 a sender has matched it, an element is coming,
- * and the receiver takes it.
+ * SYNCHRONOUS CHANNELS (capacity 0) use a small internal ring and demand
+ * counters: a receiver first announces itself (demand++), and a sender may
+ * only push after taking one unit of demand (CAS d -> d-1, d > 0). So an
+ * element is pushed only for a receiver that is committed to take one.
+ *   demand        = plain receivers (recv, timed, try, borrow) announced
+ *                   and not yet matched. A matched plain receiver always
+ *                   takes an element, so its sender returns once it has
+ *                   published: the hand-off is done (as Go's and
+ *                   crossbeam's senders return once the value is in a
+ *                   waiting receiver's hands), one wake-up per message;
+ *   select_demand = receiving selects announced and not yet matched. A
+ *                   select may complete another case instead, so a sender
+ *                   that took such a unit waits for the ack (head past its
+ *                   position) before it returns;
+ *   orphans       = elements pushed for a select that went elsewhere; a
+ *                   plain receiver announcing itself takes an orphan first
+ *                   instead of adding demand.
+ * A receiver that gives up (timeout) retracts its unit (CAS d -> d-1,
+ * d > 0, on its own counter); if that fails a sender has matched it, an
+ * element is coming, and the receiver takes it.
  */
 #ifndef CANAL_INTERNAL_H
 #define CANAL_INTERNAL_H
@@ -124,6 +132,7 @@ struct chan_state {
 
 	/* Synchronous channels only. */
 	alignas(CANAL_CACHELINE) _Atomic int64_t demand;
+	_Atomic int64_t select_demand;
 	_Atomic int64_t orphans;
 	_Atomic uint32_t senders_waiting; /* senders wanting demand */
 	struct canal_waitq demand_wq;	  /* senders waiting for demand */
@@ -152,11 +161,12 @@ struct canal_chan {
 				CAS on stamps, crash repair */
 	uint32_t mmapped;    /* the state was mmap()ed (else heap) */
 	size_t map_size;
-	int fd;		     /* shared: the memory file (this handle's own
-				open file description: it holds the
-				liveness lock), else -1 */
-	/* Shared channels: this handle's attacher id (owner words name it)
-	 * and the process that attached (a forked child re-attaches). */
+	int fd;		     /* shared: the memory file, else -1 */
+	/* Shared channels: a description of the memory file of this
+	 * handle's own, holding its liveness lock (liveness.c), or -1; its
+	 * attacher id (owner words name it) and the process that attached
+	 * (a forked child re-attaches). */
+	int lock_fd;
 	_Atomic uint32_t attach_id;
 	_Atomic uint32_t attach_pid;
 };
@@ -373,21 +383,24 @@ int canal__send(struct canal_chan *ch, const void *elt,
 int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		uint64_t deadline, bool try_only);
 
-/* Synchronous channels (rendezvous.c). */
+/* Synchronous channels (rendezvous.c). A receiver is plain or a select
+ * (its own demand counter, see above). */
 bool canal__sync_can_send(struct canal_chan *ch);  /* demand > 0, or closed */
-void canal__sync_announce(struct canal_chan *ch);
+/* Announce a receiver: a plain one takes an orphan first. */
+void canal__sync_announce(struct canal_chan *ch, bool select);
 /* true: retracted; false: a sender matched us, an element is coming. */
-bool canal__sync_retract(struct canal_chan *ch);
+bool canal__sync_retract(struct canal_chan *ch, bool select);
 void canal__sync_make_orphan(struct canal_chan *ch);
 /* Give back a unit of demand taken by a sender that did not push. */
-void canal__sync_give_back(struct canal_chan *ch);
-/* Take one unit of demand: 0, -EAGAIN (try_only), -EPIPE, -ETIMEDOUT. */
+void canal__sync_give_back(struct canal_chan *ch, bool select);
+/* Take one unit of demand: 0, -EAGAIN (try_only), -EPIPE, -ETIMEDOUT;
+ * *select says whether the unit was a select's (then wait for the ack). */
 int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
-			    bool try_only);
+			    bool try_only, bool *select);
 /* After publishing pos: wait until a receiver has claimed it, or the
  * channel is closed (the element then stays for the draining receivers). */
 void canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos);
-/* Blocking receive for a receiver that has announced itself. */
+/* Blocking receive for a select that announced itself on ch. */
 int canal__sync_recv_announced(struct canal_chan *ch, void *elt,
 			       uint64_t deadline, bool committed);
 

@@ -14,15 +14,17 @@
  * whatever killed it. Anyone asks F_OFD_GETLK on that byte: no conflicting
  * lock means the attacher is gone. Owner words name attacher ids.
  *
- * The lock must belong to this handle alone, so a handle never shares its
- * open file description: it reopens the memory file through
- * /proc/self/fd (a new description of the same file) instead of dup().
- * After fork() the child shares the parent's description (the fd and the
- * mapping both refer to it), so a child re-attaches at its first claim: a
- * new description, the mapping replaced by one of it (MAP_FIXED, same file,
- * same contents), a new id and lock. A child that never uses the channel
- * keeps its parent's description referenced until it exits or execs (the
- * fd is close-on-exec): until then the parent's death is not detected.
+ * The lock must belong to this handle alone: it is taken through a
+ * description of the memory file that the handle opened for it (lock_fd,
+ * reopened through /proc/self/fd, never a dup(), and never mapped). After
+ * fork() the child shares that description with its parent, so a child
+ * re-attaches at its first claim (or the first time it asks about
+ * liveness): it closes its copy (the parent keeps the lock) and takes a
+ * description, an id and a lock of its own. A child that never uses the
+ * channel keeps its copy until it exits or execs (close-on-exec): until
+ * then its parent's death is not detected. Without /proc (no way to get a
+ * description of one's own) a handle has no lock, and its named claims are
+ * never taken for dead: only the anonymous-claim delay applies.
  */
 #define _GNU_SOURCE 1
 #include "internal.h"
@@ -31,7 +33,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /* Liveness bytes start here, past the largest segment (2^46 bytes). */
@@ -66,11 +67,6 @@ int canal__reopen_fd(int fd)
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int nfd = open(path, O_RDWR | O_CLOEXEC);
-	if (nfd >= 0)
-		return nfd;
-	/* No /proc: share the description (liveness then follows whoever
-	 * else holds it: documented in docs/GUARANTEES.md). */
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	return nfd >= 0 ? nfd : -errno;
 }
 
@@ -98,15 +94,19 @@ int canal__attach(struct canal_chan *ch)
 		id = atomic_fetch_add_explicit(&ch->st->next_attacher, 1,
 					       memory_order_relaxed) + 1;
 	while (id == 0);
-	int err = lock_byte(ch->fd, id, F_OFD_SETLK, F_WRLCK, NULL);
-	if (err)
+	int lfd = canal__reopen_fd(ch->fd);
+	if (lfd >= 0 && lock_byte(lfd, id, F_OFD_SETLK, F_WRLCK, NULL) < 0) {
+		int err = -errno;
+		close(lfd);
 		return err;
+	}
+	ch->lock_fd = lfd >= 0 ? lfd : -1;
 	atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
 	atomic_store_explicit(&ch->attach_pid, self_pid(), memory_order_release);
 	return 0;
 }
 
-/* In a forked child: a description, a mapping and an id of our own. */
+/* In a forked child: a lock description and an id of our own. */
 static pthread_mutex_t reattach_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void reattach(struct canal_chan *ch)
@@ -114,20 +114,9 @@ static void reattach(struct canal_chan *ch)
 	pthread_mutex_lock(&reattach_lock);
 	if (atomic_load_explicit(&ch->attach_pid, memory_order_acquire) !=
 	    self_pid()) {
-		int nfd = canal__reopen_fd(ch->fd);
-		if (nfd >= 0) {
-			void *m = mmap(ch->st, ch->map_size,
-				       PROT_READ | PROT_WRITE,
-				       MAP_SHARED | MAP_FIXED, nfd, 0);
-			if (m == ch->st) {
-				close(ch->fd);
-				ch->fd = nfd;
-			} else {
-				close(nfd);
-			}
-		}
-		/* On failure the child keeps the inherited description: its
-		 * liveness is then its parent's (never a false death). */
+		if (ch->lock_fd >= 0)
+			close(ch->lock_fd); /* the parent's stays open */
+		ch->lock_fd = -1;
 		if (canal__attach(ch) < 0)
 			atomic_store_explicit(&ch->attach_pid, self_pid(),
 					      memory_order_release);
@@ -147,10 +136,10 @@ bool canal__attacher_gone(struct canal_chan *ch, uint32_t id)
 {
 	if (id == 0)
 		return true; /* never attached: no live claimer wrote it */
-	if (id == canal__self_id(ch))
+	if (id == canal__self_id(ch) || ch->lock_fd < 0)
 		return false;
 	struct flock fl = { .l_type = F_WRLCK };
-	if (lock_byte(ch->fd, id, F_OFD_GETLK, F_WRLCK, &fl) < 0)
+	if (lock_byte(ch->lock_fd, id, F_OFD_GETLK, F_WRLCK, &fl) < 0)
 		return false; /* cannot tell: assume alive */
 	return fl.l_type == F_UNLCK;
 }

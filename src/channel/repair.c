@@ -69,7 +69,7 @@ void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns)
 						    memory_order_seq_cst,
 						    memory_order_relaxed)) {
 		if (ch->sync && role == OWNER_SENDER)
-			canal__sync_give_back(ch);
+			canal__sync_give_back(ch, false);
 		waitq_notify(&ch->st->recv_wq, 1, true);
 		waitq_notify(&ch->st->send_wq, 1, true);
 	}

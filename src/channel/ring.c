@@ -49,12 +49,14 @@ static int wait_held(struct canal_chan *ch, struct held_wait *w, uint64_t pos,
 	return 0;
 }
 
-static inline void set_owner(struct canal_chan *ch, uint64_t pos,
+/* The owner word right after a claim. The id is taken before the claim
+ * (canal__self_id may re-attach after fork: syscalls that must not widen
+ * the anonymous window between the CAS and this store, repair.c). */
+static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
 			     unsigned role)
 {
 	atomic_store_explicit(&slot_at(ch, pos)->owner[0],
-			      owner_word(canal__self_id(ch), pos, role),
-			      memory_order_release);
+			      owner_word(id, pos, role), memory_order_release);
 }
 
 long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
@@ -62,6 +64,7 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 {
 	struct held_wait hw = { CANAL__SNOOZE_INIT, UINT64_MAX };
 	unsigned ck = 0;
+	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
 
 	for (;;) {
@@ -86,7 +89,7 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				    memory_order_seq_cst, memory_order_relaxed)) {
 				if (unlikely(ch->shared))
 					for (size_t i = 0; i < k; i++)
-						set_owner(ch, pos + i,
+						set_owner(ch, id, pos + i,
 							  OWNER_SENDER);
 				*pos_out = pos;
 				return (long)k;
@@ -137,6 +140,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 {
 	struct held_wait hw = { CANAL__SNOOZE_INIT, UINT64_MAX };
 	unsigned ck = 0;
+	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
 
 	for (;;) {
@@ -160,7 +164,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 				    memory_order_relaxed)) {
 				if (unlikely(ch->shared))
 					for (size_t i = 0; i < k; i++)
-						set_owner(ch, h + i,
+						set_owner(ch, id, h + i,
 							  OWNER_RECEIVER);
 				*pos_out = h;
 				return (long)k;

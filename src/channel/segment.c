@@ -103,12 +103,11 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 	struct canal_chan *ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		return -ENOMEM;
-	/* A description of our own: it holds this handle's liveness lock
-	 * (liveness.c). */
-	int myfd = canal__reopen_fd(fd);
+	int myfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (myfd < 0) {
+		err = -errno;
 		free(ch);
-		return myfd;
+		return err;
 	}
 	struct chan_state *st = mmap(NULL, copy.map_size, PROT_READ | PROT_WRITE,
 				     MAP_SHARED, myfd, 0);

@@ -71,7 +71,9 @@ static bool case_ready(const struct canal_case *c, int64_t own_demand)
 	if (!c->ch->sync)
 		return canal__ring_can_send(c->ch);
 	return atomic_load_explicit(&c->ch->st->demand, memory_order_seq_cst) >
-		       own_demand ||
+		       0 ||
+	       atomic_load_explicit(&c->ch->st->select_demand,
+				    memory_order_seq_cst) > own_demand ||
 	       chan_closed(c->ch);
 }
 
@@ -191,7 +193,7 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 			announced[i] = cases[i].ch && cases[i].op == CANAL_OP_RECV &&
 				       cases[i].ch->sync;
 			if (announced[i])
-				canal__sync_announce(cases[i].ch);
+				canal__sync_announce(cases[i].ch, true);
 		}
 		unsigned nq = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -240,7 +242,8 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		/* Retract the announcements on synchronous channels. */
 		int committed = -1;
 		for (size_t i = 0; i < n; i++) {
-			if (!announced[i] || canal__sync_retract(cases[i].ch))
+			if (!announced[i] ||
+			    canal__sync_retract(cases[i].ch, true))
 				continue;
 			if (committed < 0)
 				committed = (int)i;

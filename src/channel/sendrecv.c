@@ -27,9 +27,11 @@ int canal__send(struct canal_chan *ch, const void *elt,
 {
 	uint64_t pos;
 	long r;
+	bool select_unit = false;
 
 	if (unlikely(ch->sync)) {
-		int d = canal__sync_take_demand(ch, deadline, try_only);
+		int d = canal__sync_take_demand(ch, deadline, try_only,
+						&select_unit);
 		if (d)
 			return d;
 	}
@@ -49,7 +51,7 @@ int canal__send(struct canal_chan *ch, const void *elt,
 				r = -ETIMEDOUT;
 		}
 		if (ch->sync && r != -EPIPE)
-			canal__sync_give_back(ch);
+			canal__sync_give_back(ch, select_unit);
 		return (int)r;
 	}
 	chain_senders(ch, pos + 1);
@@ -62,7 +64,7 @@ int canal__send(struct canal_chan *ch, const void *elt,
 	if (unlikely(!canal__ring_publish(ch, pos, STAMP_FULL)))
 		return -EOWNERDEAD;
 	wake_receivers(ch, pos, 1);
-	if (unlikely(ch->sync) && !try_only)
+	if (unlikely(select_unit) && !try_only)
 		canal__sync_wait_ack(ch, pos);
 	return 0;
 }
@@ -108,13 +110,14 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
  * demand is back (crash repair gives a dead sender's demand back,
  * repair.c), and then the receiver times out as any other. */
 static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
-		     uint64_t deadline, bool try_only, bool committed)
+		     uint64_t deadline, bool try_only, bool committed,
+		     bool select)
 {
 	uint64_t pos;
 	/* First poll as a try operation does (the slot, not tail: see
 	 * canal__ring_claim_recv), QUIET_SPINS times: the cheapest wait for an
 	 * element that is on its way. */
-	unsigned polls = try_only ? 0 : QUIET_SPINS;
+	unsigned polls = try_only || !canal__spin_pays() ? 0 : QUIET_SPINS;
 
 	for (;;) {
 		uint64_t dl = deadline;
@@ -137,6 +140,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 				polls--;
 				canal__cpu_relax();
 			} while (polls && !canal__ring_probe_recv(ch));
+			canal__spin_outcome(polls != 0);
 			continue;
 		}
 		if (try_only)
@@ -155,7 +159,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		}
 		if (r != -EAGAIN && r != -ETIMEDOUT)
 			return (int)r; /* -EPIPE, -EBADMSG */
-		if (!ch->sync || canal__sync_retract(ch))
+		if (!ch->sync || canal__sync_retract(ch, select))
 			return -ETIMEDOUT;
 		committed = true; /* a sender took our demand: wait for it */
 	}
@@ -164,7 +168,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 int canal__sync_recv_announced(struct canal_chan *ch, void *elt,
 			       uint64_t deadline, bool committed)
 {
-	return recv_ring(ch, elt, NULL, deadline, false, committed);
+	return recv_ring(ch, elt, NULL, deadline, false, committed, true);
 }
 
 /* How long a try_recv on a synchronous channel waits for a sender that is
@@ -181,11 +185,11 @@ static int sync_try_recv(struct canal_chan *ch, void *elt,
 		       atomic_load_explicit(&ch->st->senders_waiting,
 					    memory_order_seq_cst) == 0))
 		return -EAGAIN;
-	canal__sync_announce(ch);
+	canal__sync_announce(ch, false);
 	int r = recv_ring(ch, elt, lend,
 			  ready ? canal_now_ns()
 				: canal_now_ns() + SYNC_TRY_WAIT_NS,
-			  false, false);
+			  false, false, false);
 	return r == -ETIMEDOUT ? -EAGAIN : r;
 }
 
@@ -193,11 +197,12 @@ int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		uint64_t deadline, bool try_only)
 {
 	if (likely(!ch->sync))
-		return recv_ring(ch, elt, lend, deadline, try_only, false);
+		return recv_ring(ch, elt, lend, deadline, try_only, false,
+				 false);
 	if (try_only)
 		return sync_try_recv(ch, elt, lend, true);
-	canal__sync_announce(ch);
-	return recv_ring(ch, elt, lend, deadline, false, false);
+	canal__sync_announce(ch, false);
+	return recv_ring(ch, elt, lend, deadline, false, false, false);
 }
 
 int canal__try_send_one(struct canal_chan *ch, const void *elt)

@@ -71,7 +71,7 @@ CANAL_EXPORT int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot
 	/* Receivers may wait on this position: let one skip it. */
 	wake_receivers(ch, slot->position, 1);
 	if (ch->sync)
-		canal__sync_give_back(ch);
+		canal__sync_give_back(ch, false);
 	return 0;
 }
 

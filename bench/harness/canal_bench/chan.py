@@ -21,7 +21,10 @@ messages of each run.
 
 Environment overrides (both modes): CANAL_CHAN_N, CANAL_CHAN_T,
 CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS,
-CANAL_CHAN_MIN_SECONDS (0: no sizing by time).
+CANAL_CHAN_MIN_SECONDS (0: no sizing by time), CANAL_CHAN_CAPS (e.g.
+"bounded0,bounded1"), and CANAL_CHAN_BUSY=1: one busy process (a
+`while :; do :; done` shell loop) runs beside the whole collection, as on a
+machine that is not idle (issue 11).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import math
 import os
 import re
 import signal
+import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -90,6 +94,8 @@ class Mode:
     timeout: float        # seconds, per program invocation (one cell)
     quick: bool
     min_seconds: float = 0.0  # size each cell to run at least this long
+    caps: Tuple[str, ...] = tuple(CAPS)
+    busy: bool = False    # a busy process beside the benchmark
 
 
 def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
@@ -117,6 +123,14 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     for k in kinds:
         if k not in KINDS:
             raise ValueError(f"unknown workload kind {k!r}")
+    caps = tuple(CAPS)
+    if env.get("CANAL_CHAN_CAPS"):
+        caps = tuple(c for c in env["CANAL_CHAN_CAPS"].split(",") if c)
+    for c in caps:
+        if c not in CAPS:
+            raise ValueError(f"unknown capacity {c!r}")
+    m["caps"] = caps
+    m["busy"] = env.get("CANAL_CHAN_BUSY", "") not in ("", "0")
     for s in m["sizes"]:
         if s not in SIZES:
             raise ValueError(f"message size must be one of {SIZES}, not {s}")
@@ -297,9 +311,10 @@ def title(m: Mode) -> str:
     sizes = ", ".join(f"{s} B" for s in m.sizes)
     sized = (f" or more, each cell sized to at least {m.min_seconds:g} s"
              if m.min_seconds > 0 else "")
+    busy = ", a busy process beside" if m.busy else ""
     return (f"Channels: canal vs Go, crossbeam-channel, flume ({what}: "
             f"N = {m.n:,} messages{sized}, T = {m.threads}, {sizes} messages, "
-            f"median of {m.reps} interleaved repetitions)")
+            f"median of {m.reps} interleaved repetitions{busy})")
 
 
 # ---------------------------------------------------------------------------
@@ -364,12 +379,13 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(CSV_HEADER)
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if m.busy else None
     try:
         for rep in range(m.reps):
             report.progress(f"repetition {rep + 1}/{m.reps}")
             # One program invocation per cell, every implementation in
             # turn: a hang costs one cell, and the interleaving is fine.
-            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, CAPS, IMPLS):
+            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, m.caps, IMPLS):
                 path = paths[impl.key]
                 wls = [w for w in expected_workloads(impl, [kind], size)
                        if split_workload(w)[0] == cap]
@@ -413,6 +429,9 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
         report.progress(f"interrupted: reporting the {len(runs)} runs completed")
         return runs, status, False
     finally:
+        if busy:
+            busy.kill()
+            busy.wait()
         if out:
             out.close()
 

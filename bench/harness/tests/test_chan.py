@@ -326,3 +326,15 @@ def test_collect_sizes_quick_cells_by_time(tmp_path, monkeypatch):
     assert r["n"] == 400_000 and r["messages"] == 400_000
     rows = chan.summarize(runs, m.n, m.threads)
     assert rows[0].ns["canal"] == pytest.approx(0.2 * 1e9 / 400_000)
+
+
+def test_caps_and_busy_overrides():
+    m = chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded0,bounded1",
+                                   "CANAL_CHAN_BUSY": "1"})
+    assert m.caps == ("bounded0", "bounded1")
+    assert m.busy
+    assert "busy process" in chan.title(m)
+    m = chan.mode_params("quick", {})
+    assert m.caps == tuple(chan.CAPS) and not m.busy
+    with pytest.raises(ValueError):
+        chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded7"})
