@@ -14,6 +14,11 @@ need ninja ninja-build
 need cc gcc
 need pkg-config pkg-config
 need python3 python3
+need groff groff-base
+need g++ g++
+# Optional (CANAL_OPTIONAL=1): chromium, for the test that renders
+# results' report.html headless (skipped without it).
+[ -n "${CANAL_OPTIONAL:-}" ] && need chromium chromium
 if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg python3-venv
 	need_pkg liburing-dev
