@@ -104,6 +104,14 @@ void web_close(struct web_conn *c)
 	c->fd = -1;
 }
 
+void web_announce(const struct web_ctx *ctx)
+{
+	char a[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &ctx->addr.sin_addr, a, sizeof a);
+	printf("web %s: listening on %s:%d\n", web_style.name, a, ntohs(ctx->addr.sin_port));
+	fflush(stdout);
+}
+
 int web_wait_fd(int fd, short events, uint64_t deadline_ns)
 {
 	for (;;) {
@@ -218,9 +226,6 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	printf("web %s: listening on %s:%d\n", web_style.name, bind_addr,
-	       ntohs(ctx.addr.sin_port));
-	fflush(stdout);
 	int r = web_style.run(&ctx);
 	if (r < 0) {
 		fprintf(stderr, "web %s: %s\n", web_style.name, strerror(-r));
@@ -229,7 +234,8 @@ int main(int argc, char **argv)
 	return 0;
 }
 
-int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd)
+int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
+		   bool (*may_trade)(void))
 {
 	for (;;) {
 		enum web_want w = web_conn_drive(&ctx->srv, c);
@@ -237,7 +243,7 @@ int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd)
 			web_close(c);
 			return 0;
 		}
-		bool idle = w == WEB_WANT_READ && c->in_len == 0 && watch_fd >= 0;
+		bool can_idle = w == WEB_WANT_READ && c->in_len == 0 && watch_fd >= 0;
 		struct pollfd p[2] = {
 			{.fd = c->fd, .events = w == WEB_WANT_READ ? POLLIN : POLLOUT},
 			{.fd = watch_fd, .events = POLLIN},
@@ -253,6 +259,12 @@ int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd)
 				return 0;
 			}
 			uint64_t left_ms = (c->deadline_ns - now) / 1000000 + 1;
+			/* Idle: between requests, or silent since it came (a client
+			 * that connected and sent nothing for WEB_FRESH_GRACE_MS). */
+			bool idle = can_idle &&
+				    (c->requests > 0 ||
+				     now - c->opened_ns >= WEB_FRESH_GRACE_MS * 1000000ull) &&
+				    (!may_trade || may_trade());
 			int r = poll(p, idle ? 2 : 1,
 				     left_ms > WEB_TICK_MS ? WEB_TICK_MS : (int)left_ms);
 			if (r < 0 && errno != EINTR)
@@ -275,6 +287,22 @@ struct loop_arg {
 	pthread_t tid;
 };
 
+/* Loops report their setup here; web_run_loops announces the server when
+ * all have (mutex + condition variable: no ordering subtleties). */
+static pthread_mutex_t ready_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready_cv = PTHREAD_COND_INITIALIZER;
+static int ready_n, ready_err;
+
+void web_loop_ready(int err)
+{
+	pthread_mutex_lock(&ready_mu);
+	ready_n++;
+	if (err && !ready_err)
+		ready_err = err;
+	pthread_cond_broadcast(&ready_cv);
+	pthread_mutex_unlock(&ready_mu);
+}
+
 static void *loop_main(void *p)
 {
 	struct loop_arg *a = p;
@@ -296,27 +324,35 @@ int web_run_loops(struct web_ctx *ctx, int (*loop)(struct web_ctx *ctx, int list
 	if (!a)
 		return -ENOMEM;
 	int started = 0, err = 0;
-	for (int i = 1; i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		a[i] = (struct loop_arg){.ctx = ctx, .loop = loop};
-		a[i].fd = web_listen_again(ctx);
+		a[i].fd = i == 0 ? ctx->listen_fd : web_listen_again(ctx);
 		if (a[i].fd < 0) {
 			err = a[i].fd;
 			break;
 		}
 		if (pthread_create(&a[i].tid, NULL, loop_main, &a[i]) != 0) {
-			close(a[i].fd);
+			if (i)
+				close(a[i].fd);
 			err = -EAGAIN;
 			break;
 		}
-		started = i;
+		started = i + 1;
 	}
+	pthread_mutex_lock(&ready_mu);
+	while (ready_n < started)
+		pthread_cond_wait(&ready_cv, &ready_mu);
+	if (!err)
+		err = ready_err;
+	pthread_mutex_unlock(&ready_mu);
 	if (err)
-		web_stop = 1;
+		web_stop = 1; /* a loop could not start: fail at once, not later */
 	else
-		err = loop(ctx, ctx->listen_fd);
-	for (int i = 1; i <= started; i++) {
+		web_announce(ctx);
+	for (int i = 0; i < started; i++) {
 		pthread_join(a[i].tid, NULL);
-		close(a[i].fd);
+		if (i)
+			close(a[i].fd);
 		if (!err)
 			err = a[i].result;
 	}

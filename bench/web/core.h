@@ -24,6 +24,7 @@
 #define CANAL_BENCH_WEB_CORE_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <netinet/in.h>
 
@@ -32,6 +33,9 @@
 #define WEB_TICK_MS 200
 /* Accept pauses this long after EMFILE/ENFILE/ENOBUFS/ENOMEM. */
 #define WEB_ACCEPT_BACKOFF_MS 50
+/* web_serve_conn: a connection that sent nothing yet counts as idle only
+ * after this long (its request is usually on its way). */
+#define WEB_FRESH_GRACE_MS 100
 
 struct web_ctx {
 	struct web_server srv;
@@ -80,17 +84,30 @@ void web_sleep_ms(int ms);
  * and pool styles) until it closes (returns 0, socket closed). If watch_fd
  * >= 0, while the connection is idle between requests and watch_fd becomes
  * readable, returns 1 with the connection still open (the pool style then
- * trades an idle keep-alive connection for a waiting client).
+ * trades an idle keep-alive connection for a waiting client). Idle: no
+ * input buffered, no output pending, and either a response completed or
+ * nothing came for WEB_FRESH_GRACE_MS since the connection was accepted;
+ * and may_trade (if given, asked every WEB_TICK_MS) says yes.
  */
-int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd);
+int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
+		   bool (*may_trade)(void));
 
 /*
- * web_run_loops - run loop on ctx->cores threads: the calling thread on
+ * web_run_loops - run loop on ctx->cores threads: the first on
  * ctx->listen_fd, the others each on its own SO_REUSEPORT listener (the
- * kernel spreads connections). Returns when every loop returned: 0 or the
- * first loop's error.
+ * kernel spreads connections). Announces the server once every loop called
+ * web_loop_ready(0). Returns when every loop returned: 0 or the first
+ * error.
  */
 int web_run_loops(struct web_ctx *ctx, int (*loop)(struct web_ctx *ctx, int listen_fd));
+
+/* Print the "listening" line (once the server accepts). The threads and
+ * pool styles call it; web_run_loops calls it when every loop is ready. */
+void web_announce(const struct web_ctx *ctx);
+
+/* A loop run by web_run_loops reports its setup: 0, or the negative errno
+ * it then returns (the server exits 1 at once). Called once per loop. */
+void web_loop_ready(int err);
 
 /* Threads of the styles that make them: small stacks. */
 int web_thread_attr(void *attr /* pthread_attr_t * */);

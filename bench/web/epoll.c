@@ -29,11 +29,13 @@ static int loop(struct web_ctx *ctx, int lfd)
 	size_t cap = rl.rlim_cur > 1 << 20 ? 1 << 20 : rl.rlim_cur;
 	struct web_conn **conn = calloc(cap, sizeof *conn);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
-	if (!conn || ep < 0) {
+	int err = !conn ? -ENOMEM : ep < 0 ? -errno : 0;
+	web_loop_ready(err);
+	if (err) {
 		free(conn);
 		if (ep >= 0)
 			close(ep);
-		return -ENOMEM;
+		return err;
 	}
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = NULL};
 	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);

@@ -422,7 +422,8 @@ void web_conn_init(struct web_conn *c, int fd, const struct web_server *srv)
 	c->close_after = false;
 	c->eof = false;
 	c->requests = 0;
-	c->deadline_ns = web_now_ns() + srv->idle_timeout_ns;
+	c->opened_ns = web_now_ns();
+	c->deadline_ns = c->opened_ns + srv->idle_timeout_ns;
 }
 
 void web_conn_fini(struct web_conn *c)

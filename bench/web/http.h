@@ -98,7 +98,8 @@ struct web_conn {
 	bool close_after; /* close once the output is flushed */
 	bool eof;	  /* the client half-closed */
 	uint64_t deadline_ns;
-	uint64_t requests;
+	uint64_t opened_ns; /* web_conn_init's time */
+	uint64_t requests;  /* responses completed */
 	char in[WEB_IN_MAX];
 	char out[512];
 };

@@ -21,6 +21,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 	size_t cap = rl.rlim_cur > 1 << 20 ? 1 << 20 : rl.rlim_cur;
 	struct pollfd *pf = calloc(cap + 1, sizeof *pf);
 	struct web_conn **conn = calloc(cap + 1, sizeof *conn);
+	web_loop_ready(pf && conn ? 0 : -ENOMEM);
 	if (!pf || !conn) {
 		free(pf);
 		free(conn);

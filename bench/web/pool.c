@@ -29,6 +29,11 @@
 static struct web_ctx *g_ctx;
 static atomic_int accepting;
 
+static bool nobody_accepting(void)
+{
+	return atomic_load_explicit(&accepting, memory_order_relaxed) == 0;
+}
+
 static void *worker(void *p)
 {
 	struct web_ctx *ctx = g_ctx;
@@ -50,9 +55,7 @@ static void *worker(void *p)
 				continue;
 			web_conn_init(c, fd, &ctx->srv);
 		}
-		int watch = atomic_load_explicit(&accepting, memory_order_relaxed) == 0
-				    ? ctx->listen_fd : -1;
-		if (web_serve_conn(ctx, c, watch) == 0)
+		if (web_serve_conn(ctx, c, ctx->listen_fd, nobody_accepting) == 0)
 			continue; /* closed: c->fd == -1 */
 		int fd = web_accept(ctx->listen_fd);
 		if (fd == -EMFILE)
@@ -89,6 +92,7 @@ static int run(struct web_ctx *ctx)
 		free(t);
 		return -EAGAIN;
 	}
+	web_announce(ctx);
 	for (int i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 	free(t);

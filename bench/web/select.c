@@ -32,6 +32,7 @@ static void drop(struct loop *l, int fd)
 static int loop(struct web_ctx *ctx, int lfd)
 {
 	struct loop *l = calloc(1, sizeof *l);
+	web_loop_ready(l ? 0 : -ENOMEM);
 	if (!l)
 		return -ENOMEM;
 	uint64_t paused_until = 0, next_scan = 0;

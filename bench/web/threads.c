@@ -20,7 +20,7 @@ static const struct web_ctx *g_ctx;
 static void *conn_main(void *p)
 {
 	struct web_conn *c = p;
-	web_serve_conn(g_ctx, c, -1);
+	web_serve_conn(g_ctx, c, -1, NULL);
 	free(c);
 	return NULL;
 }
@@ -31,6 +31,7 @@ static int run(struct web_ctx *ctx)
 	g_ctx = ctx;
 	web_thread_attr(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	web_announce(ctx);
 	while (!web_stop) {
 		struct pollfd p = {.fd = ctx->listen_fd, .events = POLLIN};
 		if (poll(&p, 1, WEB_TICK_MS) <= 0)

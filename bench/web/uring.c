@@ -258,6 +258,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 		return -ENOMEM;
 	l->ctx = ctx;
 	int r = setup(l, lfd);
+	web_loop_ready(r < 0 ? r : 0);
 	if (r < 0) {
 		fprintf(stderr, "web uring: setup: %s\n", strerror(-r));
 		web_stop = 1;

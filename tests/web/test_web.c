@@ -150,6 +150,8 @@ static int server_start(struct server *s, long nofile)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 		setenv("CANAL_WEB_HEADER_TIMEOUT_MS", "1000", 1);
+		/* Idle connections must outlive the slowest (sanitized) run. */
+		setenv("CANAL_WEB_IDLE_TIMEOUT_MS", "600000", 0);
 		execl(g_bin, g_bin, "--port", "0", "--root", g_root, "--cores",
 		      "2", (char *)NULL);
 		perror(g_bin);
