@@ -41,10 +41,16 @@ PAGE = "page.html"
 PAGE_SIZE = 1024
 
 QUICK = {"wrk": [10, 100, 1000], "ab": [100, 1000], "wrk_secs": 5,
-         "ab_requests": 20000, "reps": 1}
+         "ab_requests": 20000, "reps": 1,
+         # canal's load generator at a fixed rate (latency from the intended start)
+         "load": [100], "load_rate": 5000, "load_secs": 3}
 FULL = {"wrk": [10, 100, 1000, 10000],
         "ab": [10, 100, 200, 500, 1000, 2000, 5000, 10000], "wrk_secs": 10,
-        "ab_requests": 50000, "reps": 3}
+        "ab_requests": 50000, "reps": 3,
+        "load": [100, 1000], "load_rate": 20000, "load_secs": 10,
+        # the seed's Figures 2-3: a connection per request, 50 000 requests
+        # at concurrency 1000, every request's completion over the run
+        "scatter_servers": ["threads", "epoll", "uring", "nginx"], "scatter_conc": 1000}
 
 WRK_LUA = """\
 done = function(summary, latency, requests)
@@ -122,6 +128,45 @@ def parse_ab_gnuplot(text: str) -> List[float]:
                 out.append(float(parts[4]))
             except ValueError:
                 pass
+    return out
+
+
+def parse_load(text: str) -> Dict[str, object]:
+    """The CANAL_LOAD line of bench/web/load: requests/s, mean and
+    percentiles in ms (from each request's intended start), errors."""
+    m = re.search(r"^CANAL_LOAD (.*)$", text, re.M)
+    if not m:
+        raise ValueError("no CANAL_LOAD line in load's output")
+    num = {k: float(v) for k, v in (item.split("=", 1) for item in m.group(1).split())}
+    return {"requests": int(num["requests"]), "rps": num["rps"],
+            "mean_ms": num["mean_us"] / 1000, "p50_ms": num["p50_us"] / 1000,
+            "p99_ms": num["p99_us"] / 1000, "p999_ms": num["p999_us"] / 1000,
+            "errors": {"connect": int(num["connect"]), "read": int(num["read"]),
+                       "timeout": int(num["timeout"]), "non2xx": int(num["non2xx"])}}
+
+
+def parse_load_csv(text: str) -> List[Tuple[float, float, int]]:
+    """load --csv: (completion s, response time ms, error) per request,
+    response time from the intended start."""
+    out = []
+    for line in text.splitlines()[1:]:
+        f = line.split(",")
+        if len(f) == 5:
+            out.append((int(f[2]) / 1e9, (int(f[2]) - int(f[0])) / 1e6, int(f[4])))
+    return out
+
+
+def inflight_series(rows: Sequence[Tuple[float, float, int]]) -> List[Tuple[float, int]]:
+    """Requests in flight over time (client side) from (done s, ms, err)."""
+    ev = []
+    for done, ms, _ in rows:
+        ev.append((done - ms / 1000, 1))
+        ev.append((done, -1))
+    ev.sort()
+    n, out = 0, []
+    for t, d in ev:
+        n += d
+        out.append((t, n))
     return out
 
 
@@ -322,8 +367,27 @@ def run_ab(port: int, conc: int, n: int, cpu: Optional[int], tmp: str) -> Dict[s
     return res
 
 
+def run_load(port: int, conns: int, cfg: dict, cpu: Optional[int], tmp: str,
+             build_dir: str, csv: Optional[str] = None, close: bool = False,
+             requests: int = 0) -> Dict[str, object]:
+    argv = _pin(cpu) + [os.path.join(build_dir, "bench", "web", "load"), "--port", str(port),
+                        "--path", "/" + PAGE, "--connections", str(conns)]
+    if requests:
+        argv += ["--requests", str(requests)]
+    else:
+        argv += ["--duration", str(cfg["load_secs"]), "--rate", str(cfg["load_rate"])]
+    if close:
+        argv.append("--close")
+    if csv:
+        argv += ["--csv", csv]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                       preexec_fn=_raise_nofile)
+    return parse_load(p.stdout)
+
+
 def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
-            cpus: Tuple[Optional[int], Optional[int]]) -> Run:
+            cpus: Tuple[Optional[int], Optional[int]], build_dir: str = "",
+            csv: Optional[str] = None) -> Run:
     r = Run(tool, srv.name, conc, rep, False)
     try:
         running = Running(srv, root, cpus[0])
@@ -334,6 +398,11 @@ def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
     try:
         if tool == "wrk":
             res = run_wrk(running.port, conc, cfg["wrk_secs"], cpus[1], tmp)
+        elif tool == "load":
+            res = run_load(running.port, conc, cfg, cpus[1], tmp, build_dir)
+        elif tool == "scatter":
+            res = run_load(running.port, conc, cfg, cpus[1], tmp, build_dir, csv=csv,
+                           close=True, requests=cfg["ab_requests"])
         else:
             res = run_ab(running.port, conc, cfg["ab_requests"], cpus[1], tmp)
         r.ok = True
@@ -451,6 +520,40 @@ def make_root() -> str:
     return root
 
 
+TOOLS = (("wrk", "wrk (keep-alive)"), ("ab", "ab (a connection per request)"),
+         ("load", "canal load generator, fixed rate (keep-alive; latency from each "
+                  "request's intended start)"))
+
+
+def plot_scatter(path: str, series: Dict[str, List[Tuple[float, float, int]]]) -> bool:
+    """The seed's Figures 2-3: each request's response time at its
+    completion, with the requests in flight over time, one panel per server."""
+    if not report.have_matplotlib() or not series:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(series), 1, figsize=(9, 3 * len(series)), squeeze=False)
+    for ax, (name, rows) in zip(axes[:, 0], series.items()):
+        ok = [(t, ms) for t, ms, e in rows if e == 0]
+        bad = [(t, ms) for t, ms, e in rows if e != 0]
+        ax.scatter([t for t, _ in ok], [ms for _, ms in ok], s=1, label="completed")
+        if bad:
+            ax.scatter([t for t, _ in bad], [ms for _, ms in bad], s=4, c="red", label="errors")
+        ax.set_ylabel("response time (ms)")
+        ax.set_title(name)
+        ax2 = ax.twinx()
+        inf = inflight_series(rows)
+        ax2.plot([t for t, _ in inf], [n for _, n in inf], c="gray", lw=0.5, label="in flight")
+        ax2.set_ylabel("in flight")
+        ax.legend(loc="upper left", fontsize=7)
+    axes[-1, 0].set_xlabel("time since start (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
 def run(build_dir: str, mode: str) -> str:
     cfg = QUICK if mode == "quick" else FULL
     missing_tools = [t for t in ("wrk", "ab") if not shutil.which(t)]
@@ -459,48 +562,69 @@ def run(build_dir: str, mode: str) -> str:
                "(apt-get install wrk apache2-utils; scripts/bootstrap.sh does it)")
         print(msg)
         return msg + "\n"
+    have_load = os.access(os.path.join(build_dir, "bench", "web", "load"), os.X_OK)
+    tools = [t for t, _ in TOOLS if t != "load" or have_load]
     ncpu = os.cpu_count() or 1
     cpus: Tuple[Optional[int], Optional[int]] = (0, 1) if ncpu >= 2 else (None, None)
     srvs = servers(build_dir, 1)
     present = [s for s in srvs if s.argv_fn]
     absent = [s for s in srvs if not s.argv_fn]
+    out = report.results_dir()
     root = make_root()
     t0 = time.monotonic()
     runs: List[Run] = []
-    cells = (len(cfg["wrk"]) + len(cfg["ab"])) * len(present) * cfg["reps"]
+    cells = sum(len(cfg[t]) for t in tools) * len(present) * cfg["reps"]
     place = ("server on CPU 0 (--cores 1, nginx 1 worker, GOMAXPROCS=1), client on CPU 1"
              if cpus[0] is not None else "not pinned (one CPU)")
     report.progress(f"{cells} runs; {place}")
+    scatter: Dict[str, List[Tuple[float, float, int]]] = {}
     try:
         for rep in range(cfg["reps"]):
-            for tool in ("wrk", "ab"):
+            for tool in tools:
                 for conc in cfg[tool]:
                     for srv in present:
-                        r = one_run(tool, srv, conc, rep, root, cfg, cpus)
+                        r = one_run(tool, srv, conc, rep, root, cfg, cpus, build_dir)
                         runs.append(r)
                         report.progress(
                             f"{tool} c={conc} {srv.name}: "
                             + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
                                if r.ok else f"FAILED {r.note}"))
+        if have_load and cfg.get("scatter_servers"):
+            for srv in present:
+                if srv.name not in cfg["scatter_servers"]:
+                    continue
+                csv = os.path.join(out, f"web-requests-{srv.name}.csv")
+                r = one_run("scatter", srv, cfg["scatter_conc"], 0, root, cfg, cpus,
+                            build_dir, csv=csv)
+                runs.append(r)
+                if r.ok and os.path.exists(csv):
+                    with open(csv) as f:
+                        scatter[srv.name] = parse_load_csv(f.read())
     finally:
         shutil.rmtree(root, ignore_errors=True)
     elapsed = time.monotonic() - t0
 
     names = [s.name for s in present]
-    out = report.results_dir()
     report.write_csv(os.path.join(out, "web.csv"), CSV_HEADER, csv_rows(runs))
     md = report.header_lines("Web servers (issue 14)")
     md += [f"{'Quick' if mode == 'quick' else 'Full'} run, {elapsed:.0f} s: {place}. "
            f"GET /{PAGE} ({PAGE_SIZE} bytes) from a fresh server per cell; "
            f"wrk -t1 for {cfg['wrk_secs']} s (keep-alive); ab -n {cfg['ab_requests']} "
-           f"(a connection per request, -r); {cfg['reps']} repetition(s), medians"
+           f"(a connection per request, -r); canal's load generator at "
+           f"{cfg['load_rate']} requests/s for {cfg['load_secs']} s; "
+           f"{cfg['reps']} repetition(s), medians"
            + (" with the min-max of requests/s" if cfg["reps"] > 1 else "") + ". "
-           "Response times in ms: wrk's from its histogram, ab's from every request (-g).", ""]
-    for tool, title in (("wrk", "wrk (keep-alive)"), ("ab", "ab (a connection per request)")):
-        md += [f"## {title}", "",
-               report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])), ""]
-    if absent:
-        md += ["## Not measured", ""] + [f"- {s.name}: SKIPPED ({s.missing})" for s in absent] + [""]
+           "Response times in ms: wrk's from its histogram, ab's from every request (-g, "
+           "whole milliseconds), load's from every request's intended start.", ""]
+    for tool, title in TOOLS:
+        if tool in tools:
+            md += [f"## {title}", "",
+                   report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])), ""]
+    if absent or not have_load:
+        md += ["## Not measured", ""] + [f"- {s.name}: SKIPPED ({s.missing})" for s in absent]
+        if not have_load:
+            md += ["- canal load generator: SKIPPED (no bench/web/load)"]
+        md += [""]
     made = []
     for tool in ("wrk", "ab"):
         for metric, fname, yl in (("mean_ms", f"web-{tool}-mean.png", "mean response time (ms)"),
@@ -508,13 +632,17 @@ def run(build_dir: str, mode: str) -> str:
             if plot(os.path.join(out, fname), f"{tool}: {yl} vs concurrency", yl, runs, tool,
                     metric, names):
                 made.append(fname)
+    if plot_scatter(os.path.join(out, "web-scatter.png"), scatter):
+        made.append("web-scatter.png")
     md += [f"Plots: {', '.join(made)}" if made else "Plots: none (matplotlib not importable).", ""]
     text = "\n".join(md) + "\n"
     with open(os.path.join(out, "web.md"), "w") as f:
         f.write(text)
-    for tool in ("wrk", "ab"):
-        print(f"\n{tool}:")
-        print(report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])), end="")
+    for tool, title in TOOLS:
+        if tool in tools:
+            print(f"\n{title}:")
+            print(report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])),
+                  end="")
     for s in absent:
         print(f"{s.name}: SKIPPED ({s.missing})")
     print(f"(web: {elapsed:.0f} s; {os.path.join(out, 'web.md')})", flush=True)

@@ -132,3 +132,30 @@ def test_nginx_conf_is_what_users_write():
                  "keepalive_timeout 65;", "listen 127.0.0.1:8080", "root /srv/www;",
                  "daemon off;"):
         assert line in conf
+
+
+LOAD = ("CANAL_LOAD requests=5000 ok=4990 duration_s=1.001 rps=4985.0 mean_us=795.5 p50_us=640 "
+        "p99_us=4941 p999_us=12365 max_us=13259 connect=1 read=2 timeout=3 non2xx=4 "
+        "max_inflight=50\n")
+
+
+def test_parse_load():
+    r = web.parse_load(LOAD)
+    assert r["requests"] == 5000 and r["rps"] == pytest.approx(4985.0)
+    assert (r["mean_ms"], r["p50_ms"], r["p99_ms"], r["p999_ms"]) == pytest.approx(
+        (0.7955, 0.640, 4.941, 12.365))
+    assert r["errors"] == {"connect": 1, "read": 2, "timeout": 3, "non2xx": 4}
+    with pytest.raises(ValueError):
+        web.parse_load("usage: load ...\n")
+
+
+def test_load_csv_and_inflight():
+    csv = ("intended_ns,start_ns,done_ns,status,error\n"
+           "0,0,2000000,200,0\n"
+           "1000000,1000000,3000000,200,0\n"
+           "5000000,5000000,6000000,0,2\n")
+    rows = web.parse_load_csv(csv)
+    assert rows == [(0.002, 2.0, 0), (0.003, 2.0, 0), (0.006, 1.0, 2)]
+    inf = web.inflight_series(rows)
+    assert max(n for _, n in inf) == 2
+    assert inf[-1][1] == 0
