@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-volatile sig_atomic_t web_stop;
+atomic_int web_stop;
 
 static void on_term(int sig)
 {

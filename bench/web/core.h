@@ -24,6 +24,7 @@
 #define CANAL_BENCH_WEB_CORE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -52,7 +53,9 @@ struct web_style {
 };
 
 extern const struct web_style web_style;
-extern volatile sig_atomic_t web_stop;
+/* Set by SIGTERM/SIGINT; read by every thread (a lock-free atomic: async-signal-safe
+ * and race-free; plain reads and writes are sequentially consistent). */
+extern atomic_int web_stop;
 
 /* Another non-blocking listener on ctx's address (SO_REUSEPORT), for a
  * style with one listener per loop. Returns the fd or -errno. */
