@@ -78,6 +78,9 @@ def parse_wrk(text: str) -> Dict[str, object]:
     kv = dict(item.split("=", 1) for item in m.group(1).split())
     num = {k: float(v) for k, v in kv.items()}
     dur = num["duration_us"] / 1e6
+    if num["requests"] == 0:  # no latency sample: wrk prints zeros
+        for k in ("mean_us", "p50_us", "p99_us", "p999_us"):
+            num[k] = float("nan")
     return {
         "requests": int(num["requests"]),
         "rps": num["requests"] / dur if dur > 0 else 0.0,
@@ -435,11 +438,11 @@ def csv_rows(runs: Sequence[Run]) -> List[List[object]]:
 
 
 def _fmt(x: Optional[float], digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
 
 
 def _med(xs: List[Optional[float]]) -> Optional[float]:
-    v = [x for x in xs if x is not None]
+    v = [x for x in xs if x is not None and x == x]  # not None, not NaN
     return statistics.median(v) if v else None
 
 

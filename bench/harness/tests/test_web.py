@@ -159,3 +159,14 @@ def test_load_csv_and_inflight():
     inf = web.inflight_series(rows)
     assert max(n for _, n in inf) == 2
     assert inf[-1][1] == 0
+
+
+def test_wrk_without_any_response_has_no_latency():
+    text = ("CANAL_WRK requests=0 duration_us=5000000 connect=0 read=0 write=0 status=0 "
+            "timeout=0 mean_us=0.0 p50_us=0 p99_us=0 p999_us=0 max_us=0\n")
+    r = web.parse_wrk(text)
+    assert r["rps"] == 0
+    run = web.Run("wrk", "threads", 1000, 0, True, rps=r["rps"], mean_ms=r["mean_ms"],
+                  p50_ms=r["p50_ms"], p99_ms=r["p99_ms"], p999_ms=r["p999_ms"])
+    row = web.table_rows([run], "wrk", ["threads"], [1000])[0]
+    assert row[2] == "0" and row[3:7] == ["-", "-", "-", "-"]
