@@ -23,6 +23,12 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg python3-venv
 	need_pkg liburing-dev
 	need_pkg libzmq3-dev
+	# The web benchmark (issue 14): its peer, its clients, libFuzzer.
+	need_pkg nginx-light
+	need_pkg wrk
+	need_pkg apache2-utils
+	need_pkg clang
+	need_pkg libclang-rt-14-dev
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
