@@ -179,6 +179,13 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 	return 0;
 }
 
+/* The next message of (g, tag) has arrived whole (eager). */
+static bool deliverable(struct canal__gate *g, unsigned tag)
+{
+	struct canal__unexpected *u = find_unexpected(g, tag, g->recv_next[tag]);
+	return u && u->h.kind == PIECE_EAGER;
+}
+
 static int check_tag_gate(struct canal_engine *e, int gate, unsigned tag,
 			  bool any_ok)
 {
@@ -188,7 +195,12 @@ static int check_tag_gate(struct canal_engine *e, int gate, unsigned tag,
 		return 0;
 	if (!canal__gate_valid(e, gate))
 		return -EINVAL;
-	return e->gates[gate].error;
+	return 0;
+}
+
+static int gate_error(struct canal_engine *e, int gate)
+{
+	return gate == CANAL_ENGINE_ANY_GATE ? 0 : e->gates[gate].error;
 }
 
 int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
@@ -196,6 +208,8 @@ int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 			struct canal_engine_req **req)
 {
 	int err = check_tag_gate(e, gi, tag, false);
+	if (!err)
+		err = gate_error(e, gi);
 	if (err)
 		return err;
 	if (!req || (!buf && len) ||
@@ -244,6 +258,11 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 		return err;
 	if (!req || (!buf && len))
 		return -EINVAL;
+	err = gate_error(e, gate);
+	/* A closed gate still hands out the eager messages that arrived
+	 * before it closed (a peer may send its last words and exit). */
+	if (err && !deliverable(&e->gates[gate], tag))
+		return err;
 	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
 	if (!r)
 		return -ENOMEM;
@@ -265,7 +284,7 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 	for (int i = 0; i < e->size; i++) {
 		int gi = (e->any_next + i) % e->size;
 		struct canal__gate *g = &e->gates[gi];
-		if (gi == e->rank || g->error)
+		if (gi == e->rank || (g->error && !deliverable(g, tag)))
 			continue;
 		struct canal__unexpected *u =
 			find_unexpected(g, tag, g->recv_next[tag]);
@@ -294,8 +313,11 @@ EXPORT int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 		if (gi == e->rank || (gate != CANAL_ENGINE_ANY_GATE && gi != gate))
 			continue;
 		struct canal__gate *g = &e->gates[gi];
-		if (g->error && gate != CANAL_ENGINE_ANY_GATE)
-			return g->error;
+		if (g->error && !deliverable(g, tag)) {
+			if (gate != CANAL_ENGINE_ANY_GATE)
+				return g->error;
+			continue;
+		}
 		struct canal__unexpected *u =
 			find_unexpected(g, tag, g->recv_next[tag]);
 		if (u) {
