@@ -68,7 +68,8 @@ struct canal_engine_req {
 	bool done;
 	bool posted;                /* on a posted list (receives) */
 	bool internal;              /* a piece of a pack: freed with it */
-	bool rndv_wait;             /* send: RTS out, RTR/FIN not yet in */
+	bool rndv_wait;             /* send: RTS out, RTR/FIN not yet in;
+				     * receive: RTR out, DATA expected */
 	int error;
 	int gate;                   /* CANAL_ENGINE_ANY_GATE until matched */
 	unsigned tag;

@@ -134,6 +134,8 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 	}
 	struct canal__piece_hdr rtr = { .kind = PIECE_RTR, .a = rts->a,
 					.b = r->cookie };
+	/* DATA pieces are accepted only for a receive in this state. */
+	r->rndv_wait = true;
 	return enqueue_control(g, &rtr);
 }
 
@@ -255,7 +257,7 @@ static int dispatch(struct canal_engine *e, int gi,
 		return send_data(g, r, h->b);
 	case PIECE_DATA:
 		r = canal__req_lookup(e, h->a, gi, REQ_RECV);
-		if (!r || h->b > r->msg_len || h->len > r->msg_len - h->b ||
+		if (!r || !r->rndv_wait || h->b > r->msg_len || h->len > r->msg_len - h->b ||
 		    h->len > r->msg_len - r->arrived) {
 			*why = "data piece outside any pending receive";
 			return -EPROTO;
@@ -265,7 +267,7 @@ static int dispatch(struct canal_engine *e, int gi,
 			memcpy(r->buf + h->b, payload, n);
 		}
 		r->arrived += h->len;
-		if (r->arrived == r->msg_len)
+		if (r->arrived == r->msg_len && (r->rndv_wait = false, true))
 			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
 		return 0;
 	case PIECE_FIN:
