@@ -61,6 +61,22 @@ static inline void canal__list_remove(struct canal__list *n)
 
 enum canal__req_kind { REQ_SEND = 1, REQ_RECV, REQ_PACK };
 
+struct canal_engine_req;
+
+/* An outgoing piece: its wire header, built at enqueue time, and the bytes
+ * that follow it (referenced, not copied). */
+struct canal__piece {
+	struct canal__list link;
+	unsigned char hdr[32];
+	uint8_t hdr_len;
+	bool express;               /* control pieces and EXPRESS data */
+	bool embedded;              /* the one inside its request: not freed */
+	const unsigned char *payload;
+	uint32_t payload_len;
+	uint32_t credit_cost;       /* eager bytes the receiver may hold */
+	struct canal_engine_req *req; /* pieces_left-- when handed over */
+};
+
 struct canal_engine_req {
 	struct canal__list link;    /* gate's posted list, or any-gate list */
 	struct canal_engine *e;
@@ -83,19 +99,8 @@ struct canal_engine_req {
 	uint64_t cookie;            /* id in the table: (generation << 32) | index */
 	struct canal_engine_req *parent; /* pack this piece belongs to */
 	uint32_t children_left;     /* pack: pieces not yet complete */
-};
-
-/* An outgoing piece: its wire header, built at enqueue time, and the bytes
- * that follow it (referenced, not copied). */
-struct canal__piece {
-	struct canal__list link;
-	unsigned char hdr[32];
-	uint8_t hdr_len;
-	bool express;               /* control pieces and EXPRESS data */
-	const unsigned char *payload;
-	uint32_t payload_len;
-	uint32_t credit_cost;       /* eager bytes the receiver may hold */
-	struct canal_engine_req *req; /* pieces_left-- when handed over */
+	/* The EAGER or RTS piece of a send: no allocation per message. */
+	struct canal__piece piece;
 };
 
 struct canal__driver;
@@ -133,6 +138,9 @@ struct canal_engine {
 	uint32_t reqcap, reqlive;
 	uint32_t *reqfree;
 	uint32_t nfree;
+	/* freed requests kept for reuse (linked by link.next) */
+	struct canal_engine_req *req_cache;
+	unsigned req_cached;
 	uint64_t last_health_ns;
 	unsigned health_round;
 	int listen_fd;

@@ -17,6 +17,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Freed requests kept for reuse (a malloc/free pair less per message). */
+#define REQ_CACHE_MAX 256
 
 static int table_grow(struct canal_engine *e)
 {
@@ -46,9 +50,14 @@ struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
 {
 	if (e->nfree == 0 && table_grow(e) < 0)
 		return NULL;
-	struct canal_engine_req *r = calloc(1, sizeof *r);
-	if (!r)
+	struct canal_engine_req *r = e->req_cache;
+	if (r) {
+		e->req_cache = (struct canal_engine_req *)(void *)r->link.next;
+		e->req_cached--;
+		memset(r, 0, sizeof *r);
+	} else if (!(r = calloc(1, sizeof *r))) {
 		return NULL;
+	}
 	uint32_t idx = e->reqfree[--e->nfree];
 	canal__list_init(&r->link);
 	r->e = e;
@@ -84,7 +93,13 @@ void canal__req_free(struct canal_engine_req *r)
 		e->reqgen[idx] = 1;
 	e->reqfree[e->nfree++] = idx;
 	e->reqlive--;
-	free(r);
+	if (e->req_cached < REQ_CACHE_MAX) {
+		r->link.next = (struct canal__list *)(void *)e->req_cache;
+		e->req_cache = r;
+		e->req_cached++;
+	} else {
+		free(r);
+	}
 }
 
 void canal__req_complete(struct canal_engine_req *r, int error)

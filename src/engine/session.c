@@ -58,13 +58,20 @@ static const char *env_str(const char *name, const char *dflt)
 
 static void free_session(struct canal_engine *e)
 {
+	/* Queues first: they may hold pieces embedded in requests. */
+	for (int gi = 0; e->gates && gi < e->size; gi++)
+		canal__sched_gate_drop(&e->gates[gi]);
 	for (uint32_t i = 0; i < e->reqcap; i++)
 		if (e->reqtab[i])
 			canal__req_free(e->reqtab[i]);
+	while (e->req_cache) {
+		struct canal_engine_req *r = e->req_cache;
+		e->req_cache = (struct canal_engine_req *)(void *)r->link.next;
+		free(r);
+	}
 	if (e->gates) {
 		for (int gi = 0; gi < e->size; gi++) {
 			struct canal__gate *g = &e->gates[gi];
-			canal__sched_gate_drop(g);
 			canal__collect_gate_free(g);
 			if (g->drv)
 				g->drv->ops->close(g->drv);

@@ -41,6 +41,7 @@ static struct canal__piece *piece_new(const struct canal__piece_hdr *h,
 	struct canal__piece *p = malloc(sizeof *p);
 	if (!p)
 		return NULL;
+	p->embedded = false;
 	canal__list_init(&p->link);
 	p->hdr_len = (uint8_t)canal__piece_encode(h, p->hdr);
 	p->express = false;
@@ -89,9 +90,14 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		h.a = r->cookie;
 		h.b = caps->read_peer_memory ? (uint64_t)(uintptr_t)r->buf : 0;
 	}
-	struct canal__piece *p = piece_new(&h, r);
-	if (!p)
-		return -ENOMEM;
+	/* The message's own piece lives in its request. */
+	struct canal__piece *p = &r->piece;
+	canal__list_init(&p->link);
+	p->hdr_len = (uint8_t)canal__piece_encode(&h, p->hdr);
+	p->embedded = true;
+	p->payload = NULL;
+	p->payload_len = 0;
+	p->req = r;
 	p->express = (r->flags & CANAL_ENGINE_EXPRESS) != 0;
 	if (eager) {
 		p->payload = r->buf;
@@ -178,9 +184,11 @@ static void piece_sent(struct canal__gate *g, struct canal__piece *p)
 	g->queued_bytes -= p->payload_len;
 	g->credits -= p->credit_cost;
 	struct canal_engine_req *r = p->req;
+	/* Completing r may free it, and an embedded p with it: p first. */
+	if (!p->embedded)
+		free(p);
 	if (r && --r->pieces_left == 0 && !r->rndv_wait && !r->done)
 		canal__req_complete(r, 0);
-	free(p);
 }
 
 int canal__sched_push(struct canal_engine *e, int gi)
@@ -347,7 +355,8 @@ void canal__sched_gate_drop(struct canal__gate *g)
 			struct canal__piece *p = canal__container_of(
 				qs[i]->next, struct canal__piece, link);
 			canal__list_remove(&p->link);
-			free(p);
+			if (!p->embedded)
+				free(p);
 		}
 	}
 	g->queued_bytes = 0;
