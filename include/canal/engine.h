@@ -210,7 +210,7 @@ int canal_engine_gate_error(const struct canal_engine *e, int gate,
  * strategy may schedule them. pack_end hands the whole message to the
  * scheduler (which may aggregate its pieces in one packet) and returns one
  * request for all of it (wait or test it once).
- * Returns 0, or -EINVAL (bad arguments, gate, tag or flags; more than 64
+ * Returns 0, or -EINVAL (bad arguments, gate, tag or flags; more than 1024
  * pieces), -ENOMEM, or the gate's error (pack_end; the pack is freed).
  * Never block.
  */

@@ -15,23 +15,51 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define PACK_MAX 64
+/* Pieces per message (the arrays grow on demand up to this). */
+#define PACK_MAX 1024
 
 struct canal_engine_pack {
 	struct canal_engine *e;
 	int gate;
 	unsigned tag;
 	bool unpack;
-	int n;
+	int n, cap;
 	int first_error;
 	size_t total;
-	struct {
+	struct pack_piece {
 		const void *buf;
 		size_t len;
 		unsigned flags;
-	} piece[PACK_MAX];
-	struct canal_engine_req *req[PACK_MAX]; /* unpack: not yet waited */
+	} *piece;
+	struct canal_engine_req **req; /* unpack: not yet waited */
 };
+
+static void pack_free(struct canal_engine_pack *p)
+{
+	free(p->piece);
+	free(p->req);
+	free(p);
+}
+
+/* Room for one more piece: 0, -EINVAL beyond PACK_MAX, -ENOMEM. */
+static int pack_room(struct canal_engine_pack *p)
+{
+	if (p->n < p->cap)
+		return 0;
+	if (p->cap >= PACK_MAX)
+		return -EINVAL;
+	int cap = p->cap ? 2 * p->cap : 8;
+	struct pack_piece *pc = realloc(p->piece, (size_t)cap * sizeof *pc);
+	if (!pc)
+		return -ENOMEM;
+	p->piece = pc;
+	struct canal_engine_req **rq = realloc(p->req, (size_t)cap * sizeof *rq);
+	if (!rq)
+		return -ENOMEM;
+	p->req = rq;
+	p->cap = cap;
+	return 0;
+}
 
 static int begin(struct canal_engine *e, int gate, unsigned tag, bool unpack,
 		 struct canal_engine_pack **out)
@@ -64,9 +92,12 @@ EXPORT int canal_engine_pack_begin(struct canal_engine *e, int gate,
 EXPORT int canal_engine_pack(struct canal_engine_pack *p, const void *buf,
 			     size_t len, unsigned flags)
 {
-	if (!p || p->unpack || p->n >= PACK_MAX || (!buf && len) ||
+	if (!p || p->unpack || (!buf && len) ||
 	    (flags & ~(unsigned)(CANAL_ENGINE_EXPRESS | CANAL_ENGINE_REORDER)))
 		return -EINVAL;
+	int err = pack_room(p);
+	if (err)
+		return err;
 	p->piece[p->n].buf = buf;
 	p->piece[p->n].len = len;
 	p->piece[p->n].flags = flags;
@@ -82,12 +113,12 @@ EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 	struct canal_engine *e = p->e;
 	int gerr = e->gates[p->gate].error;
 	if (gerr) {
-		free(p);
+		pack_free(p);
 		return gerr;
 	}
 	struct canal_engine_req *parent = canal__req_new(e, REQ_PACK);
 	if (!parent) {
-		free(p);
+		pack_free(p);
 		return -ENOMEM;
 	}
 	parent->gate = p->gate;
@@ -126,7 +157,7 @@ EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 			}
 		}
 	}
-	free(p);
+	pack_free(p);
 	if (err) {
 		/* Pieces already queued still go; the request reports err. */
 		parent->error = err;
@@ -159,16 +190,20 @@ static void note(struct canal_engine_pack *p, int err,
 EXPORT int canal_engine_unpack(struct canal_engine_pack *p, void *buf,
 			       size_t len, unsigned flags)
 {
-	if (!p || !p->unpack || p->n >= PACK_MAX ||
+	if (!p || !p->unpack ||
 	    (flags & ~(unsigned)(CANAL_ENGINE_EXPRESS | CANAL_ENGINE_REORDER)))
 		return -EINVAL;
+	int err = pack_room(p);
+	if (err)
+		return err;
 	struct canal_engine_req *r;
-	int err = canal_engine_irecv(p->e, p->gate, p->tag, buf, len, &r);
+	err = canal_engine_irecv(p->e, p->gate, p->tag, buf, len, &r);
 	if (err) {
 		note(p, err, NULL);
 		return err;
 	}
 	int i = p->n++;
+	p->req[i] = NULL;
 	if ((flags & CANAL_ENGINE_EXPRESS) || p->gate == CANAL_ENGINE_ANY_GATE) {
 		struct canal_engine_status st = { 0 };
 		err = canal_engine_wait(p->e, r, &st);
@@ -197,6 +232,6 @@ EXPORT int canal_engine_unpack_end(struct canal_engine_pack *p,
 		st->len = p->total;
 	}
 	int err = p->first_error;
-	free(p);
+	pack_free(p);
 	return err;
 }

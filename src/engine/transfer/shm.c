@@ -203,11 +203,23 @@ static void shm_release(struct canal__driver *d_)
 	atomic_store_explicit(&d->rx->tail, d->rx_tail, memory_order_release);
 }
 
+/* A send here is a copy that is over when send() returns: the ring is
+ * never "busy transmitting" as a NIC is. It is busy only when it could not
+ * take a largest packet: then the strategy may as well aggregate. (Waiting
+ * for the peer to *consume* would tie our sends to its scheduling: measured
+ * 50 us per round of two packs under load, against 0.6 us.) */
 static bool shm_idle(struct canal__driver *d_)
 {
 	struct shm_driver *d = (struct shm_driver *)d_;
-	return atomic_load_explicit(&d->tx->tail, memory_order_acquire) ==
-	       d->tx_head;
+	if (RING_BYTES - (d->tx_head - d->tx_tail_seen) >=
+	    2 * (REC_HDR + SHM_MAX_PACKET))
+		return true;
+	uint64_t tail = atomic_load_explicit(&d->tx->tail, memory_order_acquire);
+	if (tail > d->tx_head || tail < d->tx_tail_seen)
+		return false; /* out of range: shm_send() reports it */
+	d->tx_tail_seen = tail;
+	return RING_BYTES - (d->tx_head - tail) >=
+	       2 * (REC_HDR + SHM_MAX_PACKET);
 }
 
 static int shm_health(struct canal__driver *d_)
