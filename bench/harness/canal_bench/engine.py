@@ -177,6 +177,91 @@ def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
     return rows
 
 
+_PAGE = re.compile(r"series of \d+ pages:\s+([0-9.]+) us")
+
+
+def parse_page(text: str) -> Optional[float]:
+    """Microseconds per series from `seed_patterns page`, or None."""
+    m = _PAGE.search(text)
+    return float(m.group(1)) if m else None
+
+
+def parse_mux(text: str) -> Dict[int, float]:
+    """{n packs: us} from `seed_patterns mux` (its table header is
+    `# Packs  Latency (us)`)."""
+    return parse_osu(text.replace("# Packs", "# Size"))
+
+
+def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
+                     out_dir: str, skipped: List[str], raw_rows: List[list]) -> List[str]:
+    """The seed's page-request pattern (both modes) and the two multiplexed
+    flows of n packs (full only), default strategy against aggregate."""
+    prog = f"{OUT}/seed_patterns"
+    if not os.access(os.path.join(build_dir, prog), os.X_OK):
+        skipped.append(f"seed experiments: {prog} not built")
+        return []
+    md = ["## The seed's experiments: default strategy against aggregate\n"]
+    page: Dict[str, List[float]] = {}
+    mux: Dict[str, Dict[int, Cell]] = {}
+    combos = [(d, s) for d in ("shm", "tcp") for s in ("default", "aggregate")]
+    for rep in range(reps):
+        for drv, strat in combos:
+            label = f"{drv} {strat}"
+            base = [os.path.join(build_dir, LAUNCH), "-n", "2", os.path.join(build_dir, prog)]
+            opts = ["--driver", drv, "--strategy", strat]
+            report.progress(f"page requests {label} run {rep + 1}/{reps}")
+            try:
+                p = subprocess.run(base + ["page"] + opts + ["--iterations", "300" if quick else "2000"],
+                                   capture_output=True, text=True, timeout=timeout)
+                v = parse_page(p.stdout) if p.returncode == 0 else None
+                if v is None:
+                    skipped.append(f"page requests {label}: exit {p.returncode}")
+                else:
+                    page.setdefault(label, []).append(v)
+                    raw_rows.append(["page", label, rep + 1, 3 * 65536, v])
+                if not quick:
+                    report.progress(f"multiplexed flows {label} run {rep + 1}/{reps}")
+                    p = subprocess.run(base + ["mux"] + opts, capture_output=True, text=True,
+                                       timeout=timeout)
+                    for n, us in parse_mux(p.stdout).items():
+                        mux.setdefault(label, {}).setdefault(n, Cell([])).values.append(us)
+                        raw_rows.append(["mux", label, rep + 1, n, us])
+            except subprocess.TimeoutExpired:
+                skipped.append(f"seed experiment {label}: timeout")
+    rows = []
+    for drv in ("shm", "tcp"):
+        a, b = page.get(f"{drv} default"), page.get(f"{drv} aggregate")
+        if a and b:
+            gain = 1 - stats.median(b) / stats.median(a)
+            rows.append([drv, Cell(a).fmt(), Cell(b).fmt(), f"{gain * 100:.0f} %"])
+    md.append("Page requests (3 pages of 65 KB, the seed's figure 3; seed: 88 -> 61 us, 30 %), "
+              "us per series:\n")
+    md.append(report.markdown_table(["driver", "default", "aggregate", "gain"], rows))
+    if mux:
+        md.append("\nTwo multiplexed flows of n packs (the seed's figure 6), one-way us:\n")
+        md.append(table({k.replace(" ", "/"): v for k, v in mux.items()},
+                        [f"{d}/{s}" for d, s in combos]).replace(" B |", " |"))
+        if report.have_matplotlib():
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+            fig, ax = plt.subplots()
+            for label, cells in sorted(mux.items()):
+                ns = sorted(cells)
+                ax.plot(ns, [cells[n].median for n in ns], marker="o", label=label)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("packs per flow (n)")
+            ax.set_ylabel("one-way latency (us)")
+            ax.set_title("Two multiplexed flows of n packs")
+            ax.legend()
+            fig.savefig(os.path.join(out_dir, "engine-mux.png"), dpi=100)
+            plt.close(fig)
+            md.append("\n![multiplexed flows](engine-mux.png)\n")
+    md.append("")
+    return md
+
+
 def run(build_dir: str, mode: str) -> str:
     quick = mode == "quick"
     reps = int(os.environ.get("CANAL_ENGINE_REPS", "3" if quick else "5"))
@@ -222,6 +307,7 @@ def run(build_dir: str, mode: str) -> str:
                 md.append("\nTargets of issue 15:\n")
                 md.append(report.markdown_table(["target", "measured", "verdict"], rows))
         md.append("")
+    md += seed_experiments(build_dir, quick, reps, timeout, out_dir, skipped, raw_rows)
     if skipped:
         md.append("Not run or failed:\n")
         md += [f"- {s}" for s in skipped]

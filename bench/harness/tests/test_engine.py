@@ -65,3 +65,10 @@ def test_size_label():
     assert engine.size_label(1) == "1 B"
     assert engine.size_label(65536) == "64 KiB"
     assert engine.size_label(4 << 20) == "4 MiB"
+
+
+def test_parse_seed_patterns():
+    assert engine.parse_page("# Page requests (...)\nseries of 3 pages: 61.25 us\n") == 61.25
+    assert engine.parse_page("garbage") is None
+    mux = "# Two multiplexed flows\n# Packs  Latency (us)\n1    0.58\n1000   200.5\n"
+    assert engine.parse_mux(mux) == {1: 0.58, 1000: 200.5}
