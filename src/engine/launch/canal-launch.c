@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 			stop_at = 0;
 		}
 		if (now > deadline && !result) {
-			fprintf(stderr, "canal-launch: timeout after %.0f s; killing every rank\n",
+			fprintf(stderr, "canal-launch: timeout after %g s; killing every rank\n",
 				timeout);
 			kill_all(pids, n, SIGKILL);
 			result = 124;
