@@ -11,7 +11,9 @@
  * (128 + signal for a process killed by a signal), after the others have
  * been stopped (SIGTERM, then SIGKILL after 1 s). After -t seconds (default
  * 300, or $CANAL_LAUNCH_TIMEOUT) everything is killed and the status is 124.
- * If the launcher dies, its children get SIGKILL (PR_SET_PDEATHSIG).
+ * If the launcher dies, its children get SIGKILL (PR_SET_PDEATHSIG); on
+ * SIGINT/SIGTERM/SIGHUP it stops them (status 128 + signal). Each rank is
+ * a process group, stopped whole (with what it started).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -56,11 +58,20 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* Each rank leads its own process group: what it starts (a shell's
+ * children) is stopped with it. */
 static void kill_all(pid_t *pids, int n, int sig)
 {
 	for (int i = 0; i < n; i++)
 		if (pids[i] > 0)
-			kill(pids[i], sig);
+			kill(-pids[i], sig);
+}
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
 }
 
 static int status_code(int st)
@@ -110,6 +121,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (p == 0) {
+			setpgid(0, 0);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			snprintf(buf, sizeof buf, "%d", i);
 			setenv("CANAL_RANK", buf, 1);
@@ -121,8 +133,14 @@ int main(int argc, char **argv)
 				strerror(errno));
 			_exit(127);
 		}
+		setpgid(p, p);
 		pids[i] = p;
 	}
+	/* The ranks are not in our process group: pass a Ctrl-C on. */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	double deadline = now_s() + timeout, stop_at = 0;
 	int left = n, result = 0;
 	while (left > 0) {
@@ -148,6 +166,11 @@ int main(int argc, char **argv)
 		if (p < 0 && errno != EINTR)
 			break;
 		double now = now_s();
+		if (got_signal && !result) {
+			result = 128 + got_signal;
+			kill_all(pids, n, SIGTERM);
+			stop_at = now + 1;
+		}
 		if (stop_at && now > stop_at) {
 			kill_all(pids, n, SIGKILL);
 			stop_at = 0;
