@@ -41,12 +41,20 @@ static void recv_packet(struct canal__driver *d, void *buf, size_t n)
 	const unsigned char *p;
 	size_t len;
 	int r;
-	/* the engine's wait: spin, then yield between polls */
-	for (unsigned idle = 0; (r = d->ops->recv(d, &p, &len)) == 0;)
-		if (++idle > 200)
-			sched_yield();
-		else
-			__builtin_ia32_pause();
+	/* the engine's wait (session.c): poll 2 ms, then yield between polls */
+	uint64_t start = 0;
+	for (unsigned idle = 0; (r = d->ops->recv(d, &p, &len)) == 0;) {
+		if (++idle % 1024 == 0) {
+			uint64_t now = canal_now_ns();
+			if (idle == 1024)
+				start = now;
+			else if (now - start > 2000000u) {
+				sched_yield();
+				continue;
+			}
+		}
+		__builtin_ia32_pause();
+	}
 	if (r < 0)
 		die("recv", r);
 	if (len != n)

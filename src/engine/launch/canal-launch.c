@@ -11,6 +11,10 @@
  * (128 + signal for a process killed by a signal), after the others have
  * been stopped (SIGTERM, then SIGKILL after 1 s). After -t seconds (default
  * 300, or $CANAL_LAUNCH_TIMEOUT) everything is killed and the status is 124.
+ * Binding (-b, or $CANAL_LAUNCH_BIND): "core" (default) pins rank i to the
+ * i-th CPU of the launcher's allowed set (modulo its size), as mpirun does
+ * by default for small jobs: two polling ranks then never share a CPU
+ * while another is idle. "none" leaves placement to the scheduler.
  * If the launcher dies, its children get SIGKILL (PR_SET_PDEATHSIG); on
  * SIGINT/SIGTERM/SIGHUP it stops them (status 128 + signal). Each rank is
  * a process group, stopped whole (with what it started).
@@ -18,6 +22,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +35,7 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: canal-launch [-n N] [-t SECONDS] [--] prog [args...]\n");
+	fprintf(stderr, "usage: canal-launch [-n N] [-t SECONDS] [-b core|none] [--] prog [args...]\n");
 	exit(2);
 }
 
@@ -90,16 +95,28 @@ int main(int argc, char **argv)
 	const char *t = getenv("CANAL_LAUNCH_TIMEOUT");
 	if (t && *t)
 		timeout = atof(t);
+	const char *bind = getenv("CANAL_LAUNCH_BIND");
+	if (!bind || !*bind)
+		bind = "core";
 	int opt;
-	while ((opt = getopt(argc, argv, "+n:t:h")) != -1) {
+	while ((opt = getopt(argc, argv, "+n:t:b:h")) != -1) {
 		switch (opt) {
 		case 'n': n = atoi(optarg); break;
 		case 't': timeout = atof(optarg); break;
+		case 'b': bind = optarg; break;
 		default: usage();
 		}
 	}
-	if (optind >= argc || n < 1 || n > 4096 || timeout <= 0)
+	if (optind >= argc || n < 1 || n > 4096 || timeout <= 0 ||
+	    (strcmp(bind, "core") && strcmp(bind, "none")))
 		usage();
+	int cpus[CPU_SETSIZE], ncpu = 0;
+	cpu_set_t allowed;
+	if (!strcmp(bind, "core") &&
+	    sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &allowed))
+				cpus[ncpu++] = c;
 	char dir[256];
 	snprintf(dir, sizeof dir, "%s/canal-launch.XXXXXX",
 		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
@@ -123,6 +140,12 @@ int main(int argc, char **argv)
 		if (p == 0) {
 			setpgid(0, 0);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (ncpu > 0) {
+				cpu_set_t one;
+				CPU_ZERO(&one);
+				CPU_SET(cpus[i % ncpu], &one);
+				sched_setaffinity(0, sizeof one, &one);
+			}
 			snprintf(buf, sizeof buf, "%d", i);
 			setenv("CANAL_RANK", buf, 1);
 			snprintf(buf, sizeof buf, "%d", n);
