@@ -25,7 +25,8 @@
  *  - Buffers given to isend/irecv/pack/unpack must stay valid and untouched
  *    until their request completes.
  *  - Errors of a peer: when a peer dies (its process exits or is killed;
- *    seen within 1 s on shm, on connection reset on TCP) or sends a
+ *    seen within 1 s on shm; on TCP on connection reset, or after
+ *    tcp_timeout_ms of silence from a machine that went away) or sends a
  *    malformed frame, its gate is closed: its pending requests complete with
  *    -ECONNRESET (peer gone) or -EPROTO (malformed input), later operations
  *    on it return the same error at once, and canal_engine_gate_error()
@@ -85,6 +86,11 @@ struct canal_engine_options {
 			       * $CANAL_ENGINE_STRATEGY, else "default" */
 	const char *bind;     /* TCP: address to listen on; NULL: 127.0.0.1 */
 	int connect_timeout_ms; /* waiting for the peers at open; 0: 30000 */
+	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
+			       * or answers no keepalive probe, this long is
+			       * declared dead (TCP_USER_TIMEOUT and keepalive
+			       * every second); 0: $CANAL_ENGINE_TCP_TIMEOUT_MS,
+			       * else the kernel's defaults (minutes) */
 };
 
 /* What a completed receive (or a probe) found. */

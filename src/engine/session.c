@@ -140,8 +140,12 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		if (!drv) {
 			err = -ENOMEM;
 		} else if (tcp) {
+			int dead = o.tcp_timeout_ms > 0
+					   ? o.tcp_timeout_ms
+					   : env_int("CANAL_ENGINE_TCP_TIMEOUT_MS", 0);
 			err = canal__tcp_connect_all(dir, o.bind, rank, size,
-						     timeout, drv);
+						     timeout, dead > 0 ? dead : 0,
+						     drv);
 		} else {
 			/* Peers in increasing rank everywhere: the pairwise
 			 * waits cannot form a cycle. */

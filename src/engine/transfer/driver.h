@@ -69,9 +69,10 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 
 /* tcp.c: listen on bind_addr (port chosen by the kernel) and publish the
  * port in dir; connect to every lower rank, accept every higher one.
- * drivers[size] receives one driver per peer. Blocks up to timeout_ms. */
+ * drivers[size] receives one driver per peer. Blocks up to timeout_ms.
+ * dead_after_ms > 0 sets TCP_USER_TIMEOUT and keepalive probes. */
 int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
-			   int size, int timeout_ms,
+			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers);
 
 #endif /* CANAL_ENGINE_DRIVER_H */

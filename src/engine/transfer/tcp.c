@@ -56,8 +56,11 @@ struct tcp_driver {
 
 static int sock_error(struct tcp_driver *d, int err)
 {
-	if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
-		snprintf(d->base.why, sizeof d->base.why, "connection reset");
+	if (err == EPIPE || err == ECONNRESET || err == ENOTCONN ||
+	    err == ETIMEDOUT) {
+		snprintf(d->base.why, sizeof d->base.why, "%s",
+			 err == ETIMEDOUT ? "no answer within the TCP timeout"
+					  : "connection reset");
 		return -ECONNRESET;
 	}
 	snprintf(d->base.why, sizeof d->base.why, "socket: %s", strerror(err));
@@ -209,7 +212,7 @@ static const struct canal__driver_ops tcp_ops = {
 	.close = tcp_close,
 };
 
-static int tcp_driver_new(int fd, struct canal__driver **out)
+static int tcp_driver_new(int fd, int dead_after_ms, struct canal__driver **out)
 {
 	struct tcp_driver *d = calloc(1, sizeof *d);
 	if (!d)
@@ -231,6 +234,18 @@ static int tcp_driver_new(int fd, struct canal__driver **out)
 	}
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (dead_after_ms > 0) {
+		/* Unacknowledged data for this long, or keepalive probes (one a
+		 * second after a second of silence) unanswered that long: the
+		 * kernel resets the connection, and recv/send say so. */
+		unsigned ut = (unsigned)dead_after_ms;
+		int idle = 1, intvl = 1, cnt = dead_after_ms / 1000 + 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	*out = &d->base;
 	return 0;
@@ -316,7 +331,7 @@ static int connect_to(const struct sockaddr_in *sa, int rank, uint64_t deadline)
 }
 
 int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
-			   int size, int timeout_ms,
+			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers)
 {
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
@@ -353,7 +368,7 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			err = fd;
 			goto out;
 		}
-		err = tcp_driver_new(fd, &drivers[j]);
+		err = tcp_driver_new(fd, dead_after_ms, &drivers[j]);
 		if (err) {
 			close(fd);
 			goto out;
@@ -381,7 +396,7 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 		}
 		tv.tv_sec = 0;
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		err = tcp_driver_new(fd, &drivers[peer]);
+		err = tcp_driver_new(fd, dead_after_ms, &drivers[peer]);
 		if (err) {
 			close(fd);
 			goto out;
