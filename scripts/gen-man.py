@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-NAME_LINE = re.compile(r"^\s*(canal_\w+(?:\s*,\s*canal_\w+)*)\s+-\s+(.*)$")
+NAME_LINE = re.compile(r"^\s*(canal_\w+(?:\s*,\s*canal_\w+)*)\s+-(?:\s+(.*))?$")
 SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?:\s|$)")
 DECL_NAME = re.compile(r"\b(canal_\w+)\s*\(")
 
@@ -148,7 +148,7 @@ def parse_header(path: str, include: str) -> Header:
                 names.append(n)
         # The summary is the first sentence; the rest of its paragraph
         # opens the description.
-        first = [m.group(2)]
+        first = [m.group(2) or ""]
         rest = lines[1:]
         while rest and rest[0].strip() and not rest[0].startswith(" "):
             first.append(rest.pop(0))
