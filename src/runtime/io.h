@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/io.h - one asynchronous operation of a task, as the backends see
+ * it. The task fills it, the backend starts it, its completion (on the
+ * loop's thread) stores the result and wakes the task. While it is in
+ * flight the task is pinned to the loop (internal.h) and op lives on the
+ * task's stack.
+ */
+#ifndef CANAL_RUNTIME_IO_H
+#define CANAL_RUNTIME_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+struct canal__task;
+
+enum canal__io_kind {
+	IO_READ = 1,
+	IO_WRITE,
+	IO_READV,
+	IO_WRITEV,
+	IO_RECV,
+	IO_SEND,
+	IO_ACCEPT,
+	IO_CONNECT,
+	IO_CLOSE,
+	IO_SQE, /* the generic primitive: a caller-prepared SQE */
+};
+
+struct canal__io {
+	struct canal__task *task;
+	int kind;
+	int fd;
+	void *buf;
+	size_t len;
+	const struct iovec *iov;
+	int iovcnt;
+	int flags;
+	struct sockaddr *addr;
+	socklen_t addrlen; /* connect: the address's length */
+	socklen_t *addrlenp; /* accept: in/out */
+	const void *sqe;   /* IO_SQE: a struct io_uring_sqe */
+	int32_t result;
+	bool done;
+	bool cancel_sent;
+	uint32_t events; /* epoll: the readiness it waits for */
+};
+
+/* A completion (loop thread): store res, wake the task. */
+void canal__io_complete(struct canal__io *op, int32_t res);
+
+/* Try op once without blocking: the result, or -EAGAIN if it would
+ * block (the synchronous-completion shortcut, and epoll's way). */
+int canal__io_try(struct canal__io *op);
+
+#endif /* CANAL_RUNTIME_IO_H */
