@@ -336,7 +336,8 @@ static void *loop_thread(void *arg)
 	if (r)
 		return NULL;
 	loop_main(l);
-	l->rt->backend->fini(l);
+	/* The backend stays until canal_run has joined every loop: the last
+	 * task's end may still be waking this loop from another. */
 	return NULL;
 }
 
@@ -491,9 +492,11 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	if (started < rt->nloops) {
 		/* Not all loops could start: stop the others, fail. */
 		atomic_store(&rt->stop, 1);
-		for (unsigned i = 1; i < started; i++) {
+		for (unsigned i = 1; i < started; i++)
 			rt->backend->wake(&rt->loops[i]);
+		for (unsigned i = 1; i < started; i++) {
 			pthread_join(rt->loops[i].thread, NULL);
+			rt->backend->fini(&rt->loops[i]);
 		}
 		canal__set_local_waker(NULL);
 		atomic_store(&canal__rt, NULL);
@@ -509,6 +512,8 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	loop_main(l0);
 	for (unsigned i = 1; i < rt->nloops; i++)
 		pthread_join(rt->loops[i].thread, NULL);
+	for (unsigned i = 1; i < rt->nloops; i++)
+		rt->backend->fini(&rt->loops[i]);
 	canal__set_local_waker(NULL);
 	atomic_store_explicit(&canal__rt, NULL, memory_order_release);
 	canal__overflow_handler_remove();

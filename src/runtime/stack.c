@@ -249,6 +249,7 @@ void canal__stack_canary_check(const struct canal__stack *st, uint64_t id)
 static struct sigaction old_segv;
 static _Atomic int handler_installed;
 
+#ifndef CANAL_RUNTIME_SANITIZED
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
@@ -264,6 +265,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	}
 	sigaction(sig, &old_segv, NULL);
 }
+#endif
 
 void canal__overflow_handler_install(void)
 {
