@@ -18,6 +18,7 @@
 #include "base/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -73,7 +74,7 @@ static void ep_fini(struct canal__loop *l)
 static void ep_ready(struct canal__loop *l, struct canal__io *op)
 {
 	struct epoll_backend *b = l->backend;
-	int r = canal__io_try(op);
+	int r = canal__io_try(op, true);
 	if (r == -EAGAIN) {
 		struct epoll_event ev = {.events = op->events | EPOLLONESHOT,
 					 .data.ptr = op};
@@ -144,6 +145,24 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 	if (op->kind == IO_CLOSE) {
 		canal__io_complete(op, close(op->fd) == 0 ? 0 : -errno);
 		return 0;
+	}
+	if (op->kind == IO_CONNECT) {
+		/* Start it without blocking (the fd's own mode is put back
+		 * at once), then wait for writability; SO_ERROR says how it
+		 * ended (canal__io_try). */
+		int fl = fcntl(op->fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if (!(fl & O_NONBLOCK))
+			fcntl(op->fd, F_SETFL, fl | O_NONBLOCK);
+		int r = connect(op->fd, op->addr, op->addrlen) == 0 ? 0
+								    : -errno;
+		if (!(fl & O_NONBLOCK))
+			fcntl(op->fd, F_SETFL, fl);
+		if (r != -EINPROGRESS) {
+			canal__io_complete(op, r);
+			return 0;
+		}
 	}
 	op->events = events_of(op);
 	struct epoll_event ev = {.events = op->events | EPOLLONESHOT,

@@ -79,6 +79,7 @@ enum task_after {
 	AFTER_PARK,   /* finish the park handshake */
 	AFTER_EXIT,   /* free it */
 	AFTER_DETACH, /* hand it to the detach pool */
+	AFTER_ATTACH, /* (on a pool thread) push it back to a loop */
 };
 
 struct canal__task {
@@ -201,6 +202,9 @@ bool canal__task_wake(struct canal__task *t, uint32_t reason);
 /* loop.c */
 void canal__loop_push(struct canal__loop *l, struct canal__task *t);
 struct canal__loop *canal__loop_pick(struct canal__runtime *rt);
+/* t ended (it switched out with AFTER_EXIT to l, a loop or a pool
+ * thread): free it; the last one stops the runtime. */
+void canal__task_ended(struct canal__loop *l, struct canal__task *t);
 
 /* timer.c (loop thread only) */
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,

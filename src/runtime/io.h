@@ -53,7 +53,9 @@ struct canal__io {
 void canal__io_complete(struct canal__io *op, int32_t res);
 
 /* Try op once without blocking: the result, or -EAGAIN if it would
- * block (the synchronous-completion shortcut, and epoll's way). */
-int canal__io_try(struct canal__io *op);
+ * block (the synchronous-completion shortcut, and epoll's way). ready:
+ * the fd was just reported ready (a blocking listener may be accepted
+ * from). */
+int canal__io_try(struct canal__io *op, bool ready);
 
 #endif /* CANAL_RUNTIME_IO_H */

@@ -178,7 +178,7 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 /* The scheduler                                                       */
 /* ------------------------------------------------------------------ */
 
-static void task_ended(struct canal__loop *l, struct canal__task *t)
+void canal__task_ended(struct canal__loop *l, struct canal__task *t)
 {
 	struct canal__runtime *rt = l->rt;
 	canal__task_free(t);
@@ -218,7 +218,7 @@ static void after_switch(struct canal__loop *l, struct canal__task *t)
 		break;
 	}
 	case AFTER_EXIT:
-		task_ended(l, t);
+		canal__task_ended(l, t);
 		break;
 	case AFTER_DETACH:
 		canal__detach_push(l->rt, t);
