@@ -512,12 +512,14 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	loop_main(l0);
 	for (unsigned i = 1; i < rt->nloops; i++)
 		pthread_join(rt->loops[i].thread, NULL);
+	/* The pool's threads too (a task that ended detached may still be
+	 * waking the loops), before any backend goes. */
+	canal__detach_stop(rt);
 	for (unsigned i = 1; i < rt->nloops; i++)
 		rt->backend->fini(&rt->loops[i]);
 	canal__set_local_waker(NULL);
 	atomic_store_explicit(&canal__rt, NULL, memory_order_release);
 	canal__overflow_handler_remove();
-	canal__detach_stop(rt);
 	rt->backend->fini(l0);
 	runtime_free(rt);
 	atomic_store(&runtime_busy, 0);
