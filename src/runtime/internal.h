@@ -58,6 +58,36 @@
 struct canal__loop;
 struct canal__backend_ops;
 
+/* A lock held for a few instructions (run queues): cheaper than a mutex
+ * uncontended (one exchange, one store); a waiter that spins long yields
+ * the CPU, in case the holder was preempted. acquire/release: what the
+ * holder did is seen by the next holder. */
+struct canal__spinlock {
+	_Atomic uint32_t held;
+};
+
+static inline bool canal__spin_trylock(struct canal__spinlock *s)
+{
+	return atomic_load_explicit(&s->held, memory_order_relaxed) == 0 &&
+	       atomic_exchange_explicit(&s->held, 1, memory_order_acquire) == 0;
+}
+
+void canal__spin_lock_slow(struct canal__spinlock *s);
+
+static inline void canal__spin_lock(struct canal__spinlock *s)
+{
+	if (!__builtin_expect(
+		    atomic_exchange_explicit(&s->held, 1,
+					     memory_order_acquire) == 0,
+		    1))
+		canal__spin_lock_slow(s);
+}
+
+static inline void canal__spin_unlock(struct canal__spinlock *s)
+{
+	atomic_store_explicit(&s->held, 0, memory_order_release);
+}
+
 enum task_sched {
 	TASK_RUNNING = 0, /* running, or in a run queue */
 	TASK_PARKING = 1, /* parked, not yet switched out */
@@ -126,7 +156,7 @@ struct canal__loop {
 	 * queue under the mutex, a pusher loads it (seq_cst) after its push
 	 * under the mutex, so either the loop sees the task or the pusher
 	 * sees the sleeper and wakes it through the backend. */
-	pthread_mutex_t lock;
+	struct canal__spinlock lock;
 	struct canal__task *head, *tail;
 	_Atomic uint32_t queued; /* length, readable without the lock */
 	_Atomic uint32_t sleeping;

@@ -22,9 +22,11 @@
 #include "runtime/context.h"
 #include "runtime/sanitizer.h"
 #include "base/clock.h"
+#include "base/wait.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +63,18 @@ __attribute__((noinline)) struct canal__task *canal__this_task(void)
 /* ------------------------------------------------------------------ */
 /* Run queues                                                          */
 /* ------------------------------------------------------------------ */
+
+void canal__spin_lock_slow(struct canal__spinlock *s)
+{
+	for (unsigned spins = 0;; spins++) {
+		if (canal__spin_trylock(s))
+			return;
+		if (spins < 100)
+			canal_cpu_relax();
+		else
+			sched_yield();
+	}
+}
 
 static void queue_append(struct canal__loop *l, struct canal__task *t)
 {
@@ -102,9 +116,9 @@ static void loop_wake(struct canal__loop *l)
 
 void canal__loop_push(struct canal__loop *l, struct canal__task *t)
 {
-	pthread_mutex_lock(&l->lock);
+	canal__spin_lock(&l->lock);
 	queue_append(l, t);
-	pthread_mutex_unlock(&l->lock);
+	canal__spin_unlock(&l->lock);
 	if (l != this_loop)
 		loop_wake(l);
 }
@@ -130,7 +144,7 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 			victim = v;
 		}
 	}
-	if (!victim || pthread_mutex_trylock(&victim->lock) != 0)
+	if (!victim || !canal__spin_trylock(&victim->lock))
 		return NULL;
 	/* Take up to half, unpinned only, keeping their order. */
 	struct canal__task *got = NULL, **tailp = &got;
@@ -159,17 +173,17 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 						   memory_order_relaxed) -
 				      taken,
 			      memory_order_relaxed);
-	pthread_mutex_unlock(&victim->lock);
+	canal__spin_unlock(&victim->lock);
 	if (!got)
 		return NULL;
 	struct canal__task *first = got;
 	if (got->next) {
-		pthread_mutex_lock(&l->lock);
+		canal__spin_lock(&l->lock);
 		for (struct canal__task *t = got->next, *n; t; t = n) {
 			n = t->next;
 			queue_append(l, t);
 		}
-		pthread_mutex_unlock(&l->lock);
+		canal__spin_unlock(&l->lock);
 	}
 	return first;
 }
@@ -199,9 +213,9 @@ static void after_switch(struct canal__loop *l, struct canal__task *t)
 	canal__stack_canary_check(&t->stack, t->id);
 	switch (t->after) {
 	case AFTER_YIELD:
-		pthread_mutex_lock(&l->lock);
+		canal__spin_lock(&l->lock);
 		queue_append(l, t);
-		pthread_mutex_unlock(&l->lock);
+		canal__spin_unlock(&l->lock);
 		break;
 	case AFTER_PARK: {
 		uint32_t s = TASK_PARKING;
@@ -211,9 +225,9 @@ static void after_switch(struct canal__loop *l, struct canal__task *t)
 			/* NOTIFIED: woken while switching out. */
 			atomic_store_explicit(&t->sched, TASK_RUNNING,
 					      memory_order_relaxed);
-			pthread_mutex_lock(&l->lock);
+			canal__spin_lock(&l->lock);
 			queue_append(l, t);
-			pthread_mutex_unlock(&l->lock);
+			canal__spin_unlock(&l->lock);
 		}
 		break;
 	}
@@ -243,9 +257,9 @@ static void loop_schedule(struct canal__loop *l)
 	for (;;) {
 		struct canal__task *t = NULL;
 		if (atomic_load_explicit(&l->queued, memory_order_relaxed)) {
-			pthread_mutex_lock(&l->lock);
+			canal__spin_lock(&l->lock);
 			t = queue_pop(l);
-			pthread_mutex_unlock(&l->lock);
+			canal__spin_unlock(&l->lock);
 		}
 		if (t) {
 			if (++l->runs % POLL_EVERY == 0)
@@ -267,9 +281,9 @@ static void loop_schedule(struct canal__loop *l)
 		/* Sleep: announce it, then look at the queue a last time
 		 * under the lock (pairs with loop_wake). */
 		atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
-		pthread_mutex_lock(&l->lock);
+		canal__spin_lock(&l->lock);
 		bool empty = l->head == NULL;
-		pthread_mutex_unlock(&l->lock);
+		canal__spin_unlock(&l->lock);
 		if (empty && !atomic_load_explicit(&rt->stop,
 						   memory_order_seq_cst))
 			loop_poll(l, CANAL_NO_DEADLINE);
@@ -422,7 +436,6 @@ static void runtime_free(struct canal__runtime *rt)
 	if (rt->loops) {
 		for (unsigned i = 0; i < rt->nloops; i++) {
 			canal__timer_fini(&rt->loops[i]);
-			pthread_mutex_destroy(&rt->loops[i].lock);
 		}
 		free(rt->loops);
 	}
@@ -460,7 +473,6 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	for (unsigned i = 0; i < rt->nloops; i++) {
 		rt->loops[i].rt = rt;
 		rt->loops[i].index = i;
-		pthread_mutex_init(&rt->loops[i].lock, NULL);
 	}
 	if ((r = canal__stack_pool_create(o.stack_size, &rt->pool)) != 0)
 		goto fail;
@@ -506,9 +518,9 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 		rt->backend->fini(l0);
 		goto fail;
 	}
-	pthread_mutex_lock(&l0->lock);
+	canal__spin_lock(&l0->lock);
 	queue_append(l0, first);
-	pthread_mutex_unlock(&l0->lock);
+	canal__spin_unlock(&l0->lock);
 	loop_main(l0);
 	for (unsigned i = 1; i < rt->nloops; i++)
 		pthread_join(rt->loops[i].thread, NULL);
