@@ -18,6 +18,8 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg python3-venv
 	need_pkg liburing-dev
 	need_pkg libzmq3-dev
+	need_pkg libboost-context-dev
+	need_pkg g++
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

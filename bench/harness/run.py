@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from canal_bench import report  # noqa: E402
 
-FAMILIES = ["seed", "chan", "ipc", "micro"]
+FAMILIES = ["seed", "chan", "ipc", "micro", "runtime"]
 
 
 def main() -> int:
