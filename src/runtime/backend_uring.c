@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 #define RING_ENTRIES 256u
+#define URING_OP_FUTEX_WAIT 51	  /* IORING_OP_FUTEX_WAIT, linux 6.7 */
+#define URING_FUTEX2_SIZE_U32 0x02 /* FUTEX2_SIZE_U32 */
 #define UD_WAKE 0u
 #define UD_CANCEL 1u
 
@@ -206,6 +208,15 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
 		break;
 	case IO_SQE:
 		memcpy(sqe, op->sqe, sizeof(*sqe));
+		break;
+	case IO_FUTEX_WAIT:
+		/* IORING_OP_FUTEX_WAIT (kernel >= 6.7; liburing 2.3 has no
+		 * helper): fd = futex2 flags (32-bit, shared: no
+		 * FUTEX2_PRIVATE), addr = the word, addr2 = the value it
+		 * must hold, addr3 = the bitset mask. */
+		io_uring_prep_rw(URING_OP_FUTEX_WAIT, sqe, URING_FUTEX2_SIZE_U32,
+				 op->buf, 0, op->len);
+		sqe->addr3 = 0xffffffffu;
 		break;
 	default:
 		io_uring_prep_nop(sqe);

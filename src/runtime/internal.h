@@ -121,6 +121,7 @@ struct canal__task {
 	uint32_t after;		  /* enum task_after, read by the scheduler */
 	uint32_t pinned;	  /* armed timer + in-flight I/O: no steal */
 	bool detached;		  /* runs on the detach pool */
+	uint32_t poll_round;	  /* park.c: polls of a shared word in a row */
 	uint64_t id;
 	void (*fn)(void *);
 	void *arg;

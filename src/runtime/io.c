@@ -153,15 +153,27 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
  *  5. The outcome: the completion's result, unless it says -ECANCELED,
  *     which is reported as the reason that cancelled it.
  */
+static int io_run_until(struct canal__io *op, int64_t timeout_ns,
+			uint64_t deadline, struct canal_cond *cancel);
+
 static int io_run(struct canal__io *op, int64_t timeout_ns,
 		  struct canal_cond *cancel)
+{
+	uint64_t deadline = timeout_ns > 0
+				    ? canal_now_ns() + (uint64_t)timeout_ns
+				    : CANAL_NO_DEADLINE;
+	return io_run_until(op, timeout_ns, deadline, cancel);
+}
+
+static int io_run_until(struct canal__io *op, int64_t timeout_ns,
+			uint64_t deadline, struct canal_cond *cancel)
 {
 	struct canal__task *t = canal__this_task();
 	if (!t || t->detached)
 		return io_blocking(op, timeout_ns);
 	struct canal__loop *l = canal__this_loop();
 	struct canal__runtime *rt = l->rt;
-	if (op->kind != IO_SQE &&
+	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
 	    !(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT)) {
 		int r = canal__io_try(op, false);
 		if (r != -EAGAIN)
@@ -169,9 +181,6 @@ static int io_run(struct canal__io *op, int64_t timeout_ns,
 	}
 	if (timeout_ns == 0)
 		return -ETIMEDOUT;
-	uint64_t deadline = timeout_ns > 0
-				    ? canal_now_ns() + (uint64_t)timeout_ns
-				    : CANAL_NO_DEADLINE;
 	op->task = t;
 	op->done = false;
 	op->cancel_sent = false;
@@ -290,4 +299,31 @@ EXPORT int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
 		return -EINVAL;
 	struct canal__io op = {.kind = IO_SQE, .fd = -1, .sqe = sqe};
 	return io_run(&op, timeout_ns, cancel);
+}
+
+/* Kernels without IORING_OP_FUTEX_WAIT (before 6.7) answer -EINVAL once;
+ * then shared words are polled (park.c). */
+static _Atomic int futex_wait_unsupported;
+
+int canal__io_futex_wait(_Atomic uint32_t *word, uint32_t key,
+			 uint64_t deadline_ns)
+{
+	struct canal__loop *l = canal__this_loop();
+	if (!l || l->rt->backend != &canal__backend_uring ||
+	    atomic_load_explicit(&futex_wait_unsupported,
+				 memory_order_relaxed))
+		return -EOPNOTSUPP;
+	uint64_t now = canal_now_ns();
+	if (deadline_ns != CANAL_NO_DEADLINE && now >= deadline_ns)
+		return -ETIMEDOUT;
+	struct canal__io op = {.kind = IO_FUTEX_WAIT, .fd = -1,
+			       .buf = (void *)word, .len = key};
+	int r = io_run_until(&op, deadline_ns == CANAL_NO_DEADLINE ? -1 : 1,
+			     deadline_ns, NULL);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
+		atomic_store_explicit(&futex_wait_unsupported, 1,
+				      memory_order_relaxed);
+		return -EOPNOTSUPP;
+	}
+	return r == -ETIMEDOUT ? -ETIMEDOUT : 0;
 }

@@ -9,6 +9,7 @@
 #ifndef CANAL_RUNTIME_IO_H
 #define CANAL_RUNTIME_IO_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +29,7 @@ enum canal__io_kind {
 	IO_CONNECT,
 	IO_CLOSE,
 	IO_SQE, /* the generic primitive: a caller-prepared SQE */
+	IO_FUTEX_WAIT, /* io_uring only: wait until *word != len (the key) */
 };
 
 struct canal__io {
@@ -48,6 +50,12 @@ struct canal__io {
 	bool cancel_sent;
 	uint32_t events; /* epoll: the readiness it waits for */
 };
+
+/* Park the calling task (on a loop) in a kernel futex wait on word while
+ * it holds key, until deadline_ns: 0 (woken, or the word differs),
+ * -ETIMEDOUT, or -EOPNOTSUPP (not this backend or kernel: poll instead). */
+int canal__io_futex_wait(_Atomic uint32_t *word, uint32_t key,
+			 uint64_t deadline_ns);
 
 /* A completion (loop thread): store res, wake the task. */
 void canal__io_complete(struct canal__io *op, int32_t res);

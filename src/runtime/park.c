@@ -23,14 +23,18 @@
  * under the lock: no node outlives its wait.
  *
  * Process-shared words: their wakers may be other processes, which wake
- * through the kernel only, so such waits cannot use the table. The task
- * polls: it sleeps on its loop's timers, a short time growing from 20 us
- * to 1 ms, and re-checks the word (the caller re-checks its condition).
- * TODO: IORING_OP_FUTEX_WAIT on kernels >= 6.7 (a passive wait).
+ * through the kernel only, so such waits cannot use the table. On the
+ * io_uring backend (kernel >= 6.7) a wait on one shared word is an
+ * IORING_OP_FUTEX_WAIT: the kernel checks the word and queues the wait
+ * atomically, as FUTEX_WAIT does, and FUTEX_WAKE completes it. Otherwise
+ * (epoll, older kernels, several words) the task polls: it sleeps on its
+ * loop's timers, a short time growing from 20 us to 1 ms, and re-checks
+ * the word (the caller re-checks its condition).
  */
 #include "runtime/internal.h"
 #include "base/clock.h"
 #include "base/wait.h"
+#include "runtime/io.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -126,13 +130,18 @@ uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
 /* Shared words: sleep a while on the loop's timers, then let the caller
  * re-check. The step grows with the time waited so far. */
 static int poll_wait(struct canal__task *t, _Atomic uint32_t *const *words,
-		     const uint32_t *keys, unsigned n, uint64_t deadline_ns,
-		     unsigned *round)
+		     const uint32_t *keys, unsigned n, uint64_t deadline_ns)
 {
+	/* The step grows over consecutive polls of this task (its callers
+	 * call again after each spurious return) and restarts once a word
+	 * changed. */
+	uint32_t *round = &t->poll_round;
 	for (unsigned i = 0; i < n; i++)
 		if (atomic_load_explicit(words[i], memory_order_acquire) !=
-		    keys[i])
+		    keys[i]) {
+			*round = 0;
 			return 0;
+		}
 	uint64_t now = canal_now_ns();
 	if (now >= deadline_ns)
 		return -ETIMEDOUT;
@@ -161,8 +170,16 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 	for (unsigned i = 0; i < n; i++)
 		any_shared |= shared[i];
 	if (any_shared) {
-		unsigned round = 0;
-		return poll_wait(t, words, keys, n, deadline_ns, &round);
+		/* One word: a kernel futex wait through io_uring, passive.
+		 * Several (a select over shared channels), or no support:
+		 * poll. */
+		if (n == 1) {
+			int r = canal__io_futex_wait(words[0], keys[0],
+						     deadline_ns);
+			if (r != -EOPNOTSUPP)
+				return r;
+		}
+		return poll_wait(t, words, keys, n, deadline_ns);
 	}
 	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)
 		return -ETIMEDOUT;

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #define PRODUCERS 6 /* even ids tasks, odd threads */
 #define CONSUMERS 4 /* even ids tasks, odd threads */
@@ -119,11 +120,12 @@ static void mix_main(void *arg)
 		join(m->threads[i]);
 }
 
-static void test_mix(size_t cap, unsigned loops, uint32_t per_producer)
+static void test_mix(size_t cap, unsigned loops, uint32_t per_producer,
+		     unsigned flags)
 {
 	struct mix m = {0};
 	m.per_producer = per_producer;
-	m.ch = canal_chan_create(sizeof(struct elt), cap, 0);
+	m.ch = canal_chan_create(sizeof(struct elt), cap, flags);
 	m.done = canal_chan_create(0, PRODUCERS + CONSUMERS, 0);
 	CHECK(m.ch && m.done);
 	for (int i = 0; i < PRODUCERS; i++)
@@ -247,15 +249,61 @@ static void test_timed(void)
 	canal_chan_destroy(closing);
 }
 
+/* A shared channel between a task of this process and another process:
+ * the child sends, a parked task receives (woken through the kernel). */
+static struct canal_chan *xproc;
+
+static void xproc_main(void *arg)
+{
+	(void)arg;
+	for (uint32_t i = 0; i < 2000; i++) {
+		uint32_t v;
+		CHECK_EQ(canal_recv(xproc, &v), 0);
+		CHECK_EQ(v, i); /* one producer: FIFO */
+	}
+	uint32_t v;
+	CHECK_EQ(canal_recv_timeout(xproc, &v, 2000000), -ETIMEDOUT);
+	CHECK_EQ(canal_recv(xproc, &v), -EPIPE);
+}
+
+static void test_shared_fork(void)
+{
+	xproc = canal_chan_create(sizeof(uint32_t), 0, CANAL_SHARED);
+	CHECK(xproc);
+	pid_t pid = test_fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		for (uint32_t i = 0; i < 2000; i++) {
+			if (i % 500 == 0)
+				usleep(2000); /* let the task park */
+			if (canal_send(xproc, &i) != 0)
+				_exit(1);
+		}
+		usleep(10000);
+		canal_close(xproc);
+		_exit(0);
+	}
+	struct canal_run_options o = {.loops = 1};
+	CHECK_EQ(canal_run(xproc_main, NULL, &o), 0);
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	canal_chan_destroy(xproc);
+}
+
 int main(void)
 {
 	const size_t caps[] = {0, 1, 16};
 	for (int c = 0; c < 3; c++) {
-		test_mix(caps[c], 1, 3000);
-		test_mix(caps[c], 3, 3000);
+		test_mix(caps[c], 1, 3000, 0);
+		test_mix(caps[c], 3, 3000, 0);
+		/* Shared channels: tasks wait in the kernel (io_uring futex
+		 * wait) or poll (epoll), and are woken through FUTEX_WAKE. */
+		test_mix(caps[c], 2, 1000, CANAL_SHARED);
 		test_select(caps[c]);
 	}
 	test_timed();
+	test_shared_fork();
 	printf("test_task_chan: ok\n");
 	return 0;
 }
