@@ -216,8 +216,13 @@ void canal__stack_cache_flush(struct canal__stack_pool *p,
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Only slab stacks (no guard page) carry a canary: writing it commits the
+ * stack's lowest page, which a guarded stack never needs (a parked task
+ * then costs the one page at its top). */
 void canal__stack_canary_set(const struct canal__stack *st)
 {
+	if (st->guard)
+		return;
 	uint64_t v = STACK_CANARY;
 	memcpy(st->lo, &v, sizeof(v));
 }
@@ -236,6 +241,8 @@ static void overflow_report(uint64_t id, size_t size, const char *how)
 
 void canal__stack_canary_check(const struct canal__stack *st, uint64_t id)
 {
+	if (st->guard)
+		return;
 	uint64_t v;
 	memcpy(&v, st->lo, sizeof(v));
 	if (__builtin_expect(v != STACK_CANARY, 0))

@@ -11,11 +11,12 @@
  * mapping (two VMAs per stack), and vm.max_map_count is 65530 by default.
  * So stacks get a guard page while the count of guarded stacks stays
  * within a budget derived from max_map_count; beyond it, stacks are carved
- * from slabs (one mapping for many stacks) without guard pages. Every stack
- * has a canary at its lowest word, checked whenever its task switches out:
- * an overflow of a guarded stack faults in the guard page (reported by the
- * SIGSEGV handler on the loop's alternate signal stack), one of a slab
- * stack is caught by its canary at the next switch. Both print the task id
+ * from slabs (one mapping for many stacks) without guard pages. Slab
+ * stacks have a canary at their lowest word, checked whenever the task
+ * switches out (guarded ones need none, and so never commit their lowest
+ * page): an overflow of a guarded stack faults in the guard page (reported
+ * by the SIGSEGV handler on the loop's alternate signal stack), one of a
+ * slab stack is caught by its canary at the next switch. Both print the task id
  * and the stack size, then abort.
  *
  * Reuse: each loop keeps a cache of free blocks (no lock); beyond it they
