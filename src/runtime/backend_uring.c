@@ -31,6 +31,7 @@
 
 #define RING_ENTRIES 256u
 #define URING_OP_FUTEX_WAIT 51	  /* IORING_OP_FUTEX_WAIT, linux 6.7 */
+#define URING_OP_FUTEX_WAITV 53	  /* IORING_OP_FUTEX_WAITV, linux 6.7 */
 #define URING_FUTEX2_SIZE_U32 0x02 /* FUTEX2_SIZE_U32 */
 #define UD_WAKE 0u
 #define UD_CANCEL 1u
@@ -217,6 +218,11 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
 		io_uring_prep_rw(URING_OP_FUTEX_WAIT, sqe, URING_FUTEX2_SIZE_U32,
 				 op->buf, 0, op->len);
 		sqe->addr3 = 0xffffffffu;
+		break;
+	case IO_FUTEX_WAITV:
+		/* IORING_OP_FUTEX_WAITV: addr = struct futex_waitv[len]. */
+		io_uring_prep_rw(URING_OP_FUTEX_WAITV, sqe, 0, op->buf,
+				 (unsigned)op->len, 0);
 		break;
 	default:
 		io_uring_prep_nop(sqe);

@@ -9,8 +9,10 @@
 #include "runtime/io.h"
 #include "runtime/cond.h"
 #include "base/clock.h"
+#include "base/park.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -322,6 +324,51 @@ int canal__io_futex_wait(_Atomic uint32_t *word, uint32_t key,
 			     deadline_ns, NULL);
 	if (r == -EINVAL || r == -EOPNOTSUPP) {
 		atomic_store_explicit(&futex_wait_unsupported, 1,
+				      memory_order_relaxed);
+		return -EOPNOTSUPP;
+	}
+	return r == -ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+static _Atomic int futex_waitv_unsupported;
+
+/* futex2 flags (linux/futex.h of 6.7; the same values as futex_waitv(2)'s
+ * FUTEX_32 and FUTEX_PRIVATE_FLAG). */
+#define CANAL_FUTEX2_SIZE_U32 0x02u
+#define CANAL_FUTEX2_PRIVATE 128u
+
+int canal__io_futex_waitv(_Atomic uint32_t *const *words,
+			  const uint32_t *keys, const bool *shared,
+			  unsigned n, uint64_t deadline_ns)
+{
+	if (n == 1)
+		return canal__io_futex_wait(words[0], keys[0], deadline_ns);
+	struct canal__loop *l = canal__this_loop();
+	if (!l || l->rt->backend != &canal__backend_uring || n == 0 ||
+	    n > CANAL__WAIT_MANY_MAX ||
+	    atomic_load_explicit(&futex_waitv_unsupported,
+				 memory_order_relaxed))
+		return -EOPNOTSUPP;
+	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	/* On this task's stack until the completion (io_run waits for it). */
+	struct futex_waitv wv[n];
+	for (unsigned i = 0; i < n; i++) {
+		wv[i].val = keys[i];
+		wv[i].uaddr = (uint64_t)(uintptr_t)words[i];
+		/* A private word's waker calls FUTEX_WAKE with
+		 * FUTEX_PRIVATE_FLAG (after the local waker, which finds no
+		 * node of ours): FUTEX2_PRIVATE matches it. */
+		wv[i].flags = CANAL_FUTEX2_SIZE_U32 |
+			      (shared[i] ? 0 : CANAL_FUTEX2_PRIVATE);
+		wv[i].__reserved = 0;
+	}
+	struct canal__io op = {.kind = IO_FUTEX_WAITV, .fd = -1, .buf = wv,
+			       .len = n};
+	int r = io_run_until(&op, deadline_ns == CANAL_NO_DEADLINE ? -1 : 1,
+			     deadline_ns, NULL);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
+		atomic_store_explicit(&futex_waitv_unsupported, 1,
 				      memory_order_relaxed);
 		return -EOPNOTSUPP;
 	}

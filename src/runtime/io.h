@@ -30,6 +30,7 @@ enum canal__io_kind {
 	IO_CLOSE,
 	IO_SQE, /* the generic primitive: a caller-prepared SQE */
 	IO_FUTEX_WAIT, /* io_uring only: wait until *word != len (the key) */
+	IO_FUTEX_WAITV, /* io_uring only: buf = struct futex_waitv[len] */
 };
 
 struct canal__io {
@@ -56,6 +57,12 @@ struct canal__io {
  * -ETIMEDOUT, or -EOPNOTSUPP (not this backend or kernel: poll instead). */
 int canal__io_futex_wait(_Atomic uint32_t *word, uint32_t key,
 			 uint64_t deadline_ns);
+/* The same on n words (1 <= n <= CANAL__WAIT_MANY_MAX) at once (any that
+ * differs or is woken ends the wait); shared[i]: word i is in shared
+ * memory (else it is waited on as a private futex). */
+int canal__io_futex_waitv(_Atomic uint32_t *const *words,
+			  const uint32_t *keys, const bool *shared,
+			  unsigned n, uint64_t deadline_ns);
 
 /* A completion (loop thread): store res, wake the task. */
 void canal__io_complete(struct canal__io *op, int32_t res);

@@ -24,10 +24,11 @@
  *
  * Process-shared words: their wakers may be other processes, which wake
  * through the kernel only, so such waits cannot use the table. On the
- * io_uring backend (kernel >= 6.7) a wait on one shared word is an
- * IORING_OP_FUTEX_WAIT: the kernel checks the word and queues the wait
- * atomically, as FUTEX_WAIT does, and FUTEX_WAKE completes it. Otherwise
- * (epoll, older kernels, several words) the task polls: it sleeps on its
+ * io_uring backend (kernel >= 6.7) such a wait is an IORING_OP_FUTEX_WAIT
+ * (IORING_OP_FUTEX_WAITV for several words, where the private ones are
+ * waited on as private futexes): the kernel checks the words and queues
+ * the wait atomically, as FUTEX_WAIT does, and FUTEX_WAKE completes it.
+ * Otherwise (epoll, older kernels) the task polls: it sleeps on its
  * loop's timers, a short time growing from 20 us to 1 ms, and re-checks
  * the word (the caller re-checks its condition).
  */
@@ -170,15 +171,13 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 	for (unsigned i = 0; i < n; i++)
 		any_shared |= shared[i];
 	if (any_shared) {
-		/* One word: a kernel futex wait through io_uring, passive.
-		 * Several (a select over shared channels), or no support:
-		 * poll. */
-		if (n == 1) {
-			int r = canal__io_futex_wait(words[0], keys[0],
-						     deadline_ns);
-			if (r != -EOPNOTSUPP)
-				return r;
-		}
+		/* A kernel futex wait through io_uring (FUTEX_WAIT for one
+		 * word, FUTEX_WAITV for several: a select over shared
+		 * channels), passive; without support: poll. */
+		int r = canal__io_futex_waitv(words, keys, shared, n,
+					      deadline_ns);
+		if (r != -EOPNOTSUPP)
+			return r;
 		return poll_wait(t, words, keys, n, deadline_ns);
 	}
 	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)

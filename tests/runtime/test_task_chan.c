@@ -180,11 +180,11 @@ static void select_main(void *arg)
 	s->n = next[0] + next[1];
 }
 
-static void test_select(size_t cap)
+static void test_select(size_t cap, unsigned flags)
 {
 	struct sel s = {0};
-	s.a = canal_chan_create(sizeof(uint32_t), cap, 0);
-	s.b = canal_chan_create(sizeof(uint32_t), cap, 0);
+	s.a = canal_chan_create(sizeof(uint32_t), cap, flags);
+	s.b = canal_chan_create(sizeof(uint32_t), cap, flags);
 	struct canal_run_options o = {.loops = 2};
 	CHECK_EQ(canal_run(select_main, &s, &o), 0);
 	CHECK_EQ(s.n, 4000);
@@ -300,7 +300,8 @@ int main(void)
 		/* Shared channels: tasks wait in the kernel (io_uring futex
 		 * wait) or poll (epoll), and are woken through FUTEX_WAKE. */
 		test_mix(caps[c], 2, 1000, CANAL_SHARED);
-		test_select(caps[c]);
+		test_select(caps[c], 0);
+		test_select(caps[c], CANAL_SHARED);
 	}
 	test_timed();
 	test_shared_fork();
