@@ -200,10 +200,10 @@ int canal_cond_broadcast(struct canal_cond *c);
  * if it completes; only an operation that would block goes through the
  * backend (seed 004's synchronous-completion shortcut).
  *
- * Epoll backend: operations wait for readiness and then run; at most one
- * operation may wait on a given fd per loop at a time (another gets
- * -EBUSY); files that epoll cannot watch (regular files) are read and
- * written synchronously.
+ * Epoll backend: operations wait for readiness and then run; one reading
+ * and one writing operation may wait on a given fd per loop at a time
+ * (another gets -EBUSY); files that epoll cannot watch (regular files)
+ * are read and written synchronously.
  *
  * Outside a task (a plain thread or a detached task) the call blocks the
  * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.

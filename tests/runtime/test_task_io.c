@@ -214,6 +214,79 @@ static void test_io(unsigned flags)
 	CHECK_EQ(canal_io_submit(&sqe, -1, NULL), -EPERM);
 }
 
+/* ---------------- full duplex: a reader and a writer on one fd ------- */
+
+static int dsv[2];
+static _Atomic int duplex_read, duplex_busy;
+#define DUPLEX_BYTES (4 << 20)
+
+static void duplex_reader(void *arg)
+{
+	(void)arg;
+	char c;
+	CHECK_EQ(canal_io_recv(dsv[0], &c, 1, 0, -1, NULL), 1);
+	CHECK_EQ(c, 'r');
+	atomic_store(&duplex_read, 1);
+}
+
+static void duplex_second_reader(void *arg)
+{
+	(void)arg;
+	char c;
+	ssize_t r = canal_io_recv(dsv[0], &c, 1, 0, 1000000, NULL);
+	/* epoll: one reader per fd per loop; io_uring: any number. */
+	if (r == -EBUSY)
+		atomic_store(&duplex_busy, 1);
+	else
+		CHECK_EQ(r, -ETIMEDOUT);
+}
+
+static void duplex_writer(void *arg)
+{
+	(void)arg;
+	static char buf[DUPLEX_BYTES];
+	memset(buf, 'w', sizeof(buf));
+	size_t off = 0;
+	while (off < sizeof(buf)) { /* blocks: nobody reads dsv[1] yet */
+		ssize_t r = canal_io_send(dsv[0], buf + off, sizeof(buf) - off,
+					  0, -1, NULL);
+		CHECK(r > 0);
+		off += (size_t)r;
+	}
+}
+
+static void duplex_main(void *arg)
+{
+	(void)arg;
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dsv), 0);
+	CHECK_EQ(canal_spawn(duplex_reader, NULL), 0);
+	CHECK_EQ(canal_spawn(duplex_writer, NULL), 0);
+	CHECK_EQ(canal_spawn(duplex_second_reader, NULL), 0);
+	/* Reader and writer both wait on dsv[0]; the second reader gave up
+	 * (timeout) or was refused (epoll) meanwhile. */
+	canal_sleep_ns(10000000);
+	static char buf[65536];
+	size_t got = 0;
+	while (got < DUPLEX_BYTES) {
+		ssize_t r = canal_io_recv(dsv[1], buf, sizeof(buf), 0, -1, NULL);
+		CHECK(r > 0);
+		got += (size_t)r;
+	}
+	CHECK_EQ(atomic_load(&duplex_read), 0);
+	CHECK_EQ(canal_io_send(dsv[1], "r", 1, 0, -1, NULL), 1);
+	while (!atomic_load(&duplex_read))
+		canal_sleep_ns(100000);
+	CHECK_EQ(atomic_load(&duplex_busy), on_epoll() ? 1 : 0);
+	close(dsv[0]);
+	close(dsv[1]);
+}
+
+static void test_duplex(void)
+{
+	struct canal_run_options o = {.loops = 1};
+	CHECK_EQ(canal_run(duplex_main, NULL, &o), 0);
+}
+
 /* ---------------- completion vs cancellation ---------------- */
 
 struct race {
@@ -352,6 +425,7 @@ int main(void)
 	test_cond();
 	test_io(0);
 	test_io(CANAL_RUN_NO_SYNC_SHORTCUT);
+	test_duplex();
 	test_race();
 	test_detach();
 	printf("test_task_io: ok\n");
