@@ -23,14 +23,19 @@
  * made by ftruncate() is valid as is):
  *   stamp = ((p - i) << 2) | state,  state: 0 free for position p,
  *                                           1 holds p's element,
- *                                           2 p was withdrawn (skip it).
+ *                                           2 p was withdrawn (skip it),
+ *                                           3 (capacity 0) a receiver is
+ *                                             taking p's element.
  *
  * Invariants:
  *  I1 head <= tail position; tail position - head <= ring.
  *  I2 A sender owns position p from its CAS of tail (p -> p+1) until it
  *     stores stamp (p,1|2); a receiver owns p from its CAS of head until it
  *     stores stamp (p+ring, 0). Only the owner writes the slot's data.
- *  I3 A slot's stamp only moves forward: (p,0) -> (p,1|2) -> (p+ring,0).
+ *  I3 A slot's stamp only moves forward: (p,0) -> (p,1|2) -> (p+ring,0);
+ *     on a synchronous channel (p,1) -> (p,3) -> (p+ring,0) when a
+ *     receiver takes the element, or (p,1) -> (p,2) when a timed sender
+ *     withdraws it at its deadline (both CASes: exactly one wins).
  *
  * Memory ordering:
  *  - Sender: CAS tail (seq_cst) ... write data ... store stamp (p,1)
@@ -90,6 +95,7 @@
 #define STAMP_FREE 0u
 #define STAMP_FULL 1u
 #define STAMP_SKIP 2u
+#define STAMP_TAKEN 3u
 
 /* Internal ring size of synchronous channels. */
 #define CANAL_SYNC_RING 16u
@@ -416,8 +422,11 @@ void canal__sync_give_back(struct canal_chan *ch, bool select);
 int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 			    bool try_only, bool *select);
 /* After publishing pos: wait until a receiver has claimed it, or the
- * channel is closed (the element then stays for the draining receivers). */
-void canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos);
+ * channel is closed (the element then stays for the draining receivers):
+ * 0; at the deadline, the element is withdrawn if no receiver has taken it
+ * yet (-ETIMEDOUT: it will never be received), else 0. */
+int canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos,
+			 uint64_t deadline);
 /* Blocking receive for a select that announced itself on ch. */
 int canal__sync_recv_announced(struct canal_chan *ch, void *elt,
 			       uint64_t deadline, bool committed);

@@ -38,11 +38,20 @@
 /* Liveness bytes start here, past the largest segment (2^46 bytes). */
 #define LIVENESS_BASE ((off_t)1 << 48)
 
+/* An attacher id with this bit holds no lock (see above). */
+#define ID_UNLOCKED 0x80000000u
+
 static _Atomic uint32_t cached_pid;
+
+/* Serializes re-attachment in a forked child: a spin lock that the child
+ * of a fork resets (the thread that held it does not exist there), taken
+ * by snoozing through the parker (never blocks a task's loop). */
+static _Atomic int reattach_lock;
 
 static void forget_pid(void)
 {
 	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
+	atomic_store_explicit(&reattach_lock, 0, memory_order_relaxed);
 }
 
 static void register_atfork(void)
@@ -91,37 +100,42 @@ int canal__attach(struct canal_chan *ch)
 	uint32_t id;
 	/* 0 is never an id (owner words of a fresh ring are 0). */
 	do
-		id = atomic_fetch_add_explicit(&ch->st->next_attacher, 1,
-					       memory_order_relaxed) + 1;
+		id = (atomic_fetch_add_explicit(&ch->st->next_attacher, 1,
+						memory_order_relaxed) + 1) &
+		     ~ID_UNLOCKED;
 	while (id == 0);
 	int lfd = canal__reopen_fd(ch->fd);
 	if (lfd >= 0 && lock_byte(lfd, id, F_OFD_SETLK, F_WRLCK, NULL) < 0) {
-		int err = -errno;
 		close(lfd);
-		return err;
+		lfd = -1;
 	}
-	ch->lock_fd = lfd >= 0 ? lfd : -1;
+	if (lfd < 0)
+		id |= ID_UNLOCKED;
+	ch->lock_fd = lfd;
 	atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
 	atomic_store_explicit(&ch->attach_pid, self_pid(), memory_order_release);
 	return 0;
 }
 
 /* In a forked child: a lock description and an id of our own. */
-static pthread_mutex_t reattach_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static void reattach(struct canal_chan *ch)
 {
-	pthread_mutex_lock(&reattach_lock);
+	struct canal__snooze sn = CANAL__SNOOZE_INIT;
+	int z = 0;
+	while (!atomic_compare_exchange_weak_explicit(&reattach_lock, &z, 1,
+						      memory_order_acquire,
+						      memory_order_relaxed)) {
+		z = 0;
+		canal__snooze(&sn);
+	}
 	if (atomic_load_explicit(&ch->attach_pid, memory_order_acquire) !=
 	    self_pid()) {
 		if (ch->lock_fd >= 0)
 			close(ch->lock_fd); /* the parent's stays open */
 		ch->lock_fd = -1;
-		if (canal__attach(ch) < 0)
-			atomic_store_explicit(&ch->attach_pid, self_pid(),
-					      memory_order_release);
+		canal__attach(ch);
 	}
-	pthread_mutex_unlock(&reattach_lock);
+	atomic_store_explicit(&reattach_lock, 0, memory_order_release);
 }
 
 uint32_t canal__self_id(struct canal_chan *ch)
@@ -134,12 +148,14 @@ uint32_t canal__self_id(struct canal_chan *ch)
 
 bool canal__attacher_gone(struct canal_chan *ch, uint32_t id)
 {
-	if (id == 0)
-		return true; /* never attached: no live claimer wrote it */
-	if (id == canal__self_id(ch) || ch->lock_fd < 0)
-		return false;
+	if (id == 0 || (id & ID_UNLOCKED) || id == canal__self_id(ch))
+		return false; /* not told by a lock: never taken for dead */
+	/* Any description of ours may ask (F_OFD_GETLK reports the locks
+	 * of other descriptions); the lock's own is preferred, the
+	 * mapping's serves a handle without one. */
+	int fd = ch->lock_fd >= 0 ? ch->lock_fd : ch->fd;
 	struct flock fl = { .l_type = F_WRLCK };
-	if (lock_byte(ch->lock_fd, id, F_OFD_GETLK, F_WRLCK, &fl) < 0)
+	if (lock_byte(fd, id, F_OFD_GETLK, F_WRLCK, &fl) < 0)
 		return false; /* cannot tell: assume alive */
 	return fl.l_type == F_UNLCK;
 }

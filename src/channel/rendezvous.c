@@ -148,11 +148,33 @@ static bool acked(void *arg)
 	       chan_closed(a->ch) || chan_damaged(a->ch);
 }
 
-void canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos)
+/* A timed sender's element nobody took by its deadline: withdraw it (the
+ * receiver's CAS to TAKEN and ours to SKIP: exactly one wins), give its
+ * unit back, and let a receiver waiting on the position skip it. */
+static bool withdraw(struct canal_chan *ch, uint64_t pos)
+{
+	uint64_t full = stamp_for(ch, pos, STAMP_FULL);
+	if (!atomic_compare_exchange_strong_explicit(
+		    &slot_at(ch, pos)->stamp, &full,
+		    stamp_for(ch, pos, STAMP_SKIP), memory_order_seq_cst,
+		    memory_order_relaxed))
+		return false;
+	canal__sync_give_back(ch, true);
+	waitq_notify(&ch->st->recv_wq, 1, ch->shared);
+	return true;
+}
+
+int canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos,
+			 uint64_t deadline)
 {
 	struct ack_wait a = { ch, pos };
 	const struct canal__wait_cond c = { acked, acked, &a };
 
-	while (!acked(&a))
-		canal__wait(&ch->st->ack_wq, ch->shared, &c, CANAL_NO_DEADLINE);
+	while (!acked(&a)) {
+		if (canal__wait(&ch->st->ack_wq, ch->shared, &c, deadline) ==
+			    -ETIMEDOUT &&
+		    !acked(&a))
+			return withdraw(ch, pos) ? -ETIMEDOUT : 0;
+	}
+	return 0;
 }

@@ -61,7 +61,9 @@ void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns)
 	}
 	uint64_t owner = atomic_load_explicit(&s->owner[0],
 					      memory_order_acquire);
-	bool named = owner_names(owner, sp, role);
+	/* Id 0 is nobody: a fresh ring's owner words are 0, and must not
+	 * read as a claim of position 0. */
+	bool named = owner_id(owner) != 0 && owner_names(owner, sp, role);
 	if (named ? !canal__attacher_gone(ch, owner_id(owner))
 		  : held_ns < REPAIR_ANONYMOUS_NS)
 		return;

@@ -236,7 +236,8 @@ bool canal__ring_release(struct canal_chan *ch, uint64_t pos)
 		return true;
 	}
 	uint64_t expect = atomic_load_explicit(&s->stamp, memory_order_relaxed);
-	if (!stamp_is_published(ch, pos, expect))
+	if (!stamp_is_published(ch, pos, expect) &&
+	    expect != stamp_for(ch, pos, STAMP_TAKEN))
 		return false;
 	return atomic_compare_exchange_strong_explicit(
 		&s->stamp, &expect, freed, memory_order_release,
@@ -255,10 +256,10 @@ bool canal__ring_holds_claimed(struct canal_chan *ch, uint64_t pos)
 bool canal__ring_holds_taken(struct canal_chan *ch, uint64_t pos)
 {
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
-	return pos < h &&
-	       stamp_is_published(ch, pos,
-				  atomic_load_explicit(&slot_at(ch, pos)->stamp,
-						       memory_order_acquire));
+	uint64_t st = atomic_load_explicit(&slot_at(ch, pos)->stamp,
+					   memory_order_acquire);
+	return pos < h && (stamp_is_published(ch, pos, st) ||
+			   st == stamp_for(ch, pos, STAMP_TAKEN));
 }
 
 /* ------------------------------------------------------------------ */

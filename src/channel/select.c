@@ -252,9 +252,12 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		}
 		if (committed >= 0) {
 			struct canal_case *c = &cases[committed];
-			c->result = canal__sync_recv_announced(
-				c->ch, c->elt, CANAL_NO_DEADLINE, true);
+			int r = canal__sync_recv_announced(c->ch, c->elt,
+							   deadline, true);
 			pass_on(cases, n, (size_t)committed);
+			if (r == -ETIMEDOUT)
+				return -ETIMEDOUT; /* its unit came back */
+			c->result = r;
 			return committed;
 		}
 		if (w == -ETIMEDOUT) {

@@ -68,7 +68,7 @@ static int send_impl(struct canal_chan *ch, const void *elt,
 		return -EOWNERDEAD;
 	wake_receivers(ch, pos, 1);
 	if (unlikely(select_unit) && !try_only)
-		canal__sync_wait_ack(ch, pos);
+		return canal__sync_wait_ack(ch, pos, deadline);
 	return 0;
 }
 
@@ -82,8 +82,16 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 	struct canal_slot_hdr *s = slot_at(ch, pos);
 	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_acquire);
 
-	if (unlikely(ch->sync))
+	if (unlikely(ch->sync)) {
 		waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
+		/* Take the element: a timed sender may withdraw it at its
+		 * deadline (FULL -> SKIP, rendezvous.c); of its CAS and ours
+		 * exactly one wins. On failure st is SKIP. */
+		if (stamp_state(st) == STAMP_FULL)
+			atomic_compare_exchange_strong_explicit(
+				&s->stamp, &st, stamp_for(ch, pos, STAMP_TAKEN),
+				memory_order_acquire, memory_order_acquire);
+	}
 	chain_receivers(ch, pos + 1);
 	if (unlikely(stamp_state(st) == STAMP_SKIP)) {
 		canal__ring_release(ch, pos);
@@ -102,16 +110,17 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 	return 0;
 }
 
-/* A committed receiver waits past its deadline in slices of this long (see
- * recv_ring). */
-#define COMMITTED_SLICE_NS 10000000u
+/* A committed receiver waits past its deadline in slices of this long, and
+ * leaves after this long (see recv_ring). */
+#define COMMITTED_SLICE_NS 1000000u
+#define COMMITTED_GRACE_NS 2000000u
 
 /* Receive from the ring, the receiver having announced itself if the
  * channel is synchronous. committed: a sender has taken this receiver's
  * demand, so its element is coming: the receiver waits past its deadline,
- * in slices, retrying the retract after each; the retract succeeds once the
- * demand is back (crash repair gives a dead sender's demand back,
- * repair.c), and then the receiver times out as any other. */
+ * in slices, retrying the retract after each (it succeeds once a unit is
+ * back: crash repair gives a dead sender's unit back, repair.c); after
+ * COMMITTED_GRACE_NS it leaves the coming element to the next receiver. */
 static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		     uint64_t deadline, bool try_only, bool committed,
 		     bool select)
@@ -166,7 +175,25 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 			return (int)r; /* -EPIPE, -EBADMSG */
 		if (!ch->sync || canal__sync_retract(ch, select))
 			return -ETIMEDOUT;
-		committed = true; /* a sender took our demand: wait for it */
+		/* A sender took our unit. Receivers are interchangeable (they
+		 * take elements from one ring in order), so a unit of the
+		 * other class left over also frees us: a select whose element
+		 * a plain receiver took, a reserve's unit given back as plain
+		 * by its abort or by crash repair. Else an element is coming
+		 * for us: wait for it, past the deadline, in slices. */
+		if (committed && canal__sync_retract(ch, !select))
+			return -ETIMEDOUT;
+		if (committed && deadline != CANAL_NO_DEADLINE &&
+		    canal_now_ns() - deadline >= COMMITTED_GRACE_NS) {
+			/* The sender that took our unit still holds its slot:
+			 * a reserve (its commit waits for the ack), or a
+			 * sender preempted before publishing. Leave by the
+			 * deadline (and a grace): its element goes to the next
+			 * receiver, as an orphan. */
+			canal__sync_make_orphan(ch);
+			return -ETIMEDOUT;
+		}
+		committed = true;
 	}
 }
 

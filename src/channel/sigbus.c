@@ -42,8 +42,10 @@ static struct sigaction previous;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
+	/* A fault (si_code > 0) has a meaningful address; a SIGBUS sent by
+	 * kill, raise or sigqueue is never ours. */
 	uintptr_t a = (uintptr_t)si->si_addr;
-	for (unsigned i = 0; i < GUARD_MAX; i++) {
+	for (unsigned i = 0; si->si_code > 0 && i < GUARD_MAX; i++) {
 		uintptr_t s = atomic_load_explicit(&guards[i].start,
 						   memory_order_acquire);
 		if (s && a >= s && a - s < guards[i].len) {
@@ -58,13 +60,20 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	/* Not ours: as if we were not there. */
 	if (previous.sa_flags & SA_SIGINFO) {
 		previous.sa_sigaction(sig, si, uc);
-	} else if (previous.sa_handler != SIG_DFL &&
-		   previous.sa_handler != SIG_IGN) {
-		previous.sa_handler(sig);
-	} else {
-		/* Default action: restore it; the access faults again. */
-		signal(SIGBUS, SIG_DFL);
+		return;
 	}
+	if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+		previous.sa_handler(sig);
+		return;
+	}
+	if (previous.sa_handler == SIG_IGN && si->si_code <= 0)
+		return; /* a sent signal, ignored as before */
+	/* The default action (a fault cannot be ignored): restore it. A
+	 * fault repeats when we return; a sent signal is raised again and
+	 * delivered, blocked until then, as we return. */
+	signal(SIGBUS, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(SIGBUS);
 }
 
 static void install(void)

@@ -60,7 +60,7 @@ CANAL_EXPORT int canal_send_commit(struct canal_chan *ch, struct canal_slot *slo
 		return -EOWNERDEAD;
 	wake_receivers(ch, pos, 1);
 	if (ch->sync)
-		canal__sync_wait_ack(ch, pos);
+		canal__sync_wait_ack(ch, pos, CANAL_NO_DEADLINE);
 	return chan_damaged(ch) ? -EBADMSG : 0;
 }
 
