@@ -8,7 +8,8 @@
  * absolute, symlinks out of the root); a slow client closed after the
  * header timeout while others are served; clients closing mid-response;
  * many idle keep-alive connections held while others are served
- * (CANAL_WEB_IDLE_CONNS, default 1000); accept surviving EMFILE (a second
+ * (CANAL_WEB_IDLE_CONNS, default 1000; CANAL_WEB_IDLE_CONNS_STRESS instead
+ * when CANAL_STRESS is set); accept surviving EMFILE (a second
  * server with 64 descriptors); SIGTERM -> exit status 0.
  * CANAL_WEB_TESTS=word runs only the tests whose name contains word.
  *
@@ -593,6 +594,10 @@ static void test_idle(void)
 	const char *e = getenv("CANAL_WEB_IDLE_CONNS");
 	if (e && atoi(e) > 0)
 		n = atoi(e);
+	e = getenv("CANAL_WEB_IDLE_CONNS_STRESS");
+	if (getenv("CANAL_STRESS") && e && atoi(e) > 0)
+		n = atoi(e);
+	printf("  %d idle connections\n", n);
 	struct client **cs = calloc((size_t)n, sizeof *cs);
 	int opened = 0;
 	struct resp r;
