@@ -23,7 +23,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg wrk
 	need_pkg apache2-utils
 	need_pkg clang
-	need_pkg libclang-rt-14-dev
+	need_pkg libclang-rt-dev
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
