@@ -115,6 +115,9 @@ static void make_tree(void)
 	snprintf(target, sizeof target, "%s/secret.txt", g_dir);
 	if (symlink(target, p) < 0)
 		perror("symlink");
+	snprintf(p, sizeof p, "%s/fifo", g_root);
+	if (mkfifo(p, 0644) < 0)
+		perror("mkfifo");
 	snprintf(p, sizeof p, "%s/link_dir", g_root);
 	if (symlink("..", p) < 0)
 		perror("symlink");
@@ -526,6 +529,8 @@ static void test_traversal(void)
 	EXPECT("symlink", "GET /link_out HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 	EXPECT("symlink", "GET /link_abs HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 	EXPECT("symlink", "GET /link_dir/secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 403);
+	/* Not a regular file: refused at once (opening a FIFO must not block). */
+	EXPECT("special", "GET /fifo HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 }
 
 /* A client sending its head a byte every 200 ms is closed after the
