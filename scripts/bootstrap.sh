@@ -28,7 +28,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg wrk
 	need_pkg apache2-utils
 	need_pkg clang
-	need_pkg libclang-rt-14-dev
+	need_pkg libclang-rt-dev
 	need_pkg openmpi-bin
 	need_pkg libopenmpi-dev
 	need_pkg libboost-context-dev

@@ -387,7 +387,12 @@ static void respond(const struct web_server *srv, struct web_conn *c,
 		return;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		respond_status(c, 500, head, req->keep_alive, req->minor);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) { /* a directory, a FIFO, a device */
 		close(fd);
 		respond_status(c, S_ISDIR(st.st_mode) ? 404 : 403, head,
 			       req->keep_alive, req->minor);

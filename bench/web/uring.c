@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define RING_ENTRIES 4096
@@ -123,6 +124,8 @@ static void conn_close(struct loop *l, struct uconn *u)
 	if (u->closing)
 		return;
 	u->closing = true;
+	/* The client sees the end now, not after the cancellations come back. */
+	shutdown(u->c.fd, SHUT_WR);
 	if (u->recv_armed)
 		cancel(l, u->c.fd, OP_RECV);
 	if (u->poll_armed)

@@ -8,7 +8,8 @@
  * absolute, symlinks out of the root); a slow client closed after the
  * header timeout while others are served; clients closing mid-response;
  * many idle keep-alive connections held while others are served
- * (CANAL_WEB_IDLE_CONNS, default 1000); accept surviving EMFILE (a second
+ * (CANAL_WEB_IDLE_CONNS, default 1000; CANAL_WEB_IDLE_CONNS_STRESS instead
+ * when CANAL_STRESS is set); accept surviving EMFILE (a second
  * server with 64 descriptors); SIGTERM -> exit status 0.
  * CANAL_WEB_TESTS=word runs only the tests whose name contains word.
  *
@@ -114,6 +115,9 @@ static void make_tree(void)
 	snprintf(target, sizeof target, "%s/secret.txt", g_dir);
 	if (symlink(target, p) < 0)
 		perror("symlink");
+	snprintf(p, sizeof p, "%s/fifo", g_root);
+	if (mkfifo(p, 0644) < 0)
+		perror("mkfifo");
 	snprintf(p, sizeof p, "%s/link_dir", g_root);
 	if (symlink("..", p) < 0)
 		perror("symlink");
@@ -525,6 +529,8 @@ static void test_traversal(void)
 	EXPECT("symlink", "GET /link_out HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 	EXPECT("symlink", "GET /link_abs HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 	EXPECT("symlink", "GET /link_dir/secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 403);
+	/* Not a regular file: refused at once (opening a FIFO must not block). */
+	EXPECT("special", "GET /fifo HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 }
 
 /* A client sending its head a byte every 200 ms is closed after the
@@ -593,6 +599,10 @@ static void test_idle(void)
 	const char *e = getenv("CANAL_WEB_IDLE_CONNS");
 	if (e && atoi(e) > 0)
 		n = atoi(e);
+	e = getenv("CANAL_WEB_IDLE_CONNS_STRESS");
+	if (getenv("CANAL_STRESS") && e && atoi(e) > 0)
+		n = atoi(e);
+	printf("  %d idle connections\n", n);
 	struct client **cs = calloc((size_t)n, sizeof *cs);
 	int opened = 0;
 	struct resp r;

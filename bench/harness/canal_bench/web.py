@@ -6,7 +6,8 @@ method).
 
 Placement: the server is pinned to CPU 0 with --cores 1 (nginx: one
 worker; Go: GOMAXPROCS=1), the client to CPU 1 (taskset), when the
-machine has two CPUs or more. Every server serves the same file of the
+machine has two CPUs or more; full mode adds a second configuration with
+the server on both CPUs (--cores 2) and the client on CPU 1. Every server serves the same file of the
 same directory; each (concurrency, server) cell starts a fresh server, and
 the servers take turns within each concurrency (interleaved).
 
@@ -339,6 +340,7 @@ class Run:
     requests: int = 0
     errors: Dict[str, int] = field(default_factory=dict)
     note: str = ""
+    placement: str = ""
 
 
 def run_wrk(port: int, conns: int, secs: int, cpu: Optional[int], tmp: str) -> Dict[str, object]:
@@ -428,13 +430,13 @@ def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
 # Tables and plots
 
 CSV_HEADER = ["tool", "server", "concurrency", "rep", "ok", "requests_s", "mean_ms",
-              "p50_ms", "p99_ms", "p999_ms", "requests"] + [f"err_{k}" for k in ERROR_KINDS] + ["note"]
+              "p50_ms", "p99_ms", "p999_ms", "requests"] + [f"err_{k}" for k in ERROR_KINDS] + ["note", "placement"]
 
 
 def csv_rows(runs: Sequence[Run]) -> List[List[object]]:
     return [[r.tool, r.server, r.concurrency, r.rep, int(r.ok), r.rps, r.mean_ms, r.p50_ms,
              r.p99_ms, r.p999_ms, r.requests] + [r.errors.get(k, 0) for k in ERROR_KINDS]
-            + [r.note] for r in runs]
+            + [r.note, r.placement] for r in runs]
 
 
 def _fmt(x: Optional[float], digits: int = 2) -> str:
@@ -557,6 +559,19 @@ def plot_scatter(path: str, series: Dict[str, List[Tuple[float, float, int]]]) -
     return True
 
 
+def placements(mode: str, ncpu: int) -> List[Tuple[str, Optional[str], Optional[str], int]]:
+    """(label, server CPUs, client CPU, --cores): the server on one CPU and
+    the client on the other; in full mode also the server on both."""
+    if ncpu < 2:
+        return [("not pinned (one CPU), --cores 1", None, None, 1)]
+    out = [("server on CPU 0 (--cores 1: nginx 1 worker, GOMAXPROCS=1), client on CPU 1",
+            "0", "1", 1)]
+    if mode == "full":
+        out.append(("server on CPUs 0-1 (--cores 2: nginx 2 workers, GOMAXPROCS=2), "
+                    "client on CPU 1", "0,1", "1", 2))
+    return out
+
+
 def run(build_dir: str, mode: str) -> str:
     cfg = QUICK if mode == "quick" else FULL
     missing_tools = [t for t in ("wrk", "ab") if not shutil.which(t)]
@@ -567,50 +582,53 @@ def run(build_dir: str, mode: str) -> str:
         return msg + "\n"
     have_load = os.access(os.path.join(build_dir, "bench", "web", "load"), os.X_OK)
     tools = [t for t, _ in TOOLS if t != "load" or have_load]
-    ncpu = os.cpu_count() or 1
-    cpus: Tuple[Optional[int], Optional[int]] = (0, 1) if ncpu >= 2 else (None, None)
-    srvs = servers(build_dir, 1)
-    present = [s for s in srvs if s.argv_fn]
-    absent = [s for s in srvs if not s.argv_fn]
+    places = placements(mode, os.cpu_count() or 1)
     out = report.results_dir()
     root = make_root()
     t0 = time.monotonic()
     runs: List[Run] = []
-    cells = sum(len(cfg[t]) for t in tools) * len(present) * cfg["reps"]
-    place = ("server on CPU 0 (--cores 1, nginx 1 worker, GOMAXPROCS=1), client on CPU 1"
-             if cpus[0] is not None else "not pinned (one CPU)")
-    report.progress(f"{cells} runs; {place}")
     scatter: Dict[str, List[Tuple[float, float, int]]] = {}
+    names: List[str] = []
+    absent: List[Server] = []
     try:
-        for rep in range(cfg["reps"]):
-            for tool in tools:
-                for conc in cfg[tool]:
-                    for srv in present:
-                        r = one_run(tool, srv, conc, rep, root, cfg, cpus, build_dir)
-                        runs.append(r)
-                        report.progress(
-                            f"{tool} c={conc} {srv.name}: "
-                            + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
-                               if r.ok else f"FAILED {r.note}"))
-        if have_load and cfg.get("scatter_servers"):
-            for srv in present:
-                if srv.name not in cfg["scatter_servers"]:
-                    continue
-                csv = os.path.join(out, f"web-requests-{srv.name}.csv")
-                r = one_run("scatter", srv, cfg["scatter_conc"], 0, root, cfg, cpus,
-                            build_dir, csv=csv)
-                runs.append(r)
-                if r.ok and os.path.exists(csv):
-                    with open(csv) as f:
-                        scatter[srv.name] = parse_load_csv(f.read())
+        for pi, (label, scpu, ccpu, cores) in enumerate(places):
+            srvs = servers(build_dir, cores)
+            present = [s for s in srvs if s.argv_fn]
+            absent = [s for s in srvs if not s.argv_fn]
+            names = [s.name for s in present]
+            cpus = (scpu, ccpu)
+            cells = sum(len(cfg[t]) for t in tools) * len(present) * cfg["reps"]
+            report.progress(f"{cells} runs; {label}")
+            for rep in range(cfg["reps"]):
+                for tool in tools:
+                    for conc in cfg[tool]:
+                        for srv in present:
+                            r = one_run(tool, srv, conc, rep, root, cfg, cpus, build_dir)
+                            r.placement = label
+                            runs.append(r)
+                            report.progress(
+                                f"{tool} c={conc} {srv.name}: "
+                                + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
+                                   if r.ok else f"FAILED {r.note}"))
+            if pi == 0 and have_load and cfg.get("scatter_servers"):
+                for srv in present:
+                    if srv.name not in cfg["scatter_servers"]:
+                        continue
+                    csv = os.path.join(out, f"web-requests-{srv.name}.csv")
+                    r = one_run("scatter", srv, cfg["scatter_conc"], 0, root, cfg, cpus,
+                                build_dir, csv=csv)
+                    r.placement = label
+                    runs.append(r)
+                    if r.ok and os.path.exists(csv):
+                        with open(csv) as f:
+                            scatter[srv.name] = parse_load_csv(f.read())
     finally:
         shutil.rmtree(root, ignore_errors=True)
     elapsed = time.monotonic() - t0
 
-    names = [s.name for s in present]
     report.write_csv(os.path.join(out, "web.csv"), CSV_HEADER, csv_rows(runs))
     md = report.header_lines("Web servers (issue 14)")
-    md += [f"{'Quick' if mode == 'quick' else 'Full'} run, {elapsed:.0f} s: {place}. "
+    md += [f"{'Quick' if mode == 'quick' else 'Full'} run, {elapsed:.0f} s. "
            f"GET /{PAGE} ({PAGE_SIZE} bytes) from a fresh server per cell; "
            f"wrk -t1 for {cfg['wrk_secs']} s (keep-alive); ab -n {cfg['ab_requests']} "
            f"(a connection per request, -r); canal's load generator at "
@@ -619,33 +637,36 @@ def run(build_dir: str, mode: str) -> str:
            + (" with the min-max of requests/s" if cfg["reps"] > 1 else "") + ". "
            "Response times in ms: wrk's from its histogram, ab's from every request (-g, "
            "whole milliseconds), load's from every request's intended start.", ""]
-    for tool, title in TOOLS:
-        if tool in tools:
-            md += [f"## {title}", "",
-                   report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])), ""]
+    made = []
+    console = []
+    for pi, (label, _, _, _) in enumerate(places):
+        sel = [r for r in runs if r.placement == label]
+        md += [f"## {label}", ""]
+        for tool, title in TOOLS:
+            if tool in tools:
+                table = report.markdown_table(TABLE_HEADER, table_rows(sel, tool, names, cfg[tool]))
+                md += [f"### {title}", "", table, ""]
+                console.append(f"\n{title}; {label}:\n{table}")
+        suffix = "" if pi == 0 else f"-placement{pi + 1}"
+        for tool in ("wrk", "ab"):
+            for metric, fname, yl in (("mean_ms", f"web-{tool}-mean{suffix}.png",
+                                       "mean response time (ms)"),
+                                      ("rps", f"web-{tool}-rps{suffix}.png", "requests/s")):
+                if plot(os.path.join(out, fname), f"{tool}: {yl} vs concurrency", yl, sel,
+                        tool, metric, names):
+                    made.append(fname)
     if absent or not have_load:
         md += ["## Not measured", ""] + [f"- {s.name}: SKIPPED ({s.missing})" for s in absent]
         if not have_load:
             md += ["- canal load generator: SKIPPED (no bench/web/load)"]
         md += [""]
-    made = []
-    for tool in ("wrk", "ab"):
-        for metric, fname, yl in (("mean_ms", f"web-{tool}-mean.png", "mean response time (ms)"),
-                                  ("rps", f"web-{tool}-rps.png", "requests/s")):
-            if plot(os.path.join(out, fname), f"{tool}: {yl} vs concurrency", yl, runs, tool,
-                    metric, names):
-                made.append(fname)
     if plot_scatter(os.path.join(out, "web-scatter.png"), scatter):
         made.append("web-scatter.png")
     md += [f"Plots: {', '.join(made)}" if made else "Plots: none (matplotlib not importable).", ""]
     text = "\n".join(md) + "\n"
     with open(os.path.join(out, "web.md"), "w") as f:
         f.write(text)
-    for tool, title in TOOLS:
-        if tool in tools:
-            print(f"\n{title}:")
-            print(report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])),
-                  end="")
+    print("".join(console), end="")
     for s in absent:
         print(f"{s.name}: SKIPPED ({s.missing})")
     print(f"(web: {elapsed:.0f} s; {os.path.join(out, 'web.md')})", flush=True)

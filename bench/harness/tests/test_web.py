@@ -170,3 +170,9 @@ def test_wrk_without_any_response_has_no_latency():
                   p50_ms=r["p50_ms"], p99_ms=r["p99_ms"], p999_ms=r["p999_ms"])
     row = web.table_rows([run], "wrk", ["threads"], [1000])[0]
     assert row[2] == "0" and row[3:7] == ["-", "-", "-", "-"]
+
+
+def test_placements():
+    assert [p[1:] for p in web.placements("quick", 2)] == [("0", "1", 1)]
+    assert [p[1:] for p in web.placements("full", 2)] == [("0", "1", 1), ("0,1", "1", 2)]
+    assert [p[1:] for p in web.placements("full", 1)] == [(None, None, 1)]
