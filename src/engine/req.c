@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,9 @@ struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
 	if (r) {
 		e->req_cache = (struct canal_engine_req *)(void *)r->link.next;
 		e->req_cached--;
-		memset(r, 0, sizeof *r);
+		/* The embedded piece is set up whole by canal__sched_send()
+		 * before any use: only the fields before it are cleared. */
+		memset(r, 0, offsetof(struct canal_engine_req, piece));
 	} else if (!(r = calloc(1, sizeof *r))) {
 		return NULL;
 	}
