@@ -31,6 +31,8 @@
  *    -ECONNRESET (peer gone) or -EPROTO (malformed input), later operations
  *    on it return the same error at once, and canal_engine_gate_error()
  *    tells which peer failed and why. Other gates go on unaffected.
+ *    Any-gate receives fail (with the last gate's error) only once every
+ *    gate is closed.
  *
  * Messages up to the driver's eager size travel in one copy through the
  * driver's buffers (and may be held by the receiver until a receive is

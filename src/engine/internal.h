@@ -144,7 +144,6 @@ struct canal_engine {
 	unsigned req_cached;
 	uint64_t last_health_ns;
 	unsigned health_round;
-	int listen_fd;
 	char dir[512];
 };
 
