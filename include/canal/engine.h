@@ -203,6 +203,15 @@ int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 int canal_engine_progress(struct canal_engine *e);
 
 /*
+ * canal_engine_set_urgent - mark tag urgent (urgent != 0) or not: from now
+ * on, its messages are sent as CANAL_ENGINE_EXPRESS ones are, ahead of
+ * the queued messages of other tags, whatever the strategy (the seed's
+ * "priority" tactic). Order within the tag is kept. Returns 0, or -EINVAL
+ * (NULL session, tag above CANAL_ENGINE_TAG_MAX). Never blocks.
+ */
+int canal_engine_set_urgent(struct canal_engine *e, unsigned tag, int urgent);
+
+/*
  * canal_engine_gate_error - the error of gate (0 if it is healthy) and, if
  * buf is not NULL, a sentence naming the peer and the cause ("peer 2 (pid
  * 4711) died", "peer 1: malformed frame: piece length beyond frame") in

@@ -142,6 +142,7 @@ struct canal_engine {
 	/* freed requests kept for reuse (linked by link.next) */
 	struct canal_engine_req *req_cache;
 	unsigned req_cached;
+	uint64_t urgent[(CANAL_ENGINE_TAG_MAX + 1) / 64]; /* tag bitmap */
 	uint64_t last_health_ns;
 	unsigned health_round;
 	char dir[512];
