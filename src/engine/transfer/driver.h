@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -78,5 +79,14 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers);
+
+/* For the fuzz test only: put raw bytes on the wire, below the framing.
+ * shm: copy n bytes at the ring's head position (up to its end) and move
+ * the published head by advance (any value, however wrong): 0; tcp: write
+ * up to n bytes on the socket without blocking: the number written (0 when
+ * the socket is full), or a negative errno. */
+int canal__shm_inject(struct canal__driver *d, const void *bytes, size_t n,
+		      uint64_t advance);
+int canal__tcp_inject(struct canal__driver *d, const void *bytes, size_t n);
 
 #endif /* CANAL_ENGINE_DRIVER_H */
