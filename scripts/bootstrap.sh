@@ -31,6 +31,8 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg libclang-rt-14-dev
 	need_pkg openmpi-bin
 	need_pkg libopenmpi-dev
+	need_pkg libboost-context-dev
+	need_pkg g++
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
