@@ -77,6 +77,7 @@ struct canal__piece {
 	struct canal_engine_req *req; /* pieces_left-- when handed over */
 };
 
+/* canal__req_new() sets every field one by one: add new ones there too. */
 struct canal_engine_req {
 	struct canal__list link;    /* gate's posted list, or any-gate list */
 	struct canal_engine *e;
@@ -141,9 +142,9 @@ struct canal_engine {
 	/* freed requests kept for reuse (linked by link.next) */
 	struct canal_engine_req *req_cache;
 	unsigned req_cached;
+	uint64_t urgent[(CANAL_ENGINE_TAG_MAX + 1) / 64]; /* tag bitmap */
 	uint64_t last_health_ns;
 	unsigned health_round;
-	int listen_fd;
 	char dir[512];
 };
 

@@ -72,3 +72,9 @@ def test_parse_seed_patterns():
     assert engine.parse_page("garbage") is None
     mux = "# Two multiplexed flows\n# Packs  Latency (us)\n1    0.58\n1000   200.5\n"
     assert engine.parse_mux(mux) == {1: 0.58, 1000: 200.5}
+
+
+def test_parse_overhead():
+    text = "# Engine CPU cost\nengine 104.4 ns [103.1-123.6]  raw 13.1 ns [12.9-13.7]  overhead 91.3 ns\n"
+    assert engine.parse_overhead(text) == (104.4, 13.1, 91.3)
+    assert engine.parse_overhead("nothing") is None

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -44,6 +45,10 @@ struct canal__driver_ops {
 	int (*recv)(struct canal__driver *d, const unsigned char **pkt,
 		    size_t *len);
 	void (*release)(struct canal__driver *d);
+	/* true when recv() would return a packet without a system call (one
+	 * is already in the ring or in the input buffer): lets the poller stop
+	 * without a last, empty read per packet. */
+	bool (*buffered)(struct canal__driver *d);
 	/* true when nothing sent is waiting to be taken by the peer. */
 	bool (*idle)(struct canal__driver *d);
 	/* 0 while the peer is alive, -ECONNRESET once it is known dead. */
@@ -74,5 +79,14 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers);
+
+/* For the fuzz test only: put raw bytes on the wire, below the framing.
+ * shm: copy n bytes at the ring's head position (up to its end) and move
+ * the published head by advance (any value, however wrong): 0; tcp: write
+ * up to n bytes on the socket without blocking: the number written (0 when
+ * the socket is full), or a negative errno. */
+int canal__shm_inject(struct canal__driver *d, const void *bytes, size_t n,
+		      uint64_t advance);
+int canal__tcp_inject(struct canal__driver *d, const void *bytes, size_t n);
 
 #endif /* CANAL_ENGINE_DRIVER_H */

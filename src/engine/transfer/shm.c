@@ -208,6 +208,13 @@ static void shm_release(struct canal__driver *d_)
  * take a largest packet: then the strategy may as well aggregate. (Waiting
  * for the peer to *consume* would tie our sends to its scheduling: measured
  * 50 us per round of two packs under load, against 0.6 us.) */
+static bool shm_buffered(struct canal__driver *d_)
+{
+	struct shm_driver *d = (struct shm_driver *)d_;
+	return atomic_load_explicit(&d->rx->head, memory_order_relaxed) !=
+	       d->rx_tail;
+}
+
 static bool shm_idle(struct canal__driver *d_)
 {
 	struct shm_driver *d = (struct shm_driver *)d_;
@@ -268,6 +275,7 @@ static const struct canal__driver_ops shm_ops = {
 	.flush = shm_flush,
 	.recv = shm_recv,
 	.release = shm_release,
+	.buffered = shm_buffered,
 	.idle = shm_idle,
 	.health = shm_health,
 	.read_peer = shm_read_peer,
@@ -391,4 +399,17 @@ fail:
 	munmap(map, map_len);
 	free(d);
 	return err;
+}
+
+int canal__shm_inject(struct canal__driver *d_, const void *bytes, size_t n,
+		      uint64_t advance)
+{
+	struct shm_driver *d = (struct shm_driver *)d_;
+	uint64_t pos = d->tx_head & (RING_BYTES - 1);
+	if (n > RING_BYTES - pos)
+		n = RING_BYTES - pos;
+	memcpy(d->tx_data + pos, bytes, n);
+	d->tx_head += advance;
+	atomic_store_explicit(&d->tx->head, d->tx_head, memory_order_release);
+	return 0;
 }
