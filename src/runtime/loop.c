@@ -242,13 +242,79 @@ static void after_switch(struct canal__loop *l, struct canal__task *t)
 	}
 }
 
-static void loop_poll(struct canal__loop *l, uint64_t deadline)
+/* Between tasks: timers, and the backend's completions only if some
+ * operation is in flight (no syscall otherwise). */
+static void loop_poll_quick(struct canal__loop *l)
+{
+	if (l->inflight)
+		l->rt->backend->poll(l, 0);
+	if (l->heap_len)
+		canal__timer_run(l, canal_now_ns());
+}
+
+/* Before sleeping, a loop that has other loops spins this long watching
+ * its queue: a task handed over by a running loop then costs no eventfd
+ * write and no wake-up (Go's spinning Ps do the same). */
+#define IDLE_SPIN_NS 20000u
+
+static bool idle_spin_watch(struct canal__loop *l);
+
+static bool idle_spin(struct canal__loop *l)
+{
+	struct canal__runtime *rt = l->rt;
+	if (rt->nloops < 2 || l->inflight)
+		return false;
+	/* At most half of the loops spin at once (Go's rule): the others
+	 * sleep, and a machine with more loops than free CPUs does not
+	 * burn them all. */
+	uint32_t s = atomic_load_explicit(&rt->spinning, memory_order_relaxed);
+	do {
+		if (2 * (s + 1) > rt->nloops)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&rt->spinning, &s, s + 1, memory_order_relaxed,
+		memory_order_relaxed));
+	bool found = idle_spin_watch(l);
+	atomic_fetch_sub_explicit(&rt->spinning, 1, memory_order_relaxed);
+	return found;
+}
+
+static bool idle_spin_watch(struct canal__loop *l)
+{
+	uint64_t t0 = canal_now_ns();
+	uint64_t until = t0 + IDLE_SPIN_NS;
+	if (l->heap_len && l->heap[0]->deadline < until)
+		until = l->heap[0]->deadline;
+	do {
+		for (int i = 0; i < 32; i++) {
+			if (atomic_load_explicit(&l->queued,
+						 memory_order_relaxed) ||
+			    atomic_load_explicit(&l->rt->stop,
+						 memory_order_relaxed))
+				return true;
+			canal_cpu_relax();
+		}
+	} while (canal_now_ns() < until);
+	return false;
+}
+
+/* Sleep until a push, a completion or the next timer. Timers are run
+ * first: one that fires pushes its task to this queue, which must then be
+ * seen by the last look below (else we would sleep with it queued). */
+static void loop_sleep(struct canal__loop *l)
 {
 	uint64_t next = canal__timer_run(l, canal_now_ns());
-	if (next < deadline)
-		deadline = next;
-	l->rt->backend->poll(l, deadline);
-	canal__timer_run(l, canal_now_ns());
+	/* Announce it, then look at the queue a last time under the lock
+	 * (pairs with loop_wake). */
+	atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
+	canal__spin_lock(&l->lock);
+	bool empty = l->head == NULL;
+	canal__spin_unlock(&l->lock);
+	if (empty && !atomic_load_explicit(&l->rt->stop, memory_order_seq_cst)) {
+		l->rt->backend->poll(l, next);
+		canal__timer_run(l, canal_now_ns());
+	}
+	atomic_store_explicit(&l->sleeping, 0, memory_order_relaxed);
 }
 
 static void loop_schedule(struct canal__loop *l)
@@ -263,12 +329,12 @@ static void loop_schedule(struct canal__loop *l)
 		}
 		if (t) {
 			if (++l->runs % POLL_EVERY == 0)
-				loop_poll(l, 0);
+				loop_poll_quick(l);
 			canal__task_run(l, t);
 			after_switch(l, t);
 			continue;
 		}
-		loop_poll(l, 0);
+		loop_poll_quick(l);
 		if (atomic_load_explicit(&l->queued, memory_order_relaxed))
 			continue;
 		if ((t = loop_steal(l)) != NULL) {
@@ -278,16 +344,9 @@ static void loop_schedule(struct canal__loop *l)
 		}
 		if (atomic_load_explicit(&rt->stop, memory_order_acquire))
 			return;
-		/* Sleep: announce it, then look at the queue a last time
-		 * under the lock (pairs with loop_wake). */
-		atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
-		canal__spin_lock(&l->lock);
-		bool empty = l->head == NULL;
-		canal__spin_unlock(&l->lock);
-		if (empty && !atomic_load_explicit(&rt->stop,
-						   memory_order_seq_cst))
-			loop_poll(l, CANAL_NO_DEADLINE);
-		atomic_store_explicit(&l->sleeping, 0, memory_order_relaxed);
+		if (idle_spin(l))
+			continue;
+		loop_sleep(l);
 	}
 }
 
