@@ -207,41 +207,6 @@ void canal__task_ended(struct canal__loop *l, struct canal__task *t)
 	}
 }
 
-/* What the task that just switched out asked for (internal.h). */
-static void after_switch(struct canal__loop *l, struct canal__task *t)
-{
-	canal__stack_canary_check(&t->stack, t->id);
-	switch (t->after) {
-	case AFTER_YIELD:
-		canal__spin_lock(&l->lock);
-		queue_append(l, t);
-		canal__spin_unlock(&l->lock);
-		break;
-	case AFTER_PARK: {
-		uint32_t s = TASK_PARKING;
-		if (!atomic_compare_exchange_strong_explicit(
-			    &t->sched, &s, TASK_PARKED, memory_order_acq_rel,
-			    memory_order_acquire)) {
-			/* NOTIFIED: woken while switching out. */
-			atomic_store_explicit(&t->sched, TASK_RUNNING,
-					      memory_order_relaxed);
-			canal__spin_lock(&l->lock);
-			queue_append(l, t);
-			canal__spin_unlock(&l->lock);
-		}
-		break;
-	}
-	case AFTER_EXIT:
-		canal__task_ended(l, t);
-		break;
-	case AFTER_DETACH:
-		canal__detach_push(l->rt, t);
-		break;
-	default:
-		abort();
-	}
-}
-
 /* Between tasks: timers, and the backend's completions only if some
  * operation is in flight (no syscall otherwise). */
 static void loop_poll_quick(struct canal__loop *l)
@@ -250,6 +215,63 @@ static void loop_poll_quick(struct canal__loop *l)
 		l->rt->backend->poll(l, 0);
 	if (l->heap_len)
 		canal__timer_run(l, canal_now_ns());
+}
+
+/* A task goes back to the queue and the next one comes off it, under one
+ * lock: the task to run next (t itself when nothing else is queued). */
+static struct canal__task *requeue_and_pop(struct canal__loop *l,
+					   struct canal__task *t)
+{
+	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
+		return t;
+	canal__spin_lock(&l->lock);
+	queue_append(l, t);
+	struct canal__task *next = queue_pop(l);
+	canal__spin_unlock(&l->lock);
+	return next;
+}
+
+/* What the task that just switched out asked for (internal.h). Returns
+ * the task to run next, if that is already known (a yield), else NULL. */
+static struct canal__task *after_switch(struct canal__loop *l,
+					struct canal__task *t)
+{
+	canal__stack_canary_check(&t->stack, t->id);
+	switch (t->after) {
+	case AFTER_YIELD:
+		return requeue_and_pop(l, t);
+	case AFTER_PARK: {
+		uint32_t s = TASK_PARKING;
+		if (!atomic_compare_exchange_strong_explicit(
+			    &t->sched, &s, TASK_PARKED, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			/* NOTIFIED: woken while switching out. */
+			atomic_store_explicit(&t->sched, TASK_RUNNING,
+					      memory_order_relaxed);
+			return requeue_and_pop(l, t);
+		}
+		return NULL;
+	}
+	case AFTER_EXIT:
+		canal__task_ended(l, t);
+		return NULL;
+	case AFTER_DETACH:
+		canal__detach_push(l->rt, t);
+		return NULL;
+	default:
+		abort();
+	}
+}
+
+/* Run t, then whatever its switch out names next, pacing the polls. */
+static void run_chain(struct canal__loop *l, struct canal__task *t)
+{
+	while (t) {
+		if (++l->runs % POLL_EVERY == 0)
+			loop_poll_quick(l);
+		canal__task_run(l, t);
+		t = after_switch(l, t);
+	}
 }
 
 /* Before sleeping, a loop that has other loops spins this long watching
@@ -328,18 +350,14 @@ static void loop_schedule(struct canal__loop *l)
 			canal__spin_unlock(&l->lock);
 		}
 		if (t) {
-			if (++l->runs % POLL_EVERY == 0)
-				loop_poll_quick(l);
-			canal__task_run(l, t);
-			after_switch(l, t);
+			run_chain(l, t);
 			continue;
 		}
 		loop_poll_quick(l);
 		if (atomic_load_explicit(&l->queued, memory_order_relaxed))
 			continue;
 		if ((t = loop_steal(l)) != NULL) {
-			canal__task_run(l, t);
-			after_switch(l, t);
+			run_chain(l, t);
 			continue;
 		}
 		if (atomic_load_explicit(&rt->stop, memory_order_acquire))
