@@ -31,6 +31,9 @@
 #ifndef CANAL_TASK_H
 #define CANAL_TASK_H
 
+#include <canal/base.h>
+
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>

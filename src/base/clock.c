@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* clock.c - the clock of deadlines (clock.h). */
 #include "base/clock.h"
+#include "base/compiler.h"
 #include "base/park.h"
 
 #include <time.h>
 
-__attribute__((visibility("default"))) uint64_t canal_now_ns(void)
+CANAL_EXPORT uint64_t canal_now_ns(void)
 {
 	struct timespec ts;
 

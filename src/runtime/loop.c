@@ -70,7 +70,7 @@ void canal__spin_lock_slow(struct canal__spinlock *s)
 		if (canal__spin_trylock(s))
 			return;
 		if (spins < 100)
-			canal_cpu_relax();
+			canal__cpu_relax();
 		else
 			sched_yield();
 	}

@@ -77,7 +77,7 @@ static void bucket_lock(struct bucket *b)
 		/* Held for a few instructions; yield if its holder was
 		 * preempted. */
 		if (spins < 64)
-			canal_cpu_relax();
+			canal__cpu_relax();
 		else
 			sched_yield();
 	}

@@ -1,0 +1,321 @@
+"""The message engine (issue 15): OSU-format latency, bandwidth and
+bidirectional bandwidth of canal's engine over shm and TCP, beside Open MPI
+(MPI_Send/MPI_Recv, shared memory = btl self,vader; TCP = btl self,tcp),
+ZeroMQ PAIR (ipc:// and tcp://) and each raw driver alone (the engine's
+overhead is canal minus raw). Every program prints the OSU table
+(`# Size  Latency (us)` or `# Size  Bandwidth (MB/s)`, one line per size);
+the implementations run interleaved, `reps` times each, and the tables give
+the median with the spread (min-max) of the runs.
+
+quick: sizes 1 B .. 64 KiB (latency) and .. 1 MiB (bandwidths), 1000 and 10
+iterations per size; full: 1 B .. 4 MiB with the OSU iteration counts.
+Environment: CANAL_ENGINE_REPS overrides the number of repetitions.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import report, stats
+
+LAUNCH = "bin/canal-launch"
+OUT = "bench/engine"
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2"]
+
+# Targets of issue 15.
+LATENCY_TARGET_MAX_SIZE = 65536      # canal shm <= Open MPI shm up to here
+RAW_OVERHEAD_TARGET_US = 0.15        # canal shm - raw shm at 8 B
+TCP_FACTOR = 1.2                     # canal tcp <= 1.2 x raw tcp
+
+_ROW = re.compile(r"^\s*(\d+)\s+([0-9]+(?:\.[0-9]*)?)\s*$")
+
+
+@dataclass(frozen=True)
+class Impl:
+    name: str          # column label
+    test: str          # latency | bw | bibw
+    argv: Tuple[str, ...]  # relative to the build directory where marked
+    needs: Tuple[str, ...]  # binaries (relative to build) that must exist
+
+
+def parse_osu(text: str) -> Dict[int, float]:
+    """{size: value} from an OSU table; comment and other lines ignored.
+    The table must have its header (`# Size ...`); rows before it are
+    ignored too, so a program's chatter cannot pass for results."""
+    out: Dict[int, float] = {}
+    seen_header = False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("# Size"):
+            seen_header = True
+            continue
+        if not seen_header or s.startswith("#"):
+            continue
+        m = _ROW.match(s)
+        if m:
+            out[int(m.group(1))] = float(m.group(2))
+    return out
+
+
+def implementations(test: str) -> List[Impl]:
+    prog = {"latency": "osu_latency", "bw": "osu_bw", "bibw": "osu_bibw"}[test]
+    canal = lambda drv, strat="default": Impl(  # noqa: E731
+        f"canal {drv}" + ("" if strat == "default" else f" {strat}"), test,
+        ("@" + LAUNCH, "-n", "2", "@" + f"{OUT}/{prog}", "--driver", drv,
+         "--strategy", strat),
+        (LAUNCH, f"{OUT}/{prog}"))
+    mpi = lambda btl, label: Impl(  # noqa: E731
+        f"Open MPI {label}", test,
+        tuple(MPIRUN) + ("--mca", "btl", btl, "@" + f"{OUT}/mpi_{prog}"),
+        (f"{OUT}/mpi_{prog}",))
+    out = [canal("shm"), mpi("self,vader", "shm"), canal("tcp"), mpi("self,tcp", "tcp")]
+    if test in ("latency", "bw"):
+        z = f"zmq_{prog}"
+        out += [Impl(f"ZeroMQ {t}", test,
+                     ("@" + LAUNCH, "-n", "2", "@" + f"{OUT}/{z}", "--transport", t),
+                     (LAUNCH, f"{OUT}/{z}")) for t in ("ipc", "tcp")]
+    if test == "latency":
+        out += [Impl(f"raw {d}", test,
+                     ("@" + LAUNCH, "-n", "2", "@" + f"{OUT}/raw_latency", "--driver", d),
+                     (LAUNCH, f"{OUT}/raw_latency")) for d in ("shm", "tcp")]
+    return out
+
+
+def size_args(test: str, quick: bool) -> List[str]:
+    if quick:
+        top = 65536 if test == "latency" else 1 << 20
+        iters = 1000 if test == "latency" else 10
+        return ["--max-size", str(top), "--iterations", str(iters),
+                "--warmup", "50" if test == "latency" else "2"]
+    return ["--max-size", str(4 << 20)]
+
+
+def command(build_dir: str, impl: Impl, extra: Sequence[str]) -> List[str]:
+    """argv with '@'-marked paths made absolute in build_dir."""
+    return [os.path.join(build_dir, a[1:]) if a.startswith("@") else a
+            for a in impl.argv] + list(extra)
+
+
+def available(build_dir: str, impl: Impl) -> Optional[str]:
+    """None when impl can run, else why not."""
+    for rel in impl.needs:
+        if not os.access(os.path.join(build_dir, rel), os.X_OK):
+            return f"{rel} not built"
+    if impl.argv[0] == "mpirun" and not shutil.which("mpirun"):
+        return "mpirun not installed"
+    return None
+
+
+@dataclass
+class Cell:
+    values: List[float]
+
+    @property
+    def median(self) -> Optional[float]:
+        return stats.median(self.values) if self.values else None
+
+    def fmt(self) -> str:
+        if not self.values:
+            return "-"
+        med = self.median
+        if len(self.values) == 1:
+            return f"{med:.2f}"
+        return f"{med:.2f} [{min(self.values):.2f}-{max(self.values):.2f}]"
+
+
+def collect(runs: Sequence[Tuple[str, Dict[int, float]]]) -> Dict[str, Dict[int, Cell]]:
+    """{impl: {size: Cell}} from (impl, parsed table) pairs."""
+    out: Dict[str, Dict[int, Cell]] = {}
+    for name, table in runs:
+        for size, v in table.items():
+            out.setdefault(name, {}).setdefault(size, Cell([])).values.append(v)
+    return out
+
+
+def size_label(n: int) -> str:
+    for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+def table(cells: Dict[str, Dict[int, Cell]], order: Sequence[str]) -> str:
+    sizes = sorted({s for c in cells.values() for s in c})
+    cols = [n for n in order if n in cells]
+    rows = [[size_label(s)] + [cells[n].get(s, Cell([])).fmt() for n in cols] for s in sizes]
+    return report.markdown_table(["size"] + cols, rows)
+
+
+def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
+    """The latency targets of issue 15 against the medians."""
+    def med(name: str, size: int) -> Optional[float]:
+        c = lat.get(name, {}).get(size)
+        return c.median if c else None
+
+    rows = []
+    for s in sorted(lat.get("canal shm", {})):
+        if s > LATENCY_TARGET_MAX_SIZE:
+            continue
+        a, b = med("canal shm", s), med("Open MPI shm", s)
+        if a is not None and b is not None:
+            rows.append([f"shm latency at {size_label(s)} <= Open MPI shm",
+                         f"{a:.2f} vs {b:.2f} us", "met" if a <= b else "MISSED"])
+    a, b = med("canal shm", 8), med("raw shm", 8)
+    if a is not None and b is not None:
+        rows.append([f"overhead over raw shm at 8 B <= {RAW_OVERHEAD_TARGET_US} us",
+                     f"{a - b:.2f} us", "met" if a - b <= RAW_OVERHEAD_TARGET_US else "MISSED"])
+    for s in sorted(lat.get("canal tcp", {})):
+        a, b = med("canal tcp", s), med("raw tcp", s)
+        if a is not None and b is not None:
+            rows.append([f"tcp latency at {size_label(s)} <= {TCP_FACTOR} x raw tcp",
+                         f"{stats.fmt_ratio(stats.ratio(a, b))}",
+                         "met" if a <= TCP_FACTOR * b else "MISSED"])
+    return rows
+
+
+_PAGE = re.compile(r"series of \d+ pages:\s+([0-9.]+) us")
+
+
+def parse_page(text: str) -> Optional[float]:
+    """Microseconds per series from `seed_patterns page`, or None."""
+    m = _PAGE.search(text)
+    return float(m.group(1)) if m else None
+
+
+def parse_mux(text: str) -> Dict[int, float]:
+    """{n packs: us} from `seed_patterns mux` (its table header is
+    `# Packs  Latency (us)`)."""
+    return parse_osu(text.replace("# Packs", "# Size"))
+
+
+def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
+                     out_dir: str, skipped: List[str], raw_rows: List[list]) -> List[str]:
+    """The seed's page-request pattern (both modes) and the two multiplexed
+    flows of n packs (full only), default strategy against aggregate."""
+    prog = f"{OUT}/seed_patterns"
+    if not os.access(os.path.join(build_dir, prog), os.X_OK):
+        skipped.append(f"seed experiments: {prog} not built")
+        return []
+    md = ["## The seed's experiments: default strategy against aggregate\n"]
+    page: Dict[str, List[float]] = {}
+    mux: Dict[str, Dict[int, Cell]] = {}
+    combos = [(d, s) for d in ("shm", "tcp") for s in ("default", "aggregate")]
+    for rep in range(reps):
+        for drv, strat in combos:
+            label = f"{drv} {strat}"
+            base = [os.path.join(build_dir, LAUNCH), "-n", "2", os.path.join(build_dir, prog)]
+            opts = ["--driver", drv, "--strategy", strat]
+            report.progress(f"page requests {label} run {rep + 1}/{reps}")
+            try:
+                p = subprocess.run(base + ["page"] + opts + ["--iterations", "300" if quick else "2000"],
+                                   capture_output=True, text=True, timeout=timeout)
+                v = parse_page(p.stdout) if p.returncode == 0 else None
+                if v is None:
+                    skipped.append(f"page requests {label}: exit {p.returncode}")
+                else:
+                    page.setdefault(label, []).append(v)
+                    raw_rows.append(["page", label, rep + 1, 3 * 65536, v])
+                if not quick:
+                    report.progress(f"multiplexed flows {label} run {rep + 1}/{reps}")
+                    p = subprocess.run(base + ["mux"] + opts, capture_output=True, text=True,
+                                       timeout=timeout)
+                    for n, us in parse_mux(p.stdout).items():
+                        mux.setdefault(label, {}).setdefault(n, Cell([])).values.append(us)
+                        raw_rows.append(["mux", label, rep + 1, n, us])
+            except subprocess.TimeoutExpired:
+                skipped.append(f"seed experiment {label}: timeout")
+    rows = []
+    for drv in ("shm", "tcp"):
+        a, b = page.get(f"{drv} default"), page.get(f"{drv} aggregate")
+        if a and b:
+            gain = 1 - stats.median(b) / stats.median(a)
+            rows.append([drv, Cell(a).fmt(), Cell(b).fmt(), f"{gain * 100:.0f} %"])
+    md.append("Page requests (3 pages of 65 KB, the seed's figure 3; seed: 88 -> 61 us, 30 %), "
+              "us per series:\n")
+    md.append(report.markdown_table(["driver", "default", "aggregate", "gain"], rows))
+    if mux:
+        md.append("\nTwo multiplexed flows of n packs (the seed's figure 6), one-way us:\n")
+        md.append(table({k.replace(" ", "/"): v for k, v in mux.items()},
+                        [f"{d}/{s}" for d, s in combos]).replace(" B |", " |"))
+        if report.have_matplotlib():
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+            fig, ax = plt.subplots()
+            for label, cells in sorted(mux.items()):
+                ns = sorted(cells)
+                ax.plot(ns, [cells[n].median for n in ns], marker="o", label=label)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("packs per flow (n)")
+            ax.set_ylabel("one-way latency (us)")
+            ax.set_title("Two multiplexed flows of n packs")
+            ax.legend()
+            fig.savefig(os.path.join(out_dir, "engine-mux.png"), dpi=100)
+            plt.close(fig)
+            md.append("\n![multiplexed flows](engine-mux.png)\n")
+    md.append("")
+    return md
+
+
+def run(build_dir: str, mode: str) -> str:
+    quick = mode == "quick"
+    reps = int(os.environ.get("CANAL_ENGINE_REPS", "3" if quick else "5"))
+    timeout = 120.0 if quick else 900.0
+    out_dir = report.results_dir()
+    md = report.header_lines(f"Message engine, OSU format ({mode}, {reps} interleaved runs)")
+    md.append("Values: median [min-max] of the runs. Host shared with other jobs: noisy.\n")
+    raw_rows = []
+    skipped = []
+    for test in ("latency", "bw", "bibw"):
+        impls = [i for i in implementations(test)]
+        runnable = []
+        for i in impls:
+            why = available(build_dir, i)
+            if why:
+                skipped.append(f"{i.name} ({test}): {why}")
+            else:
+                runnable.append(i)
+        runs = []
+        for rep in range(reps):
+            for i in runnable:  # interleaved: one run of each, then again
+                report.progress(f"{test} {i.name} run {rep + 1}/{reps}")
+                cmd = command(build_dir, i, size_args(test, quick))
+                try:
+                    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    skipped.append(f"{i.name} ({test}) run {rep + 1}: timeout")
+                    continue
+                if p.returncode != 0:
+                    skipped.append(f"{i.name} ({test}) run {rep + 1}: exit {p.returncode}: "
+                                   f"{p.stderr.strip()[-200:]}")
+                    continue
+                t = parse_osu(p.stdout)
+                runs.append((i.name, t))
+                raw_rows += [[test, i.name, rep + 1, s, v] for s, v in sorted(t.items())]
+        cells = collect(runs)
+        unit = "one-way latency, us" if test == "latency" else "bandwidth, MB/s (10^6 B/s)"
+        md.append(f"## osu_{test if test != 'latency' else 'latency'} ({unit})\n")
+        md.append(table(cells, [i.name for i in impls]))
+        if test == "latency":
+            rows = checks(cells)
+            if rows:
+                md.append("\nTargets of issue 15:\n")
+                md.append(report.markdown_table(["target", "measured", "verdict"], rows))
+        md.append("")
+    md += seed_experiments(build_dir, quick, reps, timeout, out_dir, skipped, raw_rows)
+    if skipped:
+        md.append("Not run or failed:\n")
+        md += [f"- {s}" for s in skipped]
+        md.append("")
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(out_dir, "engine.md"), "w") as f:
+        f.write(text)
+    report.write_csv(os.path.join(out_dir, "engine-runs.csv"),
+                     ["test", "implementation", "run", "size", "value"], raw_rows)
+    print(text)
+    return text

@@ -1,0 +1,74 @@
+"""The engine family's parser, table and target checks."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from canal_bench import engine  # noqa: E402
+
+OSU = """# OSU-style Latency Test (canal engine, driver shm, strategy default)
+# Size  Latency (us)
+1                       0.75
+2                       0.55
+1048576               123.40
+"""
+
+
+def test_parse_osu_table():
+    assert engine.parse_osu(OSU) == {1: 0.75, 2: 0.55, 1048576: 123.4}
+
+
+def test_parse_osu_ignores_rows_before_header_and_noise():
+    text = "8 99.0\nwarning: something\n# Size  Bandwidth (MB/s)\n8 12.5\nnot a row 3\n"
+    assert engine.parse_osu(text) == {8: 12.5}
+
+
+def test_parse_osu_empty_without_header():
+    assert engine.parse_osu("1 2.0\n2 3.0\n") == {}
+
+
+def test_collect_and_table_median_spread():
+    runs = [("canal shm", {8: 1.0}), ("canal shm", {8: 3.0}), ("canal shm", {8: 2.0}),
+            ("Open MPI shm", {8: 0.5})]
+    cells = engine.collect(runs)
+    assert cells["canal shm"][8].median == 2.0
+    t = engine.table(cells, ["canal shm", "Open MPI shm", "absent"])
+    assert "| 8 B | 2.00 [1.00-3.00] | 0.50 |" in t
+    assert "absent" not in t
+
+
+def test_checks_verdicts():
+    C = engine.Cell
+    lat = {"canal shm": {8: C([0.30]), 1 << 20: C([100.0])}, "Open MPI shm": {8: C([0.29])},
+           "raw shm": {8: C([0.20])}, "canal tcp": {8: C([6.0])}, "raw tcp": {8: C([5.0])}}
+    rows = {r[0]: r for r in engine.checks(lat)}
+    assert rows["shm latency at 8 B <= Open MPI shm"][2] == "MISSED"
+    assert rows["overhead over raw shm at 8 B <= 0.15 us"][2] == "met"
+    assert rows["tcp latency at 8 B <= 1.2 x raw tcp"][2] == "met"
+    # sizes above 64 KiB are not held to the Open MPI latency target
+    assert not any("1 MiB" in k for k in rows)
+
+
+def test_commands_use_the_fixed_names():
+    impls = {i.name: i for i in engine.implementations("latency")}
+    cmd = engine.command("/b", impls["canal shm"], ["--max-size", "8"])
+    assert cmd[:4] == ["/b/bin/canal-launch", "-n", "2", "/b/bench/engine/osu_latency"]
+    assert cmd[4:6] == ["--driver", "shm"]
+    mpi = engine.command("/b", impls["Open MPI shm"], [])
+    assert "self,vader" in mpi and mpi[0] == "mpirun"
+    assert "self,tcp" in engine.command("/b", impls["Open MPI tcp"], [])
+    assert "raw shm" in impls and "ZeroMQ ipc" in impls
+    assert "raw shm" not in {i.name for i in engine.implementations("bibw")}
+
+
+def test_size_label():
+    assert engine.size_label(1) == "1 B"
+    assert engine.size_label(65536) == "64 KiB"
+    assert engine.size_label(4 << 20) == "4 MiB"
+
+
+def test_parse_seed_patterns():
+    assert engine.parse_page("# Page requests (...)\nseries of 3 pages: 61.25 us\n") == 61.25
+    assert engine.parse_page("garbage") is None
+    mux = "# Two multiplexed flows\n# Packs  Latency (us)\n1    0.58\n1000   200.5\n"
+    assert engine.parse_mux(mux) == {1: 0.58, 1000: 200.5}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * canal/engine.h - a message engine between processes (NewMadeleine's
+ * collect / schedule / transfer design), over shared memory or TCP.
+ *
+ * Conventions, stated once and kept everywhere (as in canal/channel.h):
+ *  - Functions returning int return 0 (or a non-negative count, or 1 for
+ *    "yes") on success and a negative errno value on failure. errno is not
+ *    touched.
+ *  - A session (struct canal_engine) belongs to one process and is used by
+ *    one thread at a time: calls on one session must not overlap (take a
+ *    lock around them if several threads share it). Sessions of different
+ *    processes are independent.
+ *  - A gate is a peer, named by its rank (0 .. size-1, the rank given by
+ *    canal-launch or in canal_engine_options). Its own rank is not a gate.
+ *    CANAL_ENGINE_ANY_GATE stands for "any peer" in receives and probes.
+ *  - A tag (0 .. 65535) names a logical flow. Messages on one (gate, tag)
+ *    are received in the order they were sent. Nothing else is promised:
+ *    messages of different tags or gates may overtake each other, and the
+ *    strategies use that freedom.
+ *  - Progress is made by the caller: inside canal_engine_wait(),
+ *    canal_engine_test(), canal_engine_probe() and canal_engine_progress().
+ *    A send is not guaranteed to leave the process until one of them runs.
+ *    Blocking calls poll (spin, then yield the CPU) until they can complete.
+ *  - Buffers given to isend/irecv/pack/unpack must stay valid and untouched
+ *    until their request completes.
+ *  - Errors of a peer: when a peer dies (its process exits or is killed;
+ *    seen within 1 s on shm; on TCP on connection reset, or after
+ *    tcp_timeout_ms of silence from a machine that went away) or sends a
+ *    malformed frame, its gate is closed: its pending requests complete with
+ *    -ECONNRESET (peer gone) or -EPROTO (malformed input), later operations
+ *    on it return the same error at once, and canal_engine_gate_error()
+ *    tells which peer failed and why. Other gates go on unaffected.
+ *
+ * Messages up to the driver's eager size travel in one copy through the
+ * driver's buffers (and may be held by the receiver until a receive is
+ * posted, within a credit window: flow control); larger ones use a
+ * rendezvous (request to send, ready to receive, then the data straight
+ * into the receive buffer; on shm by process_vm_readv when the kernel
+ * allows it).
+ */
+#ifndef CANAL_ENGINE_H
+#define CANAL_ENGINE_H
+
+#include <canal/base.h>
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct canal_engine;
+struct canal_engine_req;
+struct canal_engine_pack;
+
+/* Any peer, for receives and probes. */
+#define CANAL_ENGINE_ANY_GATE (-1)
+/* Largest tag. */
+#define CANAL_ENGINE_TAG_MAX 65535u
+
+/* Flags of a piece (canal_engine_isend(), canal_engine_pack(),
+ * canal_engine_unpack()). */
+enum {
+	/* Needed early: sent ahead of queued pieces of other flows and never
+	 * held back for aggregation; canal_engine_unpack() of an express piece
+	 * returns only once it has arrived, so its content can decide how the
+	 * rest of the message is unpacked. */
+	CANAL_ENGINE_EXPRESS = 1u << 0,
+	/* Free to be reordered: the strategy may send it after pieces packed
+	 * later (it is still received into the unpack call of its rank). */
+	CANAL_ENGINE_REORDER = 1u << 1,
+};
+
+/* Options of canal_engine_open(). Zeroed fields take the defaults named. */
+struct canal_engine_options {
+	int rank;             /* this process; -1: $CANAL_RANK */
+	int size;             /* number of processes; 0: $CANAL_SIZE */
+	const char *dir;      /* rendezvous directory shared by the processes
+			       * (addresses, shm segments); NULL:
+			       * $CANAL_LAUNCH_DIR */
+	const char *driver;   /* "shm" or "tcp"; NULL: $CANAL_ENGINE_DRIVER,
+			       * else "shm" */
+	const char *strategy; /* "default" (one packet per piece) or
+			       * "aggregate" (small pieces of any flows packed
+			       * together while the driver is busy); NULL:
+			       * $CANAL_ENGINE_STRATEGY, else "default" */
+	const char *bind;     /* TCP: address to listen on; NULL: 127.0.0.1 */
+	int connect_timeout_ms; /* waiting for the peers at open; 0: 30000 */
+	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
+			       * or answers no keepalive probe, this long is
+			       * declared dead (TCP_USER_TIMEOUT and keepalive
+			       * every second); 0: $CANAL_ENGINE_TCP_TIMEOUT_MS,
+			       * else the kernel's defaults (minutes) */
+};
+
+/* What a completed receive (or a probe) found. */
+struct canal_engine_status {
+	int gate;      /* the sender */
+	unsigned tag;
+	size_t len;    /* length of the message as sent (may exceed the
+			* receive buffer: then the request failed with
+			* -EMSGSIZE and only the buffer's length was written) */
+};
+
+/*
+ * canal_engine_options_init - fill *opt with the defaults (rank -1, size 0,
+ * everything else from the environment). Never fails; thread-safe.
+ */
+void canal_engine_options_init(struct canal_engine_options *opt);
+
+/*
+ * canal_engine_open - open this process's session and connect it to every
+ * peer of the job (through the rendezvous directory: each process publishes
+ * its address there, as canal-launch arranges).
+ * opt may be NULL (all defaults: the environment canal-launch sets).
+ * Returns 0 and *out, or:
+ *   -EINVAL     bad rank/size, unknown driver or strategy, no directory;
+ *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms;
+ *   -ENOMEM, or the errno of a failed socket/mmap/open call.
+ * Blocks until every peer is connected. Thread-safe (different sessions).
+ */
+int canal_engine_open(const struct canal_engine_options *opt,
+		      struct canal_engine **out);
+
+/*
+ * canal_engine_close - close the session: flushes what was queued for
+ * living peers (waiting up to 1 s), then frees everything, including
+ * requests not waited for. NULL is accepted. Returns 0, or -EBUSY when
+ * requests were still pending (they are freed all the same).
+ */
+int canal_engine_close(struct canal_engine *e);
+
+/* canal_engine_rank, canal_engine_size - this process's rank, the number of
+ * processes. Never block. */
+int canal_engine_rank(const struct canal_engine *e);
+int canal_engine_size(const struct canal_engine *e);
+
+/* canal_engine_driver, canal_engine_strategy - names in use ("shm", "tcp";
+ * "default", "aggregate"). Never block. */
+const char *canal_engine_driver(const struct canal_engine *e);
+const char *canal_engine_strategy(const struct canal_engine *e);
+
+/*
+ * canal_engine_isend - start sending len bytes of buf to gate on tag.
+ * flags: 0, CANAL_ENGINE_EXPRESS. *req receives the request, to be given to
+ * canal_engine_wait() or canal_engine_test() exactly once.
+ * Returns 0, or -EINVAL (bad gate, tag, flags, NULL req, or buf NULL with
+ * len > 0), -EMSGSIZE (len >= 4 GiB), -ENOMEM, or the gate's error if it is
+ * closed (-ECONNRESET, -EPROTO). Never blocks (the message is queued).
+ */
+int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
+		       const void *buf, size_t len, unsigned flags,
+		       struct canal_engine_req **req);
+
+/*
+ * canal_engine_irecv - post a receive of up to len bytes into buf from gate
+ * (or CANAL_ENGINE_ANY_GATE) on tag. Receives posted on one (gate, tag)
+ * take that flow's messages in order; an any-gate receive takes the next
+ * message of whichever gate has one first.
+ * Returns 0 and *req, or -EINVAL, -ENOMEM, or the gate's error.
+ * Never blocks.
+ */
+int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
+		       void *buf, size_t len, struct canal_engine_req **req);
+
+/*
+ * canal_engine_wait - make progress until req completes, then free it.
+ * st (may be NULL) receives the gate, tag and length (receives).
+ * Returns 0, or the request's error: -ECONNRESET / -EPROTO (its gate
+ * failed), -EMSGSIZE (message longer than the receive buffer).
+ * Blocks (polling) until completion.
+ */
+int canal_engine_wait(struct canal_engine *e, struct canal_engine_req *req,
+		      struct canal_engine_status *st);
+
+/*
+ * canal_engine_test - make progress once; if req has completed, free it and
+ * return 1 (st filled as by canal_engine_wait()), or its error; 0 when
+ * still pending (req stays valid). Never blocks.
+ */
+int canal_engine_test(struct canal_engine *e, struct canal_engine_req *req,
+		      struct canal_engine_status *st);
+
+/*
+ * canal_engine_probe - make progress once and look for a message from gate
+ * (or any gate) on tag that no receive has taken yet: 1 with *st filled,
+ * 0 when there is none, or -EINVAL / the gate's error. Never blocks.
+ */
+int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
+		       struct canal_engine_status *st);
+
+/*
+ * canal_engine_progress - make progress once on every gate (send what the
+ * window allows, take what arrived). Returns the number of events handled
+ * (0: nothing happened). Never blocks. This is the hook for an external
+ * progress loop.
+ */
+int canal_engine_progress(struct canal_engine *e);
+
+/*
+ * canal_engine_gate_error - the error of gate (0 if it is healthy) and, if
+ * buf is not NULL, a sentence naming the peer and the cause ("peer 2 (pid
+ * 4711) died", "peer 1: malformed frame: piece length beyond frame") in
+ * buf (truncated to buflen, always NUL-terminated when buflen > 0).
+ * Returns -EINVAL for a bad gate. Never blocks.
+ */
+int canal_engine_gate_error(const struct canal_engine *e, int gate,
+			    char *buf, size_t buflen);
+
+/*
+ * canal_engine_pack_begin, canal_engine_pack, canal_engine_pack_end - send a
+ * message built from several pieces to gate on tag. Each piece is
+ * referenced, not copied (keep it untouched until the request completes).
+ * Pieces are delivered to the receiver's unpack calls of the same rank, in
+ * the same order; CANAL_ENGINE_EXPRESS and CANAL_ENGINE_REORDER say how the
+ * strategy may schedule them. pack_end hands the whole message to the
+ * scheduler (which may aggregate its pieces in one packet) and returns one
+ * request for all of it (wait or test it once).
+ * Returns 0, or -EINVAL (bad arguments, gate, tag or flags; more than 1024
+ * pieces), -ENOMEM, or the gate's error (pack_end; the pack is freed).
+ * Never block.
+ */
+int canal_engine_pack_begin(struct canal_engine *e, int gate, unsigned tag,
+			    struct canal_engine_pack **pack);
+int canal_engine_pack(struct canal_engine_pack *pack, const void *buf,
+		      size_t len, unsigned flags);
+int canal_engine_pack_end(struct canal_engine_pack *pack,
+			  struct canal_engine_req **req);
+
+/*
+ * canal_engine_unpack_begin, canal_engine_unpack, canal_engine_unpack_end -
+ * receive a message packed by the peer, piece by piece, into buffers given
+ * in the pieces' order. gate may be CANAL_ENGINE_ANY_GATE: then the first
+ * unpack waits for its piece, which fixes the gate. canal_engine_unpack()
+ * with CANAL_ENGINE_EXPRESS waits until that piece has arrived; otherwise it
+ * only posts the receive. unpack_end waits for every piece and frees the
+ * pack; st (may be NULL) gets the gate, tag and total length.
+ * Returns 0, or -EINVAL, -ENOMEM, the piece's error (-EMSGSIZE when a piece
+ * is longer than its buffer) or the gate's error; after an error, call
+ * unpack_end to free the pack. unpack_end returns the first error met.
+ * Blocks: express unpacks and unpack_end (polling).
+ */
+int canal_engine_unpack_begin(struct canal_engine *e, int gate, unsigned tag,
+			      struct canal_engine_pack **pack);
+int canal_engine_unpack(struct canal_engine_pack *pack, void *buf, size_t len,
+			unsigned flags);
+int canal_engine_unpack_end(struct canal_engine_pack *pack,
+			    struct canal_engine_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CANAL_ENGINE_H */

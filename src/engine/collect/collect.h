@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collect/collect.h - the engine's top layer: per-gate, per-tag flows.
+ *
+ * Sending: a message takes the next sequence number of its (gate, tag)
+ * flow and goes to the schedule layer as one piece (or a request to send).
+ * Receiving: a receive posted on (gate, tag) takes the next receive
+ * sequence number of that flow at posting time, so the n-th receive of a
+ * flow gets the n-th message, whatever order the pieces arrive in. An
+ * any-gate receive takes a number only when it is matched: with the
+ * oldest arrived-and-unclaimed message of the flow's next number, on any
+ * gate (round robin over gates for fairness).
+ *
+ * Invariants, per gate g and tag t:
+ *  C1 every receive on g's posted list has tag t and seq < recv_next[t];
+ *     no two have the same (t, seq).
+ *  C2 every unexpected message of (t, s) has no posted receive of (t, s);
+ *     if s < recv_next[t] it would have one: arrive() matches first.
+ *  C3 an arrival with s < recv_next[t] and no posted receive is a
+ *     duplicate: a protocol error.
+ *  C4 unexpected eager bytes stay below twice the credit window (a peer
+ *     that ignores flow control is cut off with -EPROTO, not followed into
+ *     unbounded memory).
+ */
+#ifndef CANAL_ENGINE_COLLECT_H
+#define CANAL_ENGINE_COLLECT_H
+
+#include "../internal.h"
+#include "../wire.h"
+
+int canal__collect_gate_init(struct canal__gate *g);
+void canal__collect_gate_free(struct canal__gate *g);
+/* The schedule layer's upcall: a piece (EAGER or RTS) arrived. */
+int canal__collect_arrive(struct canal_engine *e, int g,
+			  const struct canal__piece_hdr *h,
+			  const unsigned char *payload);
+/* isend without pushing: the request is queued (for pack_end). */
+int canal__collect_send(struct canal_engine *e, int g, unsigned tag,
+			const void *buf, size_t len, unsigned flags,
+			struct canal_engine_req **req);
+
+#endif /* CANAL_ENGINE_COLLECT_H */

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collect/match.c - sequence numbers and matching of receives with
+ * arrivals (see collect.h for the invariants), and the public isend,
+ * irecv and probe.
+ */
+#include "collect.h"
+
+#include "../schedule/schedule.h"
+#include "../transfer/driver.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct canal__unexpected {
+	struct canal__list link;
+	struct canal__piece_hdr h;
+	unsigned char data[];
+};
+
+#define TAGS (CANAL_ENGINE_TAG_MAX + 1)
+
+int canal__collect_gate_init(struct canal__gate *g)
+{
+	canal__list_init(&g->posted);
+	canal__list_init(&g->unexpected);
+	g->unexpected_bytes = 0;
+	g->send_next = calloc(TAGS, sizeof *g->send_next);
+	g->recv_next = calloc(TAGS, sizeof *g->recv_next);
+	return g->send_next && g->recv_next ? 0 : -ENOMEM;
+}
+
+static void unexpected_free(struct canal__gate *g, struct canal__unexpected *u)
+{
+	canal__list_remove(&u->link);
+	if (u->h.kind == PIECE_EAGER)
+		g->unexpected_bytes -= u->h.len;
+	free(u);
+}
+
+void canal__collect_gate_free(struct canal__gate *g)
+{
+	while (!canal__list_empty(&g->unexpected))
+		unexpected_free(g, canal__container_of(g->unexpected.next,
+						       struct canal__unexpected,
+						       link));
+	free(g->send_next);
+	free(g->recv_next);
+	g->send_next = g->recv_next = NULL;
+}
+
+/* Hand a matched arrival to receive r (already off every list). */
+static int deliver(struct canal_engine *e, int gi, struct canal_engine_req *r,
+		   const struct canal__piece_hdr *h, const unsigned char *payload)
+{
+	r->gate = gi;
+	r->seq = h->seq;
+	if (h->kind == PIECE_RTS) {
+		canal__sched_credit_return(e, gi, PIECE_HDR);
+		return canal__sched_accept_rts(e, gi, r, h);
+	}
+	size_t n = h->len < r->len ? h->len : r->len;
+	if (n)
+		memcpy(r->buf, payload, n);
+	r->msg_len = h->len;
+	canal__req_complete(r, h->len > r->len ? -EMSGSIZE : 0);
+	canal__sched_credit_return(e, gi, canal__eager_cost(h->len));
+	return 0;
+}
+
+static struct canal__unexpected *find_unexpected(struct canal__gate *g,
+						 unsigned tag, uint32_t seq)
+{
+	for (struct canal__list *l = g->unexpected.next; l != &g->unexpected;
+	     l = l->next) {
+		struct canal__unexpected *u =
+			canal__container_of(l, struct canal__unexpected, link);
+		if (u->h.tag == tag && u->h.seq == seq)
+			return u;
+	}
+	return NULL;
+}
+
+static int deliver_unexpected(struct canal_engine *e, int gi,
+			      struct canal_engine_req *r,
+			      struct canal__unexpected *u)
+{
+	struct canal__gate *g = &e->gates[gi];
+	canal__list_remove(&u->link);
+	int err = deliver(e, gi, r, &u->h, u->data);
+	canal__list_init(&u->link);
+	unexpected_free(g, u);
+	return err;
+}
+
+static struct canal_engine_req *first_any(struct canal_engine *e, unsigned tag)
+{
+	for (struct canal__list *l = e->any_posted.next; l != &e->any_posted;
+	     l = l->next) {
+		struct canal_engine_req *r =
+			canal__container_of(l, struct canal_engine_req, link);
+		if (r->tag == tag)
+			return r;
+	}
+	return NULL;
+}
+
+static void unpost(struct canal_engine_req *r)
+{
+	canal__list_remove(&r->link);
+	r->posted = false;
+}
+
+/* Give any-gate receives of tag the unexpected messages of gate gi that
+ * are next in their flow. */
+static int drain_any(struct canal_engine *e, int gi, unsigned tag)
+{
+	struct canal__gate *g = &e->gates[gi];
+	for (;;) {
+		struct canal_engine_req *r = first_any(e, tag);
+		if (!r)
+			return 0;
+		struct canal__unexpected *u =
+			find_unexpected(g, tag, g->recv_next[tag]);
+		if (!u)
+			return 0;
+		g->recv_next[tag]++;
+		unpost(r);
+		int err = deliver_unexpected(e, gi, r, u);
+		if (err)
+			return err;
+	}
+}
+
+int canal__collect_arrive(struct canal_engine *e, int gi,
+			  const struct canal__piece_hdr *h,
+			  const unsigned char *payload)
+{
+	struct canal__gate *g = &e->gates[gi];
+	unsigned tag = h->tag;
+	for (struct canal__list *l = g->posted.next; l != &g->posted;
+	     l = l->next) {
+		struct canal_engine_req *r =
+			canal__container_of(l, struct canal_engine_req, link);
+		if (r->tag == tag && r->seq == h->seq) {
+			unpost(r);
+			return deliver(e, gi, r, h, payload);
+		}
+	}
+	if ((int32_t)(h->seq - g->recv_next[tag]) < 0 ||
+	    find_unexpected(g, tag, h->seq))
+		return canal__gate_fail(e, gi, -EPROTO,
+					"peer %d: malformed frame: duplicate "
+					"message %u on tag %u",
+					gi, h->seq, tag);
+	if (h->seq == g->recv_next[tag]) {
+		struct canal_engine_req *r = first_any(e, tag);
+		if (r) {
+			g->recv_next[tag]++;
+			unpost(r);
+			int err = deliver(e, gi, r, h, payload);
+			return err ? err : drain_any(e, gi, tag);
+		}
+	}
+	size_t keep = h->kind == PIECE_EAGER ? h->len : 0;
+	if (g->unexpected_bytes + keep > 2 * (uint64_t)CANAL__CREDIT_WINDOW)
+		return canal__gate_fail(e, gi, -EPROTO,
+					"peer %d: malformed frame: unexpected "
+					"data beyond the credit window", gi);
+	struct canal__unexpected *u = malloc(sizeof *u + keep);
+	if (!u)
+		return -ENOMEM;
+	u->h = *h;
+	if (keep)
+		memcpy(u->data, payload, keep);
+	canal__list_append(&g->unexpected, &u->link);
+	g->unexpected_bytes += keep;
+	return 0;
+}
+
+/* The next message of (g, tag) has arrived whole (eager). */
+static bool deliverable(struct canal__gate *g, unsigned tag)
+{
+	struct canal__unexpected *u = find_unexpected(g, tag, g->recv_next[tag]);
+	return u && u->h.kind == PIECE_EAGER;
+}
+
+static int check_tag_gate(struct canal_engine *e, int gate, unsigned tag,
+			  bool any_ok)
+{
+	if (!e || tag > CANAL_ENGINE_TAG_MAX)
+		return -EINVAL;
+	if (gate == CANAL_ENGINE_ANY_GATE && any_ok)
+		return 0;
+	if (!canal__gate_valid(e, gate))
+		return -EINVAL;
+	return 0;
+}
+
+static int gate_error(struct canal_engine *e, int gate)
+{
+	return gate == CANAL_ENGINE_ANY_GATE ? 0 : e->gates[gate].error;
+}
+
+int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
+			const void *buf, size_t len, unsigned flags,
+			struct canal_engine_req **req)
+{
+	int err = check_tag_gate(e, gi, tag, false);
+	if (!err)
+		err = gate_error(e, gi);
+	if (err)
+		return err;
+	if (!req || (!buf && len) ||
+	    (flags & ~(unsigned)(CANAL_ENGINE_EXPRESS | CANAL_ENGINE_REORDER)))
+		return -EINVAL;
+	if (len > UINT32_MAX)
+		return -EMSGSIZE;
+	struct canal__gate *g = &e->gates[gi];
+	struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
+	if (!r)
+		return -ENOMEM;
+	r->gate = gi;
+	r->tag = tag;
+	r->flags = flags;
+	r->buf = (unsigned char *)(uintptr_t)buf;
+	r->len = len;
+	r->seq = g->send_next[tag]++;
+	err = canal__sched_send(e, gi, r);
+	if (err) {
+		g->send_next[tag]--;
+		canal__req_free(r);
+		return err;
+	}
+	*req = r;
+	return 0;
+}
+
+EXPORT int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
+			      const void *buf, size_t len, unsigned flags,
+			      struct canal_engine_req **req)
+{
+	int err = canal__collect_send(e, gate, tag, buf, len, flags, req);
+	if (err)
+		return err;
+	/* Latency first: if the window lets it, the packet leaves now. */
+	canal__sched_push(e, gate);
+	return 0;
+}
+
+EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
+			      void *buf, size_t len,
+			      struct canal_engine_req **req)
+{
+	int err = check_tag_gate(e, gate, tag, true);
+	if (err)
+		return err;
+	if (!req || (!buf && len))
+		return -EINVAL;
+	err = gate_error(e, gate);
+	/* A closed gate still hands out the eager messages that arrived
+	 * before it closed (a peer may send its last words and exit). */
+	if (err && !deliverable(&e->gates[gate], tag))
+		return err;
+	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
+	if (!r)
+		return -ENOMEM;
+	r->gate = gate;
+	r->tag = tag;
+	r->buf = buf;
+	r->len = len;
+	*req = r;
+	if (gate != CANAL_ENGINE_ANY_GATE) {
+		struct canal__gate *g = &e->gates[gate];
+		r->seq = g->recv_next[tag]++;
+		struct canal__unexpected *u = find_unexpected(g, tag, r->seq);
+		if (u)
+			return deliver_unexpected(e, gate, r, u), 0;
+		canal__list_append(&g->posted, &r->link);
+		r->posted = true;
+		return 0;
+	}
+	for (int i = 0; i < e->size; i++) {
+		int gi = (e->any_next + i) % e->size;
+		struct canal__gate *g = &e->gates[gi];
+		if (gi == e->rank || (g->error && !deliverable(g, tag)))
+			continue;
+		struct canal__unexpected *u =
+			find_unexpected(g, tag, g->recv_next[tag]);
+		if (u) {
+			e->any_next = (gi + 1) % e->size;
+			g->recv_next[tag]++;
+			deliver_unexpected(e, gi, r, u);
+			return 0;
+		}
+	}
+	canal__list_append(&e->any_posted, &r->link);
+	r->posted = true;
+	return 0;
+}
+
+int canal__engine_progress_once(struct canal_engine *e);
+
+EXPORT int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
+			      struct canal_engine_status *st)
+{
+	int err = check_tag_gate(e, gate, tag, true);
+	if (err)
+		return err;
+	canal__engine_progress_once(e);
+	for (int gi = 0; gi < e->size; gi++) {
+		if (gi == e->rank || (gate != CANAL_ENGINE_ANY_GATE && gi != gate))
+			continue;
+		struct canal__gate *g = &e->gates[gi];
+		if (g->error && !deliverable(g, tag)) {
+			if (gate != CANAL_ENGINE_ANY_GATE)
+				return g->error;
+			continue;
+		}
+		struct canal__unexpected *u =
+			find_unexpected(g, tag, g->recv_next[tag]);
+		if (u) {
+			if (st) {
+				st->gate = gi;
+				st->tag = tag;
+				st->len = u->h.len;
+			}
+			return 1;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collect/pack.c - messages of several pieces. Each piece is a message of
+ * its own on the (gate, tag) flow (its own sequence number), so the
+ * receiver's n-th unpack gets the n-th piece whatever order the strategy
+ * sent them in. pack_end hands all pieces to the window at once (express
+ * pieces to the express queue, then the ordered ones, then the
+ * reorderable ones) and pushes once, so the aggregate strategy can put
+ * them in one packet.
+ */
+#include "collect.h"
+
+#include "../schedule/schedule.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Pieces per message (the arrays grow on demand up to this). */
+#define PACK_MAX 1024
+
+struct canal_engine_pack {
+	struct canal_engine *e;
+	int gate;
+	unsigned tag;
+	bool unpack;
+	int n, cap;
+	int first_error;
+	size_t total;
+	struct pack_piece {
+		const void *buf;
+		size_t len;
+		unsigned flags;
+	} *piece;
+	struct canal_engine_req **req; /* unpack: not yet waited */
+};
+
+static void pack_free(struct canal_engine_pack *p)
+{
+	free(p->piece);
+	free(p->req);
+	free(p);
+}
+
+/* Room for one more piece: 0, -EINVAL beyond PACK_MAX, -ENOMEM. */
+static int pack_room(struct canal_engine_pack *p)
+{
+	if (p->n < p->cap)
+		return 0;
+	if (p->cap >= PACK_MAX)
+		return -EINVAL;
+	int cap = p->cap ? 2 * p->cap : 8;
+	struct pack_piece *pc = realloc(p->piece, (size_t)cap * sizeof *pc);
+	if (!pc)
+		return -ENOMEM;
+	p->piece = pc;
+	struct canal_engine_req **rq = realloc(p->req, (size_t)cap * sizeof *rq);
+	if (!rq)
+		return -ENOMEM;
+	p->req = rq;
+	p->cap = cap;
+	return 0;
+}
+
+static int begin(struct canal_engine *e, int gate, unsigned tag, bool unpack,
+		 struct canal_engine_pack **out)
+{
+	if (!e || !out || tag > CANAL_ENGINE_TAG_MAX)
+		return -EINVAL;
+	if (!(unpack && gate == CANAL_ENGINE_ANY_GATE)) {
+		if (!canal__gate_valid(e, gate))
+			return -EINVAL;
+		if (e->gates[gate].error)
+			return e->gates[gate].error;
+	}
+	struct canal_engine_pack *p = calloc(1, sizeof *p);
+	if (!p)
+		return -ENOMEM;
+	p->e = e;
+	p->gate = gate;
+	p->tag = tag;
+	p->unpack = unpack;
+	*out = p;
+	return 0;
+}
+
+EXPORT int canal_engine_pack_begin(struct canal_engine *e, int gate,
+				   unsigned tag, struct canal_engine_pack **pack)
+{
+	return begin(e, gate, tag, false, pack);
+}
+
+EXPORT int canal_engine_pack(struct canal_engine_pack *p, const void *buf,
+			     size_t len, unsigned flags)
+{
+	if (!p || p->unpack || (!buf && len) ||
+	    (flags & ~(unsigned)(CANAL_ENGINE_EXPRESS | CANAL_ENGINE_REORDER)))
+		return -EINVAL;
+	int err = pack_room(p);
+	if (err)
+		return err;
+	p->piece[p->n].buf = buf;
+	p->piece[p->n].len = len;
+	p->piece[p->n].flags = flags;
+	p->n++;
+	return 0;
+}
+
+EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
+				 struct canal_engine_req **req)
+{
+	if (!p || p->unpack || !req)
+		return -EINVAL;
+	struct canal_engine *e = p->e;
+	int gerr = e->gates[p->gate].error;
+	if (gerr) {
+		pack_free(p);
+		return gerr;
+	}
+	struct canal_engine_req *parent = canal__req_new(e, REQ_PACK);
+	if (!parent) {
+		pack_free(p);
+		return -ENOMEM;
+	}
+	parent->gate = p->gate;
+	parent->tag = p->tag;
+	/* Sequence numbers in packing order; queueing order: ordered pieces
+	 * first, reorderable ones after (they give way). */
+	struct canal__gate *g = &e->gates[p->gate];
+	uint32_t seq0 = g->send_next[p->tag];
+	g->send_next[p->tag] += (uint32_t)p->n;
+	int err = 0;
+	parent->children_left = 1; /* held until every piece is queued */
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		for (int i = 0; i < p->n && !err; i++) {
+			bool reorder = p->piece[i].flags & CANAL_ENGINE_REORDER;
+			if (reorder != (pass == 1))
+				continue;
+			struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
+			if (!r) {
+				err = -ENOMEM;
+				break;
+			}
+			r->gate = p->gate;
+			r->tag = p->tag;
+			r->flags = p->piece[i].flags;
+			r->buf = (unsigned char *)(uintptr_t)p->piece[i].buf;
+			r->len = p->piece[i].len;
+			r->seq = seq0 + (uint32_t)i;
+			r->internal = true;
+			r->parent = parent;
+			parent->children_left++;
+			err = r->len > UINT32_MAX ? -EMSGSIZE
+						  : canal__sched_send(e, p->gate, r);
+			if (err) {
+				parent->children_left--;
+				canal__req_free(r);
+			}
+		}
+	}
+	pack_free(p);
+	if (err) {
+		/* Pieces already queued still go; the request reports err. */
+		parent->error = err;
+	}
+	if (--parent->children_left == 0)
+		canal__req_complete(parent, parent->error);
+	canal__sched_push(e, parent->gate);
+	*req = parent;
+	return 0;
+}
+
+EXPORT int canal_engine_unpack_begin(struct canal_engine *e, int gate,
+				     unsigned tag,
+				     struct canal_engine_pack **pack)
+{
+	return begin(e, gate, tag, true, pack);
+}
+
+static void note(struct canal_engine_pack *p, int err,
+		 const struct canal_engine_status *st)
+{
+	if (err && !p->first_error)
+		p->first_error = err;
+	if (st && p->gate == CANAL_ENGINE_ANY_GATE && !err)
+		p->gate = st->gate;
+	if (st)
+		p->total += st->len;
+}
+
+EXPORT int canal_engine_unpack(struct canal_engine_pack *p, void *buf,
+			       size_t len, unsigned flags)
+{
+	if (!p || !p->unpack ||
+	    (flags & ~(unsigned)(CANAL_ENGINE_EXPRESS | CANAL_ENGINE_REORDER)))
+		return -EINVAL;
+	int err = pack_room(p);
+	if (err)
+		return err;
+	struct canal_engine_req *r;
+	err = canal_engine_irecv(p->e, p->gate, p->tag, buf, len, &r);
+	if (err) {
+		note(p, err, NULL);
+		return err;
+	}
+	int i = p->n++;
+	p->req[i] = NULL;
+	if ((flags & CANAL_ENGINE_EXPRESS) || p->gate == CANAL_ENGINE_ANY_GATE) {
+		struct canal_engine_status st = { 0 };
+		err = canal_engine_wait(p->e, r, &st);
+		note(p, err, &st);
+		return err;
+	}
+	p->req[i] = r;
+	return 0;
+}
+
+EXPORT int canal_engine_unpack_end(struct canal_engine_pack *p,
+				   struct canal_engine_status *st)
+{
+	if (!p || !p->unpack)
+		return -EINVAL;
+	for (int i = 0; i < p->n; i++) {
+		if (!p->req[i])
+			continue;
+		struct canal_engine_status s = { 0 };
+		int err = canal_engine_wait(p->e, p->req[i], &s);
+		note(p, err, &s);
+	}
+	if (st) {
+		st->gate = p->gate;
+		st->tag = p->tag;
+		st->len = p->total;
+	}
+	int err = p->first_error;
+	pack_free(p);
+	return err;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine/internal.h - the objects every layer of the engine shares: the
+ * session, its gates, requests and the outgoing pieces. Layer code lives in
+ * collect/ (matching, per-flow sequence numbers, pack/unpack), schedule/
+ * (window, strategies, credits, rendezvous, wire parsing) and transfer/
+ * (drivers). Calls go one way: session.c -> collect -> schedule -> transfer;
+ * the receive path goes back up through the upcalls of schedule.h, never by
+ * a schedule file including a collect header.
+ *
+ * Threading: a session is used by one thread at a time (engine.h), so none
+ * of these structures is concurrent. The only memory shared with another
+ * process is the shm driver's segment (see transfer/shm.c for its
+ * invariants and memory-ordering pairs).
+ *
+ * Requests: every live request has an id in the session's table
+ * (canal__req_*), used as the rendezvous cookie on the wire: a cookie read
+ * from a peer is looked up (index and generation, gate and kind checked),
+ * never dereferenced.
+ */
+#ifndef CANAL_ENGINE_INTERNAL_H
+#define CANAL_ENGINE_INTERNAL_H
+
+#include <canal/engine.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* An intrusive doubly linked list; an empty list points to itself. */
+struct canal__list {
+	struct canal__list *next, *prev;
+};
+
+static inline void canal__list_init(struct canal__list *l)
+{
+	l->next = l->prev = l;
+}
+static inline bool canal__list_empty(const struct canal__list *l)
+{
+	return l->next == l;
+}
+static inline void canal__list_append(struct canal__list *l,
+				      struct canal__list *n)
+{
+	n->prev = l->prev;
+	n->next = l;
+	l->prev->next = n;
+	l->prev = n;
+}
+static inline void canal__list_remove(struct canal__list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+#define canal__container_of(p, type, member)                                 \
+	((type *)(void *)((char *)(p) - offsetof(type, member)))
+
+enum canal__req_kind { REQ_SEND = 1, REQ_RECV, REQ_PACK };
+
+struct canal_engine_req;
+
+/* An outgoing piece: its wire header, built at enqueue time, and the bytes
+ * that follow it (referenced, not copied). */
+struct canal__piece {
+	struct canal__list link;
+	unsigned char hdr[32];
+	uint8_t hdr_len;
+	bool express;               /* control pieces and EXPRESS data */
+	bool embedded;              /* the one inside its request: not freed */
+	const unsigned char *payload;
+	uint32_t payload_len;
+	uint32_t credit_cost;       /* eager bytes the receiver may hold */
+	struct canal_engine_req *req; /* pieces_left-- when handed over */
+};
+
+struct canal_engine_req {
+	struct canal__list link;    /* gate's posted list, or any-gate list */
+	struct canal_engine *e;
+	uint8_t kind;               /* enum canal__req_kind */
+	bool done;
+	bool posted;                /* on a posted list (receives) */
+	bool internal;              /* a piece of a pack: freed with it */
+	bool rndv_wait;             /* send: RTS out, RTR/FIN not yet in;
+				     * receive: RTR out, DATA expected */
+	int error;
+	int gate;                   /* CANAL_ENGINE_ANY_GATE until matched */
+	unsigned tag;
+	uint32_t seq;
+	unsigned flags;
+	unsigned char *buf;         /* user buffer */
+	size_t len;                 /* send: length; receive: capacity */
+	size_t msg_len;             /* receive: length of the message */
+	size_t arrived;             /* receive (rendezvous): bytes written */
+	uint32_t pieces_left;       /* send: pieces not yet handed over */
+	uint64_t cookie;            /* id in the table: (generation << 32) | index */
+	struct canal_engine_req *parent; /* pack this piece belongs to */
+	uint32_t children_left;     /* pack: pieces not yet complete */
+	/* The EAGER or RTS piece of a send: no allocation per message. */
+	struct canal__piece piece;
+};
+
+struct canal__driver;
+struct canal__strategy;
+
+struct canal__gate {
+	int rank;
+	int error;                  /* 0, or the negative errno that closed it */
+	char errmsg[160];
+	struct canal__driver *drv;
+	/* schedule: the window. express holds control and express pieces,
+	 * sent first; normal the others in order. */
+	struct canal__list express, normal;
+	size_t queued_bytes;        /* payload bytes in both queues */
+	int64_t credits;            /* eager bytes we may still send */
+	uint64_t credit_owed;       /* eager bytes freed here, not yet returned */
+	/* collect: per-tag sequence numbers (65536 each, calloc'ed: pages are
+	 * touched only for the tags used) and matching lists. */
+	uint32_t *send_next, *recv_next;
+	struct canal__list posted;      /* receives with an assigned seq */
+	struct canal__list unexpected;  /* struct canal__unexpected */
+	uint64_t unexpected_bytes;      /* held for no receive yet */
+};
+
+struct canal_engine {
+	int rank, size;
+	char driver_name[8];
+	const struct canal__strategy *strategy;
+	struct canal__gate *gates;       /* size entries; gates[rank] unused */
+	struct canal__list any_posted;   /* any-gate receives, posting order */
+	int any_next;                    /* round robin start for any-gate */
+	/* request table (cookies) */
+	struct canal_engine_req **reqtab;
+	uint32_t *reqgen;
+	uint32_t reqcap, reqlive;
+	uint32_t *reqfree;
+	uint32_t nfree;
+	/* freed requests kept for reuse (linked by link.next) */
+	struct canal_engine_req *req_cache;
+	unsigned req_cached;
+	uint64_t last_health_ns;
+	unsigned health_round;
+	int listen_fd;
+	char dir[512];
+};
+
+/* Core (req.c): request table and completion. */
+struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind);
+struct canal_engine_req *canal__req_lookup(struct canal_engine *e,
+					   uint64_t cookie, int gate, int kind);
+void canal__req_complete(struct canal_engine_req *r, int error);
+void canal__req_free(struct canal_engine_req *r);
+/* Close gate g with error (negative errno) and a reason: every request
+ * tied to it completes with error. Returns error. */
+int canal__gate_fail(struct canal_engine *e, int g, int error,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static inline bool canal__gate_valid(const struct canal_engine *e, int g)
+{
+	return g >= 0 && g < e->size && g != e->rank;
+}
+
+#endif /* CANAL_ENGINE_INTERNAL_H */

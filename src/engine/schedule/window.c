@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * schedule/window.c - the window of a gate: queueing pieces, handing the
+ * packets the strategy builds to the driver, and parsing what arrives
+ * (the rendezvous and credit pieces are handled here; eager data and
+ * requests to send go up to collect/ through the arrive upcall).
+ *
+ * The window holds the pieces not yet accepted by the driver. "One packet
+ * in flight" is the driver's (the ring record the peer has not taken yet,
+ * the TCP bytes the socket has not taken yet); "one ready ahead" is the
+ * packet the strategy builds from the window the moment the driver can
+ * take it. A piece leaves the window only when the driver has accepted its
+ * packet whole; then its request may complete (send() copies, so the
+ * user's buffer is free again).
+ */
+#include "schedule.h"
+
+#include "../transfer/driver.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Rendezvous data goes in chunks of this size (one per packet). */
+#define DATA_CHUNK ((uint32_t)65536)
+#define MAX_SELECT 30
+#define POLL_BUDGET 32
+
+void canal__sched_gate_init(struct canal__gate *g)
+{
+	canal__list_init(&g->express);
+	canal__list_init(&g->normal);
+	g->queued_bytes = 0;
+	g->credits = CANAL__CREDIT_WINDOW;
+	g->credit_owed = 0;
+}
+
+static struct canal__piece *piece_new(const struct canal__piece_hdr *h,
+				      struct canal_engine_req *r)
+{
+	struct canal__piece *p = malloc(sizeof *p);
+	if (!p)
+		return NULL;
+	p->embedded = false;
+	canal__list_init(&p->link);
+	p->hdr_len = (uint8_t)canal__piece_encode(h, p->hdr);
+	p->express = false;
+	p->payload = NULL;
+	p->payload_len = 0;
+	p->credit_cost = 0;
+	p->req = r;
+	return p;
+}
+
+static void enqueue(struct canal__gate *g, struct canal__piece *p)
+{
+	canal__list_append(p->express ? &g->express : &g->normal, &p->link);
+	g->queued_bytes += p->payload_len;
+}
+
+/* A control piece (RTR, FIN, CREDIT): express, free of credit. */
+static int enqueue_control(struct canal__gate *g,
+			   const struct canal__piece_hdr *h)
+{
+	struct canal__piece *p = piece_new(h, NULL);
+	if (!p)
+		return -ENOMEM;
+	p->express = true;
+	enqueue(g, p);
+	return 0;
+}
+
+int canal__sched_send(struct canal_engine *e, int gi,
+		      struct canal_engine_req *r)
+{
+	struct canal__gate *g = &e->gates[gi];
+	const struct canal__driver_caps *caps = &g->drv->caps;
+	struct canal__piece_hdr h = {
+		.tag = (uint16_t)r->tag,
+		.seq = r->seq,
+		.flags = (r->flags & CANAL_ENGINE_EXPRESS) ? PIECE_FLAG_EXPRESS : 0,
+	};
+	bool eager = r->len <= caps->eager_max;
+	if (eager) {
+		h.kind = PIECE_EAGER;
+		h.len = (uint32_t)r->len;
+	} else {
+		h.kind = PIECE_RTS;
+		h.len = (uint32_t)r->len;
+		h.a = r->cookie;
+		h.b = caps->read_peer_memory ? (uint64_t)(uintptr_t)r->buf : 0;
+	}
+	/* The message's own piece lives in its request. */
+	struct canal__piece *p = &r->piece;
+	canal__list_init(&p->link);
+	p->hdr_len = (uint8_t)canal__piece_encode(&h, p->hdr);
+	p->embedded = true;
+	p->payload = NULL;
+	p->payload_len = 0;
+	p->req = r;
+	p->express = (r->flags & CANAL_ENGINE_EXPRESS) != 0;
+	if (eager) {
+		p->payload = r->buf;
+		p->payload_len = (uint32_t)r->len;
+		p->credit_cost = canal__eager_cost((uint32_t)r->len);
+	} else {
+		p->credit_cost = PIECE_HDR;
+		r->rndv_wait = true;
+	}
+	r->pieces_left = 1;
+	enqueue(g, p);
+	return 0;
+}
+
+int canal__sched_accept_rts(struct canal_engine *e, int gi,
+			    struct canal_engine_req *r,
+			    const struct canal__piece_hdr *rts)
+{
+	struct canal__gate *g = &e->gates[gi];
+	struct canal__driver *d = g->drv;
+	r->msg_len = rts->len;
+	r->arrived = 0;
+	size_t n = r->msg_len < r->len ? r->msg_len : r->len;
+	if (rts->b && d->caps.read_peer_memory && d->ops->read_peer) {
+		int err = d->ops->read_peer(d, r->buf, (unsigned long)rts->b, n);
+		if (err == 0) {
+			struct canal__piece_hdr fin = { .kind = PIECE_FIN,
+							.a = rts->a };
+			int q = enqueue_control(g, &fin);
+			if (q)
+				return q;
+			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
+			return 0;
+		}
+		/* Not allowed here (ptrace rules, seccomp): use the ring. A
+		 * bad address is caught by the sender's own checks: it only
+		 * sends DATA within its buffer. */
+		if (err == -EPERM || err == -ENOSYS)
+			d->caps.read_peer_memory = false;
+	}
+	struct canal__piece_hdr rtr = { .kind = PIECE_RTR, .a = rts->a,
+					.b = r->cookie };
+	/* DATA pieces are accepted only for a receive in this state. */
+	r->rndv_wait = true;
+	return enqueue_control(g, &rtr);
+}
+
+void canal__sched_credit_return(struct canal_engine *e, int gi, uint32_t bytes)
+{
+	struct canal__gate *g = &e->gates[gi];
+	g->credit_owed += bytes;
+	if (g->credit_owed >= (uint64_t)CANAL__CREDIT_WINDOW / 4) {
+		struct canal__piece_hdr c = { .kind = PIECE_CREDIT,
+					      .len = (uint32_t)g->credit_owed };
+		if (enqueue_control(g, &c) == 0)
+			g->credit_owed = 0;
+	}
+}
+
+/* The RTR for send request r arrived: queue its data, chunk by chunk. */
+static int send_data(struct canal__gate *g, struct canal_engine_req *r,
+		     uint64_t cookie_r)
+{
+	for (size_t off = 0; off < r->len; off += DATA_CHUNK) {
+		size_t n = r->len - off < DATA_CHUNK ? r->len - off : DATA_CHUNK;
+		struct canal__piece_hdr h = { .kind = PIECE_DATA,
+					      .tag = (uint16_t)r->tag,
+					      .len = (uint32_t)n,
+					      .a = cookie_r, .b = off };
+		struct canal__piece *p = piece_new(&h, r);
+		if (!p)
+			return -ENOMEM;
+		p->payload = r->buf + off;
+		p->payload_len = (uint32_t)n;
+		r->pieces_left++;
+		enqueue(g, p);
+	}
+	return 0;
+}
+
+static void piece_sent(struct canal__gate *g, struct canal__piece *p)
+{
+	canal__list_remove(&p->link);
+	g->queued_bytes -= p->payload_len;
+	g->credits -= p->credit_cost;
+	struct canal_engine_req *r = p->req;
+	/* Completing r may free it, and an embedded p with it: p first. */
+	if (!p->embedded)
+		free(p);
+	if (r && --r->pieces_left == 0 && !r->rndv_wait && !r->done)
+		canal__req_complete(r, 0);
+}
+
+int canal__sched_push(struct canal_engine *e, int gi)
+{
+	struct canal__gate *g = &e->gates[gi];
+	struct canal__driver *d = g->drv;
+	if (g->error || !d)
+		return 0;
+	int err = d->ops->flush(d);
+	if (err < 0)
+		return canal__gate_fail(e, gi, err, "peer %d: %s", gi, d->why), 0;
+	int sent = 0;
+	while (!canal__list_empty(&g->express) || !canal__list_empty(&g->normal)) {
+		struct canal__piece *sel[MAX_SELECT];
+		int k = e->strategy->select(e, g, sel, MAX_SELECT);
+		if (k == 0)
+			break;
+		struct iovec iov[2 * MAX_SELECT];
+		int n = 0;
+		size_t total = 0;
+		for (int i = 0; i < k; i++) {
+			iov[n].iov_base = sel[i]->hdr;
+			iov[n++].iov_len = sel[i]->hdr_len;
+			total += sel[i]->hdr_len;
+			if (sel[i]->payload_len) {
+				iov[n].iov_base = (void *)sel[i]->payload;
+				iov[n++].iov_len = sel[i]->payload_len;
+				total += sel[i]->payload_len;
+			}
+		}
+		err = d->ops->send(d, iov, n, total);
+		if (err == -EAGAIN)
+			break;
+		if (err < 0) {
+			canal__gate_fail(e, gi, err, "peer %d: %s", gi, d->why);
+			return sent;
+		}
+		for (int i = 0; i < k; i++)
+			piece_sent(g, sel[i]);
+		sent++;
+	}
+	return sent;
+}
+
+/* One piece that arrived: handle it, or return a negative errno with *why
+ * set (the gate is then closed). */
+static int dispatch(struct canal_engine *e, int gi,
+		    const struct canal__piece_hdr *h,
+		    const unsigned char *payload, canal__sched_arrive_fn arrive,
+		    const char **why)
+{
+	struct canal__gate *g = &e->gates[gi];
+	struct canal_engine_req *r;
+	switch (h->kind) {
+	case PIECE_EAGER:
+		if (h->len > g->drv->caps.eager_max) {
+			*why = "eager piece above the eager size";
+			return -EPROTO;
+		}
+		return arrive(e, gi, h, payload);
+	case PIECE_RTS:
+		if (h->len <= g->drv->caps.eager_max) {
+			*why = "request to send below the eager size";
+			return -EPROTO;
+		}
+		return arrive(e, gi, h, NULL);
+	case PIECE_RTR:
+		r = canal__req_lookup(e, h->a, gi, REQ_SEND);
+		if (!r || !r->rndv_wait) {
+			*why = "ready-to-receive for no pending send";
+			return -EPROTO;
+		}
+		r->rndv_wait = false;
+		return send_data(g, r, h->b);
+	case PIECE_DATA:
+		r = canal__req_lookup(e, h->a, gi, REQ_RECV);
+		if (!r || !r->rndv_wait || h->b > r->msg_len || h->len > r->msg_len - h->b ||
+		    h->len > r->msg_len - r->arrived) {
+			*why = "data piece outside any pending receive";
+			return -EPROTO;
+		}
+		if (h->b < r->len) {
+			size_t n = r->len - h->b < h->len ? r->len - h->b : h->len;
+			memcpy(r->buf + h->b, payload, n);
+		}
+		r->arrived += h->len;
+		if (r->arrived == r->msg_len && (r->rndv_wait = false, true))
+			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
+		return 0;
+	case PIECE_FIN:
+		r = canal__req_lookup(e, h->a, gi, REQ_SEND);
+		if (!r || !r->rndv_wait) {
+			*why = "finish for no pending send";
+			return -EPROTO;
+		}
+		r->rndv_wait = false;
+		if (r->pieces_left == 0)
+			canal__req_complete(r, 0);
+		return 0;
+	case PIECE_CREDIT:
+		g->credits += h->len;
+		if (g->credits > CANAL__CREDIT_WINDOW) {
+			*why = "credits beyond the window";
+			return -EPROTO;
+		}
+		return 0;
+	default:
+		*why = "unknown piece kind";
+		return -EPROTO;
+	}
+}
+
+int canal__sched_poll(struct canal_engine *e, int gi,
+		      canal__sched_arrive_fn arrive)
+{
+	struct canal__gate *g = &e->gates[gi];
+	struct canal__driver *d = g->drv;
+	int got = 0;
+	while (!g->error && got < POLL_BUDGET) {
+		const unsigned char *pkt;
+		size_t len;
+		int r = d->ops->recv(d, &pkt, &len);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			canal__gate_fail(e, gi, r, "peer %d: %s", gi, d->why);
+			break;
+		}
+		got++;
+		const char *why = NULL;
+		int err = 0;
+		for (size_t off = 0; off < len && !err;) {
+			struct canal__piece_hdr h;
+			unsigned hl = canal__piece_decode(pkt + off, len - off, &h);
+			if (!hl) {
+				why = "truncated piece header or unknown kind";
+				err = -EPROTO;
+				break;
+			}
+			size_t plen = canal__piece_has_payload(h.kind) ? h.len : 0;
+			if (plen > len - off - hl) {
+				why = "piece length beyond its packet";
+				err = -EPROTO;
+				break;
+			}
+			err = dispatch(e, gi, &h, pkt + off + hl, arrive, &why);
+			off += hl + plen;
+		}
+		d->ops->release(d);
+		if (err) {
+			canal__gate_fail(e, gi, err, "peer %d: malformed frame: %s",
+					 gi, why ? why : strerror(-err));
+			break;
+		}
+	}
+	return got;
+}
+
+void canal__sched_gate_drop(struct canal__gate *g)
+{
+	struct canal__list *qs[2] = { &g->express, &g->normal };
+	for (int i = 0; i < 2; i++) {
+		while (!canal__list_empty(qs[i])) {
+			struct canal__piece *p = canal__container_of(
+				qs[i]->next, struct canal__piece, link);
+			canal__list_remove(&p->link);
+			if (!p->embedded)
+				free(p);
+		}
+	}
+	g->queued_bytes = 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transfer/driver.h - the thin driver interface of the engine's transfer
+ * layer. A driver instance connects this process to one peer and moves
+ * packets (byte strings of at most caps.max_packet bytes) both ways, in
+ * order, without loss. It knows nothing of pieces, tags or requests.
+ *
+ * The window of the schedule layer sits on top: "one packet in flight" is
+ * whatever the driver has accepted but the peer has not taken yet
+ * (idle() says whether that is nothing), "one ready ahead" is the packet
+ * the strategy builds next. send() either takes a whole packet (copying it:
+ * the caller's buffers are free when it returns 0) or returns -EAGAIN.
+ */
+#ifndef CANAL_ENGINE_DRIVER_H
+#define CANAL_ENGINE_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct canal__driver_caps {
+	size_t max_packet;       /* largest packet send() takes */
+	size_t eager_max;        /* messages above go by rendezvous */
+	bool gather;             /* send() gathers an iovec without a copy of
+				  * its own (writev) */
+	bool read_peer_memory;   /* process_vm_readv of the peer works */
+};
+
+struct canal__driver;
+
+struct canal__driver_ops {
+	const char *name;
+	/* Take the packet iov[0..n) (total bytes) whole: 0, -EAGAIN (no room:
+	 * retry after progress), or a negative errno (the link is broken). */
+	int (*send)(struct canal__driver *d, const struct iovec *iov, int n,
+		    size_t total);
+	/* Push out what send() accepted and could not hand to the kernel yet:
+	 * 0 or a negative errno. */
+	int (*flush)(struct canal__driver *d);
+	/* Next received packet: 1 with *pkt and *len (valid until release()), 0
+	 * when none, or a negative errno (-ECONNRESET: the peer went away,
+	 * -EPROTO: malformed framing; the reason in the driver's message). */
+	int (*recv)(struct canal__driver *d, const unsigned char **pkt,
+		    size_t *len);
+	void (*release)(struct canal__driver *d);
+	/* true when nothing sent is waiting to be taken by the peer. */
+	bool (*idle)(struct canal__driver *d);
+	/* 0 while the peer is alive, -ECONNRESET once it is known dead. */
+	int (*health)(struct canal__driver *d);
+	/* Read len bytes at the peer's address into buf (one copy), or a
+	 * negative errno; NULL when !caps.read_peer_memory. */
+	int (*read_peer)(struct canal__driver *d, void *buf, unsigned long addr,
+			 size_t len);
+	void (*close)(struct canal__driver *d);
+};
+
+struct canal__driver {
+	const struct canal__driver_ops *ops;
+	struct canal__driver_caps caps;
+	pid_t peer_pid;
+	char why[96];            /* reason of the last error, for messages */
+};
+
+/* shm.c: connect to peer through a segment in dir (the lower rank creates
+ * it). Blocks up to timeout_ms. */
+int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
+		       struct canal__driver **out);
+
+/* tcp.c: listen on bind_addr (port chosen by the kernel) and publish the
+ * port in dir; connect to every lower rank, accept every higher one.
+ * drivers[size] receives one driver per peer. Blocks up to timeout_ms.
+ * dead_after_ms > 0 sets TCP_USER_TIMEOUT and keepalive probes. */
+int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
+			   int size, int timeout_ms, int dead_after_ms,
+			   struct canal__driver **drivers);
+
+#endif /* CANAL_ENGINE_DRIVER_H */

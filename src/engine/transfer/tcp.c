@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transfer/tcp.c - the TCP driver: one non-blocking stream socket per peer
+ * (TCP_NODELAY), packets framed by a 4-byte little-endian length.
+ *
+ * send() hands the packet to the kernel with one writev (prefix + the
+ * caller's iovec: gather without a copy); what the socket does not take at
+ * once is copied to the driver's output buffer, which is the packet "in
+ * flight": while it is not empty, send() says -EAGAIN and idle() false.
+ * recv() reads as much as the socket has into an input buffer and hands out
+ * whole packets in place. A length of 0 or above max_packet is -EPROTO (a
+ * peer cannot make us allocate or read beyond the buffer); end of stream or
+ * a reset is -ECONNRESET.
+ *
+ * Connection set-up (canal__tcp_connect_all): every process listens on
+ * bind_addr with a kernel-chosen port and publishes "port" in
+ * dir/tcp.<rank> (written under a temporary name, then renamed); it
+ * connects to every lower rank and accepts every higher one. A connection
+ * opens with a hello {u32 magic, u32 rank}; a wrong magic, a rank out of
+ * range or a rank seen twice is refused. Connecting before accepting cannot
+ * deadlock: a connect completes in the peer's listen backlog.
+ */
+#define _GNU_SOURCE
+#include "driver.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TCP_MAX_PACKET ((size_t)65536 + 256)
+#define TCP_EAGER_MAX ((size_t)65536)
+#define TCP_HELLO_MAGIC 0x63746370u /* "pctc" */
+#define MAX_IOV 64
+
+struct tcp_driver {
+	struct canal__driver base;
+	int fd;
+	unsigned char *out;
+	size_t out_off, out_len;
+	unsigned char *in;
+	size_t in_cap, in_start, in_end;
+	size_t pending;
+};
+
+static int sock_error(struct tcp_driver *d, int err)
+{
+	if (err == EPIPE || err == ECONNRESET || err == ENOTCONN ||
+	    err == ETIMEDOUT) {
+		snprintf(d->base.why, sizeof d->base.why, "%s",
+			 err == ETIMEDOUT ? "no answer within the TCP timeout"
+					  : "connection reset");
+		return -ECONNRESET;
+	}
+	snprintf(d->base.why, sizeof d->base.why, "socket: %s", strerror(err));
+	return -err;
+}
+
+static int tcp_flush(struct canal__driver *d_)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	while (d->out_off < d->out_len) {
+		ssize_t k = send(d->fd, d->out + d->out_off,
+				 d->out_len - d->out_off, MSG_NOSIGNAL);
+		if (k < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return sock_error(d, errno);
+		}
+		d->out_off += (size_t)k;
+	}
+	d->out_off = d->out_len = 0;
+	return 0;
+}
+
+static int tcp_send(struct canal__driver *d_, const struct iovec *iov, int n,
+		    size_t total)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	if (total > d->base.caps.max_packet || n >= MAX_IOV)
+		return -EMSGSIZE;
+	if (d->out_len) {
+		int r = tcp_flush(d_);
+		if (r < 0)
+			return r;
+		if (d->out_len)
+			return -EAGAIN;
+	}
+	uint32_t prefix = htole32((uint32_t)total);
+	struct iovec v[MAX_IOV + 1];
+	v[0].iov_base = &prefix;
+	v[0].iov_len = sizeof prefix;
+	memcpy(v + 1, iov, (size_t)n * sizeof *iov);
+	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n + 1 };
+	ssize_t k = sendmsg(d->fd, &m, MSG_NOSIGNAL);
+	if (k < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			return sock_error(d, errno);
+		k = 0;
+	}
+	/* Keep the rest of the packet: the caller's buffers are free now. */
+	size_t skip = (size_t)k;
+	for (int i = 0; i <= n; i++) {
+		if (skip >= v[i].iov_len) {
+			skip -= v[i].iov_len;
+			continue;
+		}
+		memcpy(d->out + d->out_len, (char *)v[i].iov_base + skip,
+		       v[i].iov_len - skip);
+		d->out_len += v[i].iov_len - skip;
+		skip = 0;
+	}
+	return 0;
+}
+
+static int tcp_recv(struct canal__driver *d_, const unsigned char **pkt,
+		    size_t *len)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	for (int round = 0; round < 2; round++) {
+		size_t have = d->in_end - d->in_start;
+		if (have >= 4) {
+			uint32_t l;
+			memcpy(&l, d->in + d->in_start, 4);
+			l = le32toh(l);
+			if (l == 0 || l > d->base.caps.max_packet) {
+				snprintf(d->base.why, sizeof d->base.why,
+					 "bad packet length %u", l);
+				return -EPROTO;
+			}
+			if (have >= 4 + (size_t)l) {
+				*pkt = d->in + d->in_start + 4;
+				*len = l;
+				d->pending = 4 + (size_t)l;
+				return 1;
+			}
+		}
+		if (round == 1)
+			break;
+		if (d->in_start > 0) {
+			memmove(d->in, d->in + d->in_start, have);
+			d->in_start = 0;
+			d->in_end = have;
+		}
+		ssize_t k = recv(d->fd, d->in + d->in_end, d->in_cap - d->in_end,
+				 MSG_DONTWAIT);
+		if (k == 0) {
+			snprintf(d->base.why, sizeof d->base.why,
+				 "connection closed by peer");
+			return -ECONNRESET;
+		}
+		if (k < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return sock_error(d, errno);
+		}
+		d->in_end += (size_t)k;
+	}
+	return 0;
+}
+
+static void tcp_release(struct canal__driver *d_)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	d->in_start += d->pending;
+	d->pending = 0;
+	if (d->in_start == d->in_end)
+		d->in_start = d->in_end = 0;
+}
+
+static bool tcp_idle(struct canal__driver *d_)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	return d->out_len == 0;
+}
+
+static int tcp_health(struct canal__driver *d)
+{
+	(void)d;
+	return 0;
+}
+
+static void tcp_close(struct canal__driver *d_)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	close(d->fd);
+	free(d->out);
+	free(d->in);
+	free(d);
+}
+
+static const struct canal__driver_ops tcp_ops = {
+	.name = "tcp",
+	.send = tcp_send,
+	.flush = tcp_flush,
+	.recv = tcp_recv,
+	.release = tcp_release,
+	.idle = tcp_idle,
+	.health = tcp_health,
+	.read_peer = NULL,
+	.close = tcp_close,
+};
+
+static int tcp_driver_new(int fd, int dead_after_ms, struct canal__driver **out)
+{
+	struct tcp_driver *d = calloc(1, sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	d->fd = fd;
+	d->base.ops = &tcp_ops;
+	d->base.caps.max_packet = TCP_MAX_PACKET;
+	d->base.caps.eager_max = TCP_EAGER_MAX;
+	d->base.caps.gather = true;
+	d->base.caps.read_peer_memory = false;
+	d->out = malloc(TCP_MAX_PACKET + 4);
+	d->in_cap = 4 * (TCP_MAX_PACKET + 4);
+	d->in = malloc(d->in_cap);
+	if (!d->out || !d->in) {
+		free(d->out);
+		free(d->in);
+		free(d);
+		return -ENOMEM;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (dead_after_ms > 0) {
+		/* Unacknowledged data for this long, or keepalive probes (one a
+		 * second after a second of silence) unanswered that long: the
+		 * kernel resets the connection, and recv/send say so. */
+		unsigned ut = (unsigned)dead_after_ms;
+		int idle = 1, intvl = 1, cnt = dead_after_ms / 1000 + 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	*out = &d->base;
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { 0, (long)ms * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int publish_port(const char *dir, int rank, const char *addr, int port)
+{
+	char path[600], tmp[620];
+	snprintf(path, sizeof path, "%s/tcp.%d", dir, rank);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s %d\n", addr, port);
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+static int read_port(const char *dir, int rank, uint64_t deadline,
+		     struct sockaddr_in *sa)
+{
+	char path[600], addr[64];
+	int port;
+	snprintf(path, sizeof path, "%s/tcp.%d", dir, rank);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			int k = fscanf(f, "%63s %d", addr, &port);
+			fclose(f);
+			if (k != 2 || port <= 0 || port > 65535)
+				return -EPROTO;
+			break;
+		}
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		sleep_ms(1);
+	}
+	memset(sa, 0, sizeof *sa);
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, addr, &sa->sin_addr) != 1)
+		return -EPROTO;
+	return 0;
+}
+
+static int connect_to(const struct sockaddr_in *sa, int rank, uint64_t deadline)
+{
+	for (;;) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) {
+			uint32_t hello[2] = { htole32(TCP_HELLO_MAGIC),
+					      htole32((uint32_t)rank) };
+			if (write(fd, hello, sizeof hello) != sizeof hello) {
+				close(fd);
+				return -EIO;
+			}
+			return fd;
+		}
+		int err = errno;
+		close(fd);
+		if (err != ECONNREFUSED && err != EINTR)
+			return -err;
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		sleep_ms(1);
+	}
+}
+
+int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
+			   int size, int timeout_ms, int dead_after_ms,
+			   struct canal__driver **drivers)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	int err = 0, lfd = -1;
+	if (!bind_addr)
+		bind_addr = "127.0.0.1";
+	if (rank < size - 1) {
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0)
+			return -errno;
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+			close(lfd);
+			return -EINVAL;
+		}
+		socklen_t sl = sizeof sa;
+		if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+		    listen(lfd, size) < 0 ||
+		    getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0) {
+			err = -errno;
+			goto out;
+		}
+		err = publish_port(dir, rank, bind_addr, ntohs(sa.sin_port));
+		if (err)
+			goto out;
+	}
+	for (int j = 0; j < rank; j++) {
+		struct sockaddr_in sa;
+		err = read_port(dir, j, deadline, &sa);
+		if (err)
+			goto out;
+		int fd = connect_to(&sa, rank, deadline);
+		if (fd < 0) {
+			err = fd;
+			goto out;
+		}
+		err = tcp_driver_new(fd, dead_after_ms, &drivers[j]);
+		if (err) {
+			close(fd);
+			goto out;
+		}
+	}
+	for (int left = size - 1 - rank; left > 0;) {
+		int64_t wait = (int64_t)(deadline - now_ms());
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		if (wait <= 0 || poll(&p, 1, (int)wait) == 0) {
+			err = -ETIMEDOUT;
+			goto out;
+		}
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct timeval tv = { 2, 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		uint32_t hello[2];
+		ssize_t k = recv(fd, hello, sizeof hello, MSG_WAITALL);
+		int peer = (int)le32toh(hello[1]);
+		if (k != sizeof hello || le32toh(hello[0]) != TCP_HELLO_MAGIC ||
+		    peer <= rank || peer >= size || drivers[peer]) {
+			close(fd); /* not one of ours: refuse it, keep waiting */
+			continue;
+		}
+		tv.tv_sec = 0;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		err = tcp_driver_new(fd, dead_after_ms, &drivers[peer]);
+		if (err) {
+			close(fd);
+			goto out;
+		}
+		left--;
+	}
+out:
+	if (lfd >= 0)
+		close(lfd);
+	return err;
+}

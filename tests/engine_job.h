@@ -1,0 +1,104 @@
+/* engine_job.h - run an engine job of n processes inside a test: fork n
+ * children, each opening a session with explicit options (rank, size, a
+ * fresh rendezvous directory, driver, strategy) and running fn. The job
+ * passes when every child exits 0; a child that does not finish within
+ * the time limit is killed and the job fails. */
+#ifndef CANAL_TEST_ENGINE_JOB_H
+#define CANAL_TEST_ENGINE_JOB_H
+
+#include "check.h"
+
+#include <canal/engine.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+#include <time.h>
+
+typedef int (*job_fn)(struct canal_engine *e, int rank, int size, void *arg);
+
+struct job {
+	int n;
+	const char *driver, *strategy;
+	int timeout_s;
+	/* set: this rank is expected to die (SIGKILL), not exit 0 */
+	int killed_rank;
+};
+
+static inline void job_rmdir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char p[1024];
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+			unlink(p);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+static inline int job_open(const char *dir, int rank, int n,
+			   const char *driver, const char *strategy,
+			   struct canal_engine **e)
+{
+	struct canal_engine_options o;
+	canal_engine_options_init(&o);
+	o.rank = rank;
+	o.size = n;
+	o.dir = dir;
+	o.driver = driver;
+	o.strategy = strategy;
+	o.connect_timeout_ms = 20000;
+	return canal_engine_open(&o, e);
+}
+
+/* Returns 0 when every rank exited 0 (and killed_rank, if >= 0, died of
+ * SIGKILL). */
+static inline int job_run(const struct job *j, job_fn fn, void *arg)
+{
+	char dir[] = "/tmp/canal-test-engine.XXXXXX";
+	CHECK(mkdtemp(dir));
+	pid_t pids[16];
+	CHECK(j->n <= 16);
+	fflush(NULL);
+	for (int r = 0; r < j->n; r++) {
+		pid_t p = test_fork();
+		CHECK(p >= 0);
+		if (p == 0) {
+			alarm((unsigned)j->timeout_s);
+			struct canal_engine *e;
+			int err = job_open(dir, r, j->n, j->driver, j->strategy, &e);
+			if (err) {
+				fprintf(stderr, "rank %d: open: %s\n", r, strerror(-err));
+				_exit(3);
+			}
+			int rc = fn(e, r, j->n, arg);
+			canal_engine_close(e);
+			fflush(NULL);
+			_exit(rc);
+		}
+		pids[r] = p;
+	}
+	int bad = 0;
+	for (int r = 0; r < j->n; r++) {
+		int st;
+		CHECK(waitpid(pids[r], &st, 0) == pids[r]);
+		bool ok = r == j->killed_rank
+				  ? WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL
+				  : WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		if (!ok) {
+			fprintf(stderr, "%s/%s n=%d: rank %d: %s %d\n", j->driver,
+				j->strategy, j->n, r,
+				WIFSIGNALED(st) ? "signal" : "exit",
+				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			bad = 1;
+		}
+	}
+	job_rmdir(dir);
+	return bad;
+}
+
+#endif

@@ -1,0 +1,150 @@
+/* test_engine_fuzz - malformed input on each driver's receive path. A
+ * session (rank 0) is connected to a fake peer (rank 1, a session of the
+ * same process whose driver is used raw): the fake sends random packets
+ * and mutated valid ones (bytes flipped, truncated, lengths and cookies
+ * changed) while rank 0 has receives posted. Whatever arrives, rank 0 must
+ * not crash or touch memory out of bounds (run under ASan in CI), and once
+ * the input is invalid the gate is closed with -EPROTO and a message naming
+ * peer 1; its receives complete with that error. Deterministic (seeded). */
+#include "engine_job.h"
+
+#include <canal/channel.h>
+
+#include "../src/engine/internal.h"
+#include "../src/engine/transfer/driver.h"
+#include "../src/engine/wire.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+struct opener {
+	char dir[64];
+	int rank;
+	const char *driver;
+	struct canal_engine *e;
+};
+
+static void *open_thread(void *arg)
+{
+	struct opener *o = arg;
+	CHECK_EQ(job_open(o->dir, o->rank, 2, o->driver, "default", &o->e), 0);
+	return NULL;
+}
+
+/* A valid piece of a random kind into buf; its length. */
+static size_t valid_piece(unsigned char *buf)
+{
+	struct canal__piece_hdr h = { 0 };
+	h.kind = (uint8_t)(1 + rnd() % (PIECE_KIND_END - 1));
+	h.tag = (uint16_t)(rnd() % 4);
+	h.seq = (uint32_t)(rnd() % 4);
+	h.len = canal__piece_has_payload(h.kind) ? (uint32_t)(rnd() % 64) : (uint32_t)rnd();
+	if (h.kind == PIECE_RTS)
+		h.len = 100000 + (uint32_t)(rnd() % 1000);
+	h.a = rnd() % 3 == 0 ? rnd() : (rnd() % 8) | (1ull << 32);
+	h.b = rnd() % 2 ? rnd() % 70000 : rnd();
+	size_t n = canal__piece_encode(&h, buf);
+	if (canal__piece_has_payload(h.kind)) {
+		memset(buf + n, 0x5a, h.len);
+		n += h.len;
+	}
+	return n;
+}
+
+static void round_of(const char *driver, int round)
+{
+	rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)round * 0x100000001b3ull) ^
+		    (driver[0] == 't');
+	struct opener o[2];
+	char dir[] = "/tmp/canal-test-fuzz.XXXXXX";
+	CHECK(mkdtemp(dir));
+	for (int i = 0; i < 2; i++) {
+		snprintf(o[i].dir, sizeof o[i].dir, "%s", dir);
+		o[i].rank = i;
+		o[i].driver = driver;
+	}
+	pthread_t t = spawn(open_thread, &o[1]);
+	open_thread(&o[0]);
+	join(t);
+	struct canal_engine *e = o[0].e;
+	struct canal__driver *fake = o[1].e->gates[0].drv;
+	enum { NR = 6 };
+	struct canal_engine_req *r[NR];
+	static unsigned char rb[NR][256];
+	for (int i = 0; i < NR; i++)
+		CHECK_EQ(canal_engine_irecv(e, 1, (unsigned)(i % 4), rb[i], sizeof rb[i], &r[i]), 0);
+	unsigned char pkt[4096];
+	int frames = 1 + (int)(rnd() % 12);
+	for (int f = 0; f < frames && !e->gates[1].error; f++) {
+		size_t n = 0;
+		switch (rnd() % 4) {
+		case 0: /* random bytes */
+			n = 1 + rnd() % 300;
+			for (size_t k = 0; k < n; k++)
+				pkt[k] = (unsigned char)rnd();
+			break;
+		case 1: /* valid pieces, then a few bytes flipped */
+		case 2:
+			for (int p = 1 + (int)(rnd() % 4); p > 0; p--)
+				n += valid_piece(pkt + n);
+			for (int m = (int)(rnd() % 4); m > 0; m--)
+				pkt[rnd() % n] = (unsigned char)rnd();
+			break;
+		default: /* valid pieces, truncated */
+			for (int p = 1 + (int)(rnd() % 3); p > 0; p--)
+				n += valid_piece(pkt + n);
+			n = 1 + rnd() % n;
+			break;
+		}
+		struct iovec v = { pkt, n };
+		int err;
+		while ((err = fake->ops->send(fake, &v, 1, n)) == -EAGAIN)
+			canal_engine_progress(e);
+		CHECK_EQ(err, 0);
+		for (int k = 0; k < 4; k++) {
+			canal_engine_progress(e);
+			canal_engine_progress(o[1].e);
+		}
+	}
+	/* Certainly invalid: an unknown kind. */
+	unsigned char bad[PIECE_HDR] = { 0xee };
+	struct iovec v = { bad, sizeof bad };
+	while (fake->ops->send(fake, &v, 1, sizeof bad) == -EAGAIN)
+		canal_engine_progress(e);
+	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
+	while (!e->gates[1].error && canal_now_ns() < deadline)
+		canal_engine_progress(e);
+	char why[160];
+	int gerr = canal_engine_gate_error(e, 1, why, sizeof why);
+	if (gerr != -EPROTO || !strstr(why, "peer 1")) {
+		fprintf(stderr, "%s round %d: gate error %d \"%s\"\n", driver, round, gerr, why);
+		abort();
+	}
+	for (int i = 0; i < NR; i++) {
+		int err = canal_engine_wait(e, r[i], NULL);
+		CHECK(err == 0 || err == -EPROTO || err == -EMSGSIZE);
+	}
+	canal_engine_close(o[1].e);
+	canal_engine_close(e);
+	job_rmdir(dir);
+}
+
+int main(void)
+{
+	int rounds = 150 * stress_scale();
+	const char *drivers[] = { "shm", "tcp" };
+	for (int d = 0; d < 2; d++) {
+		for (int i = 0; i < rounds; i++)
+			round_of(drivers[d], i);
+		printf("%s: %d rounds ok\n", drivers[d], rounds);
+		fflush(stdout);
+	}
+	TEST_DONE("test_engine_fuzz");
+}
