@@ -314,7 +314,7 @@ static bool idle_spin_watch(struct canal__loop *l)
 			    atomic_load_explicit(&l->rt->stop,
 						 memory_order_relaxed))
 				return true;
-			canal_cpu_relax();
+			canal__cpu_relax();
 		}
 	} while (canal_now_ns() < until);
 	return false;
