@@ -185,6 +185,7 @@ struct canal__runtime {
 	_Atomic uint64_t next_id;
 	_Atomic uint32_t spread;    /* round-robin cursor of spawn */
 	_Atomic uint32_t stop;	    /* every task ended: loops return */
+	_Atomic uint32_t spinning;  /* loops in their idle spin (loop.c) */
 	struct canal__stack_pool *pool;
 	struct canal__detach_pool *detach;
 };

@@ -23,6 +23,7 @@
 
 void canal__io_complete(struct canal__io *op, int32_t res)
 {
+	op->task->loop->inflight--;
 	op->result = res;
 	op->done = true;
 	canal__task_wake(op->task, WAKE_WOKEN);
@@ -197,6 +198,8 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		return r;
 	}
 	t->pinned++;
+	l->inflight++; /* (a backend may have completed it already: then
+			* its -- came first; the count is this thread's) */
 	struct canal__cond_waiter w;
 	if (cancel)
 		canal__cond_register(cancel, &w, t, WAKE_CANCELED);

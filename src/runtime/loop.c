@@ -207,16 +207,39 @@ void canal__task_ended(struct canal__loop *l, struct canal__task *t)
 	}
 }
 
-/* What the task that just switched out asked for (internal.h). */
-static void after_switch(struct canal__loop *l, struct canal__task *t)
+/* Between tasks: timers, and the backend's completions only if some
+ * operation is in flight (no syscall otherwise). */
+static void loop_poll_quick(struct canal__loop *l)
+{
+	if (l->inflight)
+		l->rt->backend->poll(l, 0);
+	if (l->heap_len)
+		canal__timer_run(l, canal_now_ns());
+}
+
+/* A task goes back to the queue and the next one comes off it, under one
+ * lock: the task to run next (t itself when nothing else is queued). */
+static struct canal__task *requeue_and_pop(struct canal__loop *l,
+					   struct canal__task *t)
+{
+	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
+		return t;
+	canal__spin_lock(&l->lock);
+	queue_append(l, t);
+	struct canal__task *next = queue_pop(l);
+	canal__spin_unlock(&l->lock);
+	return next;
+}
+
+/* What the task that just switched out asked for (internal.h). Returns
+ * the task to run next, if that is already known (a yield), else NULL. */
+static struct canal__task *after_switch(struct canal__loop *l,
+					struct canal__task *t)
 {
 	canal__stack_canary_check(&t->stack, t->id);
 	switch (t->after) {
 	case AFTER_YIELD:
-		canal__spin_lock(&l->lock);
-		queue_append(l, t);
-		canal__spin_unlock(&l->lock);
-		break;
+		return requeue_and_pop(l, t);
 	case AFTER_PARK: {
 		uint32_t s = TASK_PARKING;
 		if (!atomic_compare_exchange_strong_explicit(
@@ -225,30 +248,95 @@ static void after_switch(struct canal__loop *l, struct canal__task *t)
 			/* NOTIFIED: woken while switching out. */
 			atomic_store_explicit(&t->sched, TASK_RUNNING,
 					      memory_order_relaxed);
-			canal__spin_lock(&l->lock);
-			queue_append(l, t);
-			canal__spin_unlock(&l->lock);
+			return requeue_and_pop(l, t);
 		}
-		break;
+		return NULL;
 	}
 	case AFTER_EXIT:
 		canal__task_ended(l, t);
-		break;
+		return NULL;
 	case AFTER_DETACH:
 		canal__detach_push(l->rt, t);
-		break;
+		return NULL;
 	default:
 		abort();
 	}
 }
 
-static void loop_poll(struct canal__loop *l, uint64_t deadline)
+/* Run t, then whatever its switch out names next, pacing the polls. */
+static void run_chain(struct canal__loop *l, struct canal__task *t)
+{
+	while (t) {
+		if (++l->runs % POLL_EVERY == 0)
+			loop_poll_quick(l);
+		canal__task_run(l, t);
+		t = after_switch(l, t);
+	}
+}
+
+/* Before sleeping, a loop that has other loops spins this long watching
+ * its queue: a task handed over by a running loop then costs no eventfd
+ * write and no wake-up (Go's spinning Ps do the same). */
+#define IDLE_SPIN_NS 20000u
+
+static bool idle_spin_watch(struct canal__loop *l);
+
+static bool idle_spin(struct canal__loop *l)
+{
+	struct canal__runtime *rt = l->rt;
+	if (rt->nloops < 2 || l->inflight)
+		return false;
+	/* At most half of the loops spin at once (Go's rule): the others
+	 * sleep, and a machine with more loops than free CPUs does not
+	 * burn them all. */
+	uint32_t s = atomic_load_explicit(&rt->spinning, memory_order_relaxed);
+	do {
+		if (2 * (s + 1) > rt->nloops)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&rt->spinning, &s, s + 1, memory_order_relaxed,
+		memory_order_relaxed));
+	bool found = idle_spin_watch(l);
+	atomic_fetch_sub_explicit(&rt->spinning, 1, memory_order_relaxed);
+	return found;
+}
+
+static bool idle_spin_watch(struct canal__loop *l)
+{
+	uint64_t t0 = canal_now_ns();
+	uint64_t until = t0 + IDLE_SPIN_NS;
+	if (l->heap_len && l->heap[0]->deadline < until)
+		until = l->heap[0]->deadline;
+	do {
+		for (int i = 0; i < 32; i++) {
+			if (atomic_load_explicit(&l->queued,
+						 memory_order_relaxed) ||
+			    atomic_load_explicit(&l->rt->stop,
+						 memory_order_relaxed))
+				return true;
+			canal__cpu_relax();
+		}
+	} while (canal_now_ns() < until);
+	return false;
+}
+
+/* Sleep until a push, a completion or the next timer. Timers are run
+ * first: one that fires pushes its task to this queue, which must then be
+ * seen by the last look below (else we would sleep with it queued). */
+static void loop_sleep(struct canal__loop *l)
 {
 	uint64_t next = canal__timer_run(l, canal_now_ns());
-	if (next < deadline)
-		deadline = next;
-	l->rt->backend->poll(l, deadline);
-	canal__timer_run(l, canal_now_ns());
+	/* Announce it, then look at the queue a last time under the lock
+	 * (pairs with loop_wake). */
+	atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
+	canal__spin_lock(&l->lock);
+	bool empty = l->head == NULL;
+	canal__spin_unlock(&l->lock);
+	if (empty && !atomic_load_explicit(&l->rt->stop, memory_order_seq_cst)) {
+		l->rt->backend->poll(l, next);
+		canal__timer_run(l, canal_now_ns());
+	}
+	atomic_store_explicit(&l->sleeping, 0, memory_order_relaxed);
 }
 
 static void loop_schedule(struct canal__loop *l)
@@ -262,32 +350,21 @@ static void loop_schedule(struct canal__loop *l)
 			canal__spin_unlock(&l->lock);
 		}
 		if (t) {
-			if (++l->runs % POLL_EVERY == 0)
-				loop_poll(l, 0);
-			canal__task_run(l, t);
-			after_switch(l, t);
+			run_chain(l, t);
 			continue;
 		}
-		loop_poll(l, 0);
+		loop_poll_quick(l);
 		if (atomic_load_explicit(&l->queued, memory_order_relaxed))
 			continue;
 		if ((t = loop_steal(l)) != NULL) {
-			canal__task_run(l, t);
-			after_switch(l, t);
+			run_chain(l, t);
 			continue;
 		}
 		if (atomic_load_explicit(&rt->stop, memory_order_acquire))
 			return;
-		/* Sleep: announce it, then look at the queue a last time
-		 * under the lock (pairs with loop_wake). */
-		atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
-		canal__spin_lock(&l->lock);
-		bool empty = l->head == NULL;
-		canal__spin_unlock(&l->lock);
-		if (empty && !atomic_load_explicit(&rt->stop,
-						   memory_order_seq_cst))
-			loop_poll(l, CANAL_NO_DEADLINE);
-		atomic_store_explicit(&l->sleeping, 0, memory_order_relaxed);
+		if (idle_spin(l))
+			continue;
+		loop_sleep(l);
 	}
 }
 

@@ -126,7 +126,9 @@ static int block_new(struct canal__stack_pool *p, struct canal__stack *st)
 		struct slab *s = malloc(sizeof(*s));
 		if (!s)
 			return -ENOMEM;
-		s->len = p->stack_bytes * SLAB_STACKS;
+		/* One page more, below the first block: it holds the canary
+		 * of that block (see canal__stack_canary_set). */
+		s->len = p->stack_bytes * SLAB_STACKS + p->page;
 		s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 				      MAP_STACK,
@@ -137,7 +139,7 @@ static int block_new(struct canal__stack_pool *p, struct canal__stack *st)
 		}
 		s->next = p->slabs;
 		p->slabs = s;
-		p->slab_cur = s->map;
+		p->slab_cur = (char *)s->map + p->page;
 		p->slab_left = SLAB_STACKS;
 	}
 	st->guard = NULL;
@@ -216,15 +218,25 @@ void canal__stack_cache_flush(struct canal__stack_pool *p,
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Only slab stacks (no guard page) carry a canary: writing it commits the
- * stack's lowest page, which a guarded stack never needs (a parked task
- * then costs the one page at its top). */
+/*
+ * Only slab stacks (no guard page) carry a canary, and it lives outside
+ * the stack: in the last word of the block below (the top of that block's
+ * task area, whose page is committed anyway), or of the slab's first page
+ * for its first block. An overflow of this stack writes there first, and
+ * no page is committed for the canary (a parked task costs the one page at
+ * its top). The task structure never reaches that word (task.c).
+ */
+static uint64_t *canary_word(const struct canal__stack *st)
+{
+	return (uint64_t *)(void *)(st->lo - sizeof(uint64_t));
+}
+
 void canal__stack_canary_set(const struct canal__stack *st)
 {
 	if (st->guard)
 		return;
 	uint64_t v = STACK_CANARY;
-	memcpy(st->lo, &v, sizeof(v));
+	memcpy(canary_word(st), &v, sizeof(v));
 }
 
 static void overflow_report(uint64_t id, size_t size, const char *how)
@@ -244,7 +256,7 @@ void canal__stack_canary_check(const struct canal__stack *st, uint64_t id)
 	if (st->guard)
 		return;
 	uint64_t v;
-	memcpy(&v, st->lo, sizeof(v));
+	memcpy(&v, canary_word(st), sizeof(v));
 	if (__builtin_expect(v != STACK_CANARY, 0))
 		overflow_report(id, st->size, "its canary was overwritten");
 }

@@ -12,11 +12,11 @@
  * So stacks get a guard page while the count of guarded stacks stays
  * within a budget derived from max_map_count; beyond it, stacks are carved
  * from slabs (one mapping for many stacks) without guard pages. Slab
- * stacks have a canary at their lowest word, checked whenever the task
- * switches out (guarded ones need none, and so never commit their lowest
- * page): an overflow of a guarded stack faults in the guard page (reported
- * by the SIGSEGV handler on the loop's alternate signal stack), one of a
- * slab stack is caught by its canary at the next switch. Both print the task id
+ * stacks have a canary just below their lowest byte (the last word of the
+ * block below, stack.c), checked whenever the task switches out: an
+ * overflow of a guarded stack faults in the guard page (reported by the
+ * SIGSEGV handler on the loop's alternate signal stack), one of a slab
+ * stack is caught by its canary at the next switch. Both print the task id
  * and the stack size, then abort.
  *
  * Reuse: each loop keeps a cache of free blocks (no lock); beyond it they
@@ -45,7 +45,8 @@ struct canal__stack_cache {
 
 struct canal__stack_pool;
 
-/* Bytes reserved at the top of every block for the task structure. */
+/* Bytes reserved at the top of every block for the task structure; its
+ * last word is the canary of the block above (slab stacks). */
 #define CANAL__TASK_AREA 512u
 
 int canal__stack_pool_create(size_t stack_size,

@@ -17,8 +17,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-_Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA,
-	       "the task structure must fit its stack block's task area");
+_Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA - 8,
+	       "the task structure must fit its stack block's task area, "
+	       "short of its last word (the canary of the block above)");
 
 static void task_entry(void *arg)
 {

@@ -251,7 +251,7 @@ static void test_timed(void)
 
 /* A shared channel between a task of this process and another process:
  * the child sends, a parked task receives (woken through the kernel). */
-static struct canal_chan *xproc;
+static struct canal_chan *xproc, *xgo;
 
 static void xproc_main(void *arg)
 {
@@ -263,13 +263,15 @@ static void xproc_main(void *arg)
 	}
 	uint32_t v;
 	CHECK_EQ(canal_recv_timeout(xproc, &v, 2000000), -ETIMEDOUT);
+	CHECK_EQ(canal_send(xgo, NULL), 0); /* now the child closes */
 	CHECK_EQ(canal_recv(xproc, &v), -EPIPE);
 }
 
 static void test_shared_fork(void)
 {
 	xproc = canal_chan_create(sizeof(uint32_t), 0, CANAL_SHARED);
-	CHECK(xproc);
+	xgo = canal_chan_create(0, 1, CANAL_SHARED);
+	CHECK(xproc && xgo);
 	pid_t pid = test_fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -279,7 +281,8 @@ static void test_shared_fork(void)
 			if (canal_send(xproc, &i) != 0)
 				_exit(1);
 		}
-		usleep(10000);
+		if (canal_recv(xgo, NULL) != 0) /* the parent timed out */
+			_exit(2);
 		canal_close(xproc);
 		_exit(0);
 	}
@@ -289,6 +292,7 @@ static void test_shared_fork(void)
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	canal_chan_destroy(xproc);
+	canal_chan_destroy(xgo);
 }
 
 int main(void)
