@@ -15,10 +15,8 @@
  * on stdout once the server accepts (--port 0 picks a free port; tests
  * read it from that line).
  *
- * Styles (see CMakeLists.txt): threads, pool, select, poll, epoll, uring.
- * The "tasks" style (one task per connection on canal's runtime) belongs
- * to the runtime's issue and will be one more file here, tasks.c, using
- * the same http.h connection state machine.
+ * Styles (see CMakeLists.txt): threads, pool, select, poll, epoll, uring,
+ * tasks (one task per connection on canal's runtime, tasks.c).
  */
 #ifndef CANAL_BENCH_WEB_CORE_H
 #define CANAL_BENCH_WEB_CORE_H
