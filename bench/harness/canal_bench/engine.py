@@ -177,6 +177,28 @@ def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
     return rows
 
 
+def headlines(test: str, cells: Dict[str, Dict[int, Cell]]) -> None:
+    """The summary screen's rows: issue 15's targets."""
+    def vals(name: str, size: int):
+        c = cells.get(name, {}).get(size)
+        return c.values if c else None
+
+    if test == "latency":
+        for size in (8, 1024, 65536):
+            report.headline("engine", f"shm one-way latency, {size_label(size)}",
+                            vals("canal shm", size), "Open MPI shm",
+                            vals("Open MPI shm", size), "us", 1.0)
+        report.headline("engine", "tcp one-way latency, 8 B", vals("canal tcp", 8),
+                        "raw tcp ping-pong", vals("raw tcp", 8), "us", TCP_FACTOR)
+    elif test == "bw":
+        big = max((s for s in cells.get("canal shm", {})), default=None)
+        if big is not None:
+            report.headline("engine", f"shm bandwidth, {size_label(big)}",
+                            vals("canal shm", big), "Open MPI shm",
+                            vals("Open MPI shm", big), "MB/s", 1.0,
+                            higher_is_better=True)
+
+
 _OVERHEAD = re.compile(r"engine ([0-9.]+) ns .*raw ([0-9.]+) ns .*overhead (-?[0-9.]+) ns")
 
 
@@ -340,6 +362,7 @@ def run(build_dir: str, mode: str) -> str:
         unit = "one-way latency, us" if test == "latency" else "bandwidth, MB/s (10^6 B/s)"
         md.append(f"## osu_{test if test != 'latency' else 'latency'} ({unit})\n")
         md.append(table(cells, [i.name for i in impls]))
+        headlines(test, cells)
         if test == "latency":
             rows = checks(cells)
             if rows:

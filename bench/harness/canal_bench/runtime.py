@@ -143,6 +143,26 @@ def render(cells: Dict[str, Dict[str, Cell]], m: Mode) -> str:
             + report.markdown_table(["target", "ratio", "limit", "verdict"], rows2))
 
 
+def headlines(cells: Dict[str, Dict[str, Cell]], m: Mode) -> None:
+    """The summary screen's rows: issue 13's targets."""
+    def vals(col: str, key: str):
+        c = cells.get(col, {}).get(key)
+        return c.values if c else None
+
+    report.headline("runtime", "task switch (yield ping-pong)",
+                    vals("canal tasks", "yield_pingpong"), "Boost.Context fcontext",
+                    vals("fcontext", "fcontext_switch"), "ns", 2.0)
+    report.headline("runtime", "spawn + join", vals("canal tasks", "spawn_join"),
+                    "Go", vals("Go", "spawn_join"), "ns", 0.5)
+    for key, what in (("chan_pingpong_1loop_0", "channel ping-pong task to task, capacity 0, one loop"),
+                      ("chan_pingpong_2loops_1", "channel ping-pong task to task, capacity 1, two loops")):
+        report.headline("runtime", what, vals("canal tasks", key), "Go", vals("Go", key),
+                        "ns", 0.5)
+    pk = f"parked_bytes_{m.parked}"
+    report.headline("runtime", f"memory per parked task ({m.parked:,})",
+                    vals("canal tasks", pk), "Go", vals("Go", pk), "bytes", 1.0)
+
+
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
     return (f"canal task runtime vs Go goroutines and Boost.Context ({what}: "
@@ -180,6 +200,7 @@ def run(build_dir: str, mode: str) -> str:
             raw += [[rep + 1, col, k, v] for k, v in res.items()]
         runs.append(one)
     cells = collect(runs)
+    headlines(cells, m)
     body = render(cells, m)
     md = "\n".join(report.header_lines(title(m))) + "\n" + body
     md += ("\nOne loop: both tasks on one loop thread (Go: GOMAXPROCS=1); two loops: "

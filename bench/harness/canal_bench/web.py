@@ -513,6 +513,30 @@ def plot(path: str, title: str, ylabel: str, runs: Sequence[Run], tool: str,
 
 # ---------------------------------------------------------------------------
 
+def headlines(runs: Sequence[Run]) -> None:
+    """The summary screen's rows: issue 14's targets, requests/s with wrk
+    (io_uring and tasks >= 1.2x nginx) and ab (>= nginx), tasks within 10 %
+    of io_uring, at the largest concurrency measured."""
+    def rps(tool: str, server: str, conc: int):
+        xs = [r.rps for r in runs if r.tool == tool and r.server == server
+              and r.concurrency == conc and r.ok and r.rps is not None]
+        return xs or None
+
+    for tool, target in (("wrk", 1.2), ("ab", 1.0)):
+        concs = sorted({r.concurrency for r in runs if r.tool == tool})
+        if not concs:
+            continue
+        c = concs[-1]
+        for style in ("uring", "tasks"):
+            report.headline("web", f"{style}, {tool} c={c}", rps(tool, style, c), "nginx",
+                            rps(tool, "nginx", c), "requests/s", target,
+                            higher_is_better=True)
+        if tool == "wrk":
+            report.headline("web", f"tasks vs io_uring server, wrk c={c}",
+                            rps(tool, "tasks", c), "canal uring", rps(tool, "uring", c),
+                            "requests/s", 0.9, higher_is_better=True)
+
+
 def make_root() -> str:
     root = tempfile.mkdtemp(prefix="canal-web-root-")
     os.chmod(root, 0o755)  # nginx's workers run as nobody when started as root
@@ -627,6 +651,7 @@ def run(build_dir: str, mode: str) -> str:
     elapsed = time.monotonic() - t0
 
     report.write_csv(os.path.join(out, "web.csv"), CSV_HEADER, csv_rows(runs))
+    headlines(runs)
     md = report.header_lines("Web servers (issue 14)")
     md += [f"{'Quick' if mode == 'quick' else 'Full'} run, {elapsed:.0f} s. "
            f"GET /{PAGE} ({PAGE_SIZE} bytes) from a fresh server per cell; "
