@@ -91,6 +91,12 @@ struct canal_engine_options {
 			       * declared dead (TCP_USER_TIMEOUT and keepalive
 			       * every second); 0: $CANAL_ENGINE_TCP_TIMEOUT_MS,
 			       * else the kernel's defaults (minutes) */
+	const char *key_file; /* TCP: a file of 16 to 4096 secret bytes that
+			       * only this user can read (chmod 600), the same
+			       * on every rank: connections between ranks must
+			       * pass an HMAC challenge-response keyed by it,
+			       * others are refused, closed and logged; NULL:
+			       * $CANAL_ENGINE_KEY_FILE, else no handshake */
 };
 
 /* What a completed receive (or a probe) found. */

@@ -145,6 +145,11 @@ struct canal_engine {
 	unsigned health_round;
 	int listen_fd;
 	char dir[512];
+	/* Launched by a PMIx server (mpirun, srun): the exchange's handle,
+	 * finalized at close; pmix_dir: this rank created dir (shm under
+	 * PMIx) and removes it at close. */
+	void *pmix;
+	bool pmix_dir;
 };
 
 /* Core (req.c): request table and completion. */

@@ -75,4 +75,19 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers);
 
+struct canal__xchg;
+
+/* The same with the address published through x (exchange.h: files or
+ * PMIx; drivers[x->size]) and key (32 bytes) or NULL: the handshake of
+ * auth.h. */
+int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
+			   int timeout_ms, int dead_after_ms,
+			   const unsigned char *key,
+			   struct canal__driver **drivers);
+
+/* ucx.c: a UCP worker for the session, its address published through x, an
+ * endpoint per peer. Built when UCX is found (CANAL_HAVE_UCX). */
+int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
+			   struct canal__driver **drivers);
+
 #endif /* CANAL_ENGINE_DRIVER_H */
