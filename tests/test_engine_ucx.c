@@ -1,0 +1,42 @@
+/* test_engine_ucx.c - the engine over the UCX driver (issue 16): exactly
+ * once and per-(gate, tag) order with 2 and 3 processes, both strategies,
+ * sizes through UCX's eager, UCX's rendezvous and the engine's rendezvous
+ * (above 1 MiB); a closed peer's gate fails instead of hanging. Skips when
+ * canal was built without UCX. */
+#include "engine_job.h"
+#include "remote_traffic.h"
+
+static int traffic(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)rank, (void)size, (void)arg;
+	if (strcmp(canal_engine_driver(e), "ucx") != 0)
+		return 5;
+	return remote_traffic(e, 30, 1);
+}
+
+int main(void)
+{
+	struct canal_engine_options o;
+	canal_engine_options_init(&o);
+	o.rank = 0;
+	o.size = 1;
+	o.driver = "ucx";
+	struct canal_engine *e;
+	int err = canal_engine_open(&o, &e);
+	if (err == -ENOTSUP) {
+		printf("test_engine_ucx: SKIP: canal built without UCX (apt install libucx-dev)\n");
+		return 0;
+	}
+	CHECK_EQ(err, 0);
+	CHECK_EQ(strcmp(canal_engine_driver(e), "ucx"), 0);
+	CHECK_EQ(canal_engine_close(e), 0);
+	const char *strategies[] = { "default", "aggregate" };
+	for (int s = 0; s < 2; s++)
+		for (int n = 2; n <= 3; n++) {
+			struct job j = { .n = n, .driver = "ucx",
+					 .strategy = strategies[s],
+					 .timeout_s = 60, .killed_rank = -1 };
+			CHECK_EQ(job_run(&j, traffic, NULL), 0);
+		}
+	TEST_DONE("test_engine_ucx");
+}
