@@ -20,6 +20,14 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg libzmq3-dev
 	need_pkg openmpi-bin
 	need_pkg libopenmpi-dev
+	# Issue 16 (past one machine): UCX driver and ucx_perftest, PMIx launch,
+	# TCP handshake, network-namespace tests (ip, tc, nft).
+	need_pkg libucx-dev
+	need_pkg ucx-utils
+	need_pkg libpmix-dev
+	need_pkg libsodium-dev
+	need_pkg iproute2
+	need_pkg nftables
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
