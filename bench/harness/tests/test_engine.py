@@ -72,3 +72,18 @@ def test_parse_seed_patterns():
     assert engine.parse_page("garbage") is None
     mux = "# Two multiplexed flows\n# Packs  Latency (us)\n1    0.58\n1000   200.5\n"
     assert engine.parse_mux(mux) == {1: 0.58, 1000: 200.5}
+
+
+def test_ucx_rows_and_target():
+    impls = {i.name: i for i in engine.implementations("latency")}
+    cmd = engine.command("/b", impls["canal ucx"], [])
+    assert cmd[3:6] == ["/b/bench/engine/osu_latency", "--driver", "ucx"]
+    pt = engine.command("/b", impls["ucx_perftest"], ["--max-size", "8"])
+    assert pt[1].endswith("ucx_perftest_osu.py") and os.path.exists(pt[1])
+    assert pt[2:4] == ["--test", "latency"]
+    assert "ucx_perftest" not in {i.name for i in engine.implementations("bibw")}
+    C = engine.Cell
+    rows = {r[0]: r for r in engine.checks({"canal ucx": {8: C([0.5]), 64: C([1.0])},
+                                            "ucx_perftest": {8: C([0.48]), 64: C([0.5])}})}
+    assert rows["ucx latency at 8 B <= 1.1 x ucx_perftest"][2] == "met"
+    assert rows["ucx latency at 64 B <= 1.1 x ucx_perftest"][2] == "MISSED"
