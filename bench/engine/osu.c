@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	CK(canal_engine_close(e));
 	return 0;
 usage:
-	fprintf(stderr, "usage: osu [--driver shm|tcp] [--strategy default|aggregate] "
+	fprintf(stderr, "usage: osu [--driver shm|tcp|ucx] [--strategy default|aggregate] "
 		"[--min-size B] [--max-size B] [--iterations N] [--warmup N]\n");
 	return 2;
 }
