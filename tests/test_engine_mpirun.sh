@@ -21,7 +21,9 @@ for d in $drivers; do
 	if ! env -u CANAL_RANK -u CANAL_SIZE -u CANAL_LAUNCH_DIR \
 		OMPI_MCA_rmaps_base_oversubscribe=1 \
 		timeout -k 5 90 mpirun $root --oversubscribe -n 4 \
-		-x CANAL_ENGINE_DRIVER=$d -x MPIRUN_EXPECT_SIZE=4 "$job"; then
+		-x CANAL_ENGINE_DRIVER=$d -x MPIRUN_EXPECT_SIZE=4 \
+		-x LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan-pmix.supp" \
+		"$job"; then
 		echo "test_engine_mpirun: FAILED with driver $d"
 		exit 1
 	fi
