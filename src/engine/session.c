@@ -99,6 +99,64 @@ static void free_session(struct canal_engine *e)
 	free(e);
 }
 
+/* TCP gates: one connection per peer, or with bind = "addr0,addr1,..."
+ * one per address (rails, up to 4; rail i published as "tcp<i>") joined
+ * per peer by the rails driver. A rail is declared dead after dead ms of
+ * silence (2 s when not set: a pulled cable is seen by its timeout). */
+static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
+		     int dead, const unsigned char *key,
+		     struct canal__driver **drv)
+{
+	if (!bind || !strchr(bind, ','))
+		return canal__tcp_connect_xchg(x, bind, timeout,
+					       dead > 0 ? dead : 0, key, drv);
+	char addrs[4][64], keys[4][8];
+	int n = 0, commas = 0;
+	for (const char *p = bind; *p; p++)
+		commas += *p == ',';
+	if (commas >= 4)
+		return -EINVAL; /* at most 4 rails */
+	for (const char *p = bind; *p && n < 4; n++) {
+		size_t l = strcspn(p, ",");
+		if (l == 0 || l >= sizeof addrs[0])
+			return -EINVAL;
+		memcpy(addrs[n], p, l);
+		addrs[n][l] = 0;
+		p += l;
+		if (*p == ',' && *++p == 0)
+			return -EINVAL;
+	}
+	struct canal__driver **sub = calloc((size_t)n * (size_t)x->size, sizeof *sub);
+	if (!sub)
+		return -ENOMEM;
+	int err = 0;
+	for (int i = 0; i < n && !err; i++) {
+		snprintf(keys[i], sizeof keys[i], "tcp%d", i);
+		struct canal__xchg xi = *x;
+		xi.tcp_key = keys[i];
+		err = canal__tcp_connect_xchg(&xi, addrs[i], timeout,
+					      dead > 0 ? dead : 2000, key,
+					      sub + (size_t)i * (size_t)x->size);
+	}
+	for (int g = 0; g < x->size; g++) {
+		if (g == x->rank)
+			continue;
+		struct canal__driver *s[4];
+		bool whole = true;
+		for (int i = 0; i < n; i++) {
+			s[i] = sub[(size_t)i * (size_t)x->size + (size_t)g];
+			whole = whole && s[i];
+		}
+		if (!err && whole && (err = canal__rails_new(s, n, &drv[g])) == 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (s[i])
+				s[i]->ops->close(s[i]);
+	}
+	free(sub);
+	return err;
+}
+
 EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			     struct canal_engine **out)
 {
@@ -221,9 +279,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			int dead = o.tcp_timeout_ms > 0
 					   ? o.tcp_timeout_ms
 					   : env_int("CANAL_ENGINE_TCP_TIMEOUT_MS", 0);
-			err = canal__tcp_connect_xchg(&xchg, bind, timeout,
-						     dead > 0 ? dead : 0,
-						     key_file ? key : NULL, drv);
+			err = tcp_rails(&xchg, bind, timeout, dead,
+					key_file ? key : NULL, drv);
 #ifdef CANAL_HAVE_UCX
 		} else if (ucx) {
 			err = canal__ucx_connect_all(&xchg, timeout, drv);

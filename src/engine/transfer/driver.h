@@ -90,4 +90,14 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 			   struct canal__driver **drivers);
 
+/* rails.c: one driver over subs[0..n) (n <= 4) to the same peer: packets
+ * spread over them, acknowledged, sent again on the others when one fails
+ * (it takes ownership of subs). canal__rails_info: bytes sent on a rail
+ * and whether it failed; returns the number of rails, or -EINVAL when d is
+ * not a rails driver. */
+int canal__rails_new(struct canal__driver **subs, int n,
+		     struct canal__driver **out);
+int canal__rails_info(const struct canal__driver *d, int rail,
+		      unsigned long long *bytes, bool *dead);
+
 #endif /* CANAL_ENGINE_DRIVER_H */

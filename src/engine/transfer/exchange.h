@@ -26,6 +26,8 @@ struct canal__xchg {
 	int rank, size;
 	const char *dir;  /* files back end; NULL under PMIx */
 	void *pmix;       /* PMIx back end (a pmix_proc_t of this process) */
+	const char *tcp_key; /* key of the TCP address; NULL: "tcp" (rail i
+			      * of several: "tcp<i>") */
 };
 
 int canal__xchg_put(const struct canal__xchg *x, const char *key,

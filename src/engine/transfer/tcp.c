@@ -272,7 +272,7 @@ static int publish_port(const struct canal__xchg *x, const char *addr,
 {
 	char v[96];
 	snprintf(v, sizeof v, "%s %d", addr, port);
-	return canal__xchg_put(x, "tcp", v);
+	return canal__xchg_put(x, x->tcp_key ? x->tcp_key : "tcp", v);
 }
 
 static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
@@ -280,7 +280,8 @@ static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
 {
 	char v[96], addr[64];
 	int port;
-	int err = canal__xchg_get(x, rank, "tcp", v, sizeof v, deadline);
+	int err = canal__xchg_get(x, rank, x->tcp_key ? x->tcp_key : "tcp", v,
+				  sizeof v, deadline);
 	if (err)
 		return err;
 	if (sscanf(v, "%63s %d", addr, &port) != 2 || port <= 0 || port > 65535)
