@@ -126,6 +126,17 @@ static inline int remote_traffic(struct canal_engine *e, int msgs, int big)
 			bad = 1;
 		}
 	}
+	/* A second round before anyone returns: a peer starting its next
+	 * exchange must not send before everyone has probed. */
+	for (int p = 0; p < size && !bad; p++) {
+		if (p == rank)
+			continue;
+		struct canal_engine_req *a, *b;
+		if (canal_engine_isend(e, p, RT_FIN_TAG, &fin, 1, 0, &a) ||
+		    canal_engine_irecv(e, p, RT_FIN_TAG, got, sizeof got, &b) ||
+		    canal_engine_wait(e, a, NULL) || canal_engine_wait(e, b, NULL))
+			bad = 1;
+	}
 	free(sr);
 	free(rr);
 	free(sb);
