@@ -83,8 +83,14 @@ def implementations(test: str) -> List[Impl]:
         out += [Impl(f"ZeroMQ {t}", test,
                      ("@" + LAUNCH, "-n", "2", "@" + f"{OUT}/{z}", "--transport", t),
                      (LAUNCH, f"{OUT}/{z}")) for t in ("ipc", "tcp")]
-    # Issue 16: the engine over UCX beside raw UCX (ucx_perftest).
+    # Issue 16: the engine over UCX beside raw UCX (ucx_perftest), and
+    # TCP over two rails (here both on loopback: the rails' overhead, not
+    # a second network's bandwidth).
     out.append(canal("ucx"))
+    if test in ("bw", "bibw"):
+        out.append(Impl("canal tcp 2 rails", test,
+                        ("env", "CANAL_ENGINE_BIND=127.0.0.1,127.0.0.1")
+                        + canal("tcp").argv, canal("tcp").needs))
     if test in ("latency", "bw"):
         out.append(Impl("ucx_perftest", test,
                         (sys.executable, UCX_PERFTEST_OSU, "--test", test), ()))

@@ -87,3 +87,11 @@ def test_ucx_rows_and_target():
                                             "ucx_perftest": {8: C([0.48]), 64: C([0.5])}})}
     assert rows["ucx latency at 8 B <= 1.1 x ucx_perftest"][2] == "met"
     assert rows["ucx latency at 64 B <= 1.1 x ucx_perftest"][2] == "MISSED"
+
+
+def test_two_rails_row():
+    impls = {i.name: i for i in engine.implementations("bw")}
+    cmd = engine.command("/b", impls["canal tcp 2 rails"], [])
+    assert cmd[:2] == ["env", "CANAL_ENGINE_BIND=127.0.0.1,127.0.0.1"]
+    assert cmd[2] == "/b/bin/canal-launch" and "--driver" in cmd and "tcp" in cmd
+    assert "canal tcp 2 rails" not in {i.name for i in engine.implementations("latency")}
