@@ -3,6 +3,7 @@
 #   make test         build and run every test (CTest, which also runs pytest)
 #   make bench        quick comparison tables (a few minutes)
 #   make bench-full   the whole benchmark matrix, with plots
+#   make bench-compare A B   two results directories side by side
 #   make stress       the long stress runs
 #   make install PREFIX=/usr/local
 # SANITIZE=address,undefined or SANITIZE=thread builds into build-<name>/.
@@ -20,7 +21,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python3
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap configure build test bench bench-full stress install venv clean
+.PHONY: all bootstrap configure build test bench bench-full stress install venv clean bench-compare
 
 all: build
 
@@ -56,3 +57,13 @@ install: build
 
 clean:
 	rm -rf build build-*
+
+# make bench-compare results/<A> results/<B> (or A=... B=...): the two
+# directories' summaries side by side.
+ifeq (bench-compare,$(firstword $(MAKECMDGOALS)))
+COMPARE_DIRS := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+$(eval $(COMPARE_DIRS):;@:)
+.PHONY: $(COMPARE_DIRS)
+endif
+bench-compare: venv
+	$(PY) bench/harness/compare.py $(or $(A),$(word 1,$(COMPARE_DIRS))) $(or $(B),$(word 2,$(COMPARE_DIRS)))

@@ -14,10 +14,21 @@ need ninja ninja-build
 need cc gcc
 need pkg-config pkg-config
 need python3 python3
+need groff groff-base
+need g++ g++
+# Optional (CANAL_OPTIONAL=1): chromium, for the test that renders
+# results' report.html headless (skipped without it).
+[ -n "${CANAL_OPTIONAL:-}" ] && need chromium chromium
 if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg python3-venv
 	need_pkg liburing-dev
 	need_pkg libzmq3-dev
+	# The web benchmark (issue 14): its peer, its clients, libFuzzer.
+	need_pkg nginx-light
+	need_pkg wrk
+	need_pkg apache2-utils
+	need_pkg clang
+	need_pkg libclang-rt-14-dev
 	need_pkg openmpi-bin
 	need_pkg libopenmpi-dev
 	# Issue 16 (past one machine): UCX driver and ucx_perftest, PMIx launch,

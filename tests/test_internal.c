@@ -26,7 +26,7 @@ static void check_ring(uint64_t ring)
 
 	st.ring = ring;
 	st.capacity = ring;
-	chan_handle_init(&ch, &st, -1, false, false);
+	canal__chan_handle_init(&ch, &st, -1, false, false);
 	CHECK_EQ(ch.ring, ring);
 	static const uint64_t edges[] = { 0, 1, 2, UINT64_MAX, UINT64_MAX - 1,
 					  UINT64_MAX / 2, (uint64_t)1 << 63 };

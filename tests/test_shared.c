@@ -147,8 +147,12 @@ static void test_processes(size_t cap, int P, int C, uint32_t per)
 		if (prod[p] == 0) {
 			for (uint32_t s = 0; s < per; s++) {
 				uint64_t v = ((uint64_t)p << 32) | s;
-				if (canal_send(ch, &v))
+				int r = canal_send(ch, &v);
+				if (r) {
+					fprintf(stderr, "producer %d: %s\n", p,
+						canal_strerror(r));
 					_exit(2);
+				}
 				atomic_store(&sh->sent[p], s + 1);
 			}
 			_exit(0);
@@ -321,8 +325,9 @@ static void test_bad_segments(void)
 	canal_chan_unlink(name);
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	CHECK(fd >= 0);
+	/* empty: not a channel (canal's named channels appear complete) */
 	CHECK_EQ(canal_chan_open(name, CANAL_ANY, CANAL_ANY, CANAL_SHARED, &b),
-		 -EAGAIN); /* empty: being created */
+		 -EBADMSG);
 	CHECK_EQ(ftruncate(fd, 100), 0);
 	CHECK_EQ(canal_chan_open(name, CANAL_ANY, CANAL_ANY, CANAL_SHARED, &b),
 		 -EBADMSG); /* too short for a header */

@@ -44,36 +44,13 @@ int wl_kind_parse(const char *name)
 	return -1;
 }
 
-static __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("canal bench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
 size_t wl_parse_count(const char *s, const char *what)
 {
-	char *end;
-	unsigned long long v;
+	size_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > SIZE_MAX)
-		die("bad %s: %s", what, s);
-	return (size_t)v;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	if (bench_parse_size(s, 0, SIZE_MAX, &v))
+		bench_die("bad %s: %s", what, s);
+	return v;
 }
 
 size_t wl_messages(enum wl_kind kind, const struct wl_params *p)
@@ -108,7 +85,7 @@ static inline void msg_fill(struct msg *m, size_t size, size_t i)
 static void check(int rc, const char *what)
 {
 	if (rc < 0)
-		die("%s: %s", what, canal_strerror(rc));
+		bench_die("%s: %s", what, canal_strerror(rc));
 }
 
 static struct canal_chan *chan_new(const struct wl_params *p)
@@ -116,7 +93,7 @@ static struct canal_chan *chan_new(const struct wl_params *p)
 	struct canal_chan *ch = canal_chan_create(p->msg_size, p->capacity, 0);
 
 	if (!ch)
-		die("canal_chan_create(%zu, %zu): %s", p->msg_size, p->capacity,
+		bench_die("canal_chan_create(%zu, %zu): %s", p->msg_size, p->capacity,
 		    strerror(errno));
 	return ch;
 }
@@ -136,18 +113,6 @@ struct worker {
 	size_t size;
 	int cpu; /* -1: not pinned */
 };
-
-static void pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	/* Best effort: a failure leaves the thread where the kernel wants. */
-	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
 static void do_send(struct canal_chan *ch, size_t count, size_t size)
 {
@@ -199,7 +164,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	pin_self(w->cpu);
+	(void)bench_pin_self(w->cpu);
 	switch (w->role) {
 	case R_SEND:
 		do_send(w->chs[0], w->count, w->size);
@@ -229,34 +194,13 @@ static void start(struct worker *w, enum role role, struct canal_chan **chs,
 			      .count = count, .size = size, .cpu = cpu };
 	rc = pthread_create(&w->tid, NULL, worker_main, w);
 	if (rc)
-		die("pthread_create: %s", strerror(rc));
+		bench_die("pthread_create: %s", strerror(rc));
 }
 
 static void join_all(struct worker *ws, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		pthread_join(ws[i].tid, NULL);
-}
-
-/* Two CPUs this process may run on, or -1, -1. */
-static void two_cpus(int pin, int *a, int *b)
-{
-	cpu_set_t set;
-
-	*a = *b = -1;
-	if (!pin || sched_getaffinity(0, sizeof(set), &set) != 0)
-		return;
-	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (!CPU_ISSET(c, &set))
-			continue;
-		if (*a < 0) {
-			*a = c;
-		} else {
-			*b = c;
-			return;
-		}
-	}
-	*a = -1; /* only one CPU: pinning both there would only hurt */
 }
 
 /* ------------------------------------------------------------------ */
@@ -344,12 +288,12 @@ static void run_ping_pong(const struct wl_params *p)
 	cpu_set_t saved;
 	int cpu_a, cpu_b;
 
-	two_cpus(p->pin, &cpu_a, &cpu_b);
+	bench_two_cpus(p->pin, &cpu_a, &cpu_b);
 	if (cpu_a >= 0 &&
 	    pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
 		cpu_a = cpu_b = -1;
 	start(&w, R_PONG, chs, 2, rounds, p->msg_size, cpu_b);
-	pin_self(cpu_a);
+	(void)bench_pin_self(cpu_a);
 	for (size_t i = 0; i < rounds; i++) {
 		msg_fill(&m, p->msg_size, i);
 		check(canal_send(chs[0], &m), "canal_send");
@@ -367,13 +311,13 @@ double wl_run(enum wl_kind kind, const struct wl_params *p)
 	double t0;
 
 	if (p->threads < 1 || p->threads > WL_THREADS_MAX)
-		die("threads must be 1..%d", WL_THREADS_MAX);
+		bench_die("threads must be 1..%d", WL_THREADS_MAX);
 	if (p->msg_size > WL_MSG_MAX || p->msg_size % 8)
-		die("message size must be 0, 8, ... %d", WL_MSG_MAX);
+		bench_die("message size must be 0, 8, ... %d", WL_MSG_MAX);
 	if (!wl_possible(kind, p))
-		die("%s is impossible at capacity %zu", wl_kind_name(kind),
+		bench_die("%s is impossible at capacity %zu", wl_kind_name(kind),
 		    p->capacity);
-	t0 = now_s();
+	t0 = bench_now_s();
 	switch (kind) {
 	case WL_SEQ:
 		run_seq(p);
@@ -397,9 +341,9 @@ double wl_run(enum wl_kind kind, const struct wl_params *p)
 		run_ping_pong(p);
 		break;
 	default:
-		die("unknown workload %d", (int)kind);
+		bench_die("unknown workload %d", (int)kind);
 	}
-	return now_s() - t0;
+	return bench_now_s() - t0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -417,7 +361,7 @@ static void *bounce_back(void *arg)
 {
 	struct bouncer *b = arg;
 
-	pin_self(b->cpu);
+	(void)bench_pin_self(b->cpu);
 	for (size_t i = 0; i < b->rounds; i++) {
 		wl_wait_value(&b->line, 2 * i + 1);
 		atomic_store_explicit(&b->line, 2 * i + 2, memory_order_release);
@@ -437,28 +381,28 @@ double wl_cacheline_roundtrips(size_t rounds, int pin)
 		rounds = 2;
 	b = aligned_alloc(64, sizeof(*b));
 	if (!b)
-		die("out of memory");
+		bench_die("out of memory");
 	atomic_init(&b->line, 0);
 	b->rounds = rounds;
-	two_cpus(pin, &cpu_a, &cpu_b);
+	bench_two_cpus(pin, &cpu_a, &cpu_b);
 	b->cpu = cpu_b;
 	if (cpu_a >= 0 &&
 	    pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
 		cpu_a = b->cpu = -1;
 	rc = pthread_create(&tid, NULL, bounce_back, b);
 	if (rc)
-		die("pthread_create: %s", strerror(rc));
-	pin_self(cpu_a);
+		bench_die("pthread_create: %s", strerror(rc));
+	(void)bench_pin_self(cpu_a);
 	/* One untimed round trip: the other thread runs before timing starts;
 	 * the result is scaled back to `rounds` round trips. */
 	atomic_store_explicit(&b->line, 1, memory_order_release);
 	wl_wait_value(&b->line, 2);
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (size_t i = 1; i < rounds; i++) {
 		atomic_store_explicit(&b->line, 2 * i + 1, memory_order_release);
 		wl_wait_value(&b->line, 2 * i + 2);
 	}
-	t1 = now_s();
+	t1 = bench_now_s();
 	pthread_join(tid, NULL);
 	if (cpu_a >= 0)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);

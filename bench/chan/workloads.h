@@ -18,24 +18,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Spin helpers shared by the cache-line round trips (threads here, processes
- * in canal-micro): wl_wait_value spins until *line == want, yielding now and
- * then so that two threads or processes sharing one CPU still progress. */
-static inline void wl_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
+#include "bench.h"
 
+/* wl_wait_value spins until *line == want (the cache-line round trips:
+ * threads here, processes in canal-micro), yielding now and then so that
+ * two threads or processes sharing one CPU still progress. */
 static inline void wl_wait_value(_Atomic uint64_t *line, uint64_t want)
 {
 	unsigned spins = 0;
 
 	while (atomic_load_explicit(line, memory_order_acquire) != want) {
-		wl_cpu_relax();
+		bench_relax();
 		if (++spins % 4096 == 0)
 			sched_yield();
 	}

@@ -3,46 +3,106 @@
 `make bench-full` runs `run.py full`.
 
 Each family is a module canal_bench/<family>.py with a function
-run(build_dir: str, mode: str) -> str that runs its benchmarks, prints its
-tables and returns the Markdown it wrote. Families run in the order below;
-the first is canal's main job (the seed programs)."""
+run(build_dir: str, mode: str) -> str that runs its benchmarks and returns
+the Markdown of its tables; it may call report.headline() for each of its
+headline workloads to appear in the summary, e.g. with the repetitions of
+canal and of the best peer:
+
+    report.headline("web", "GET 1 KiB, 100 connections", canal_rps, "nginx",
+                    nginx_rps, "requests/s", 1.0, higher_is_better=True)
+
+and run its programs with runner.run (one Outcome: ok, failed, timeout,
+skipped). Families run in the order below; the first is canal's main job
+(the seed programs).
+
+The screen shows each family's progress lines, then the summary: canal
+against the best peer on each headline workload. The tables go to
+results/<timestamp>/: report.md (summary, tables, plots), report.html (the
+same, offline), each family's own files, and <family>.log (all it printed).
+A family that cannot be imported or that fails is an error (exit 1)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from canal_bench import report  # noqa: E402
 
-FAMILIES = ["seed", "chan", "ipc", "micro", "engine"]
+FAMILIES = ["seed", "chan", "ipc", "micro", "web", "engine"]
+
+
+class ProgressOnly:
+    """A stdout that keeps everything in a log file and lets only progress
+    lines (report.progress: "  .. ") and errors through to the screen."""
+
+    SHOWN = ("  .. ", "FAILED", "ERROR", "SKIPPED", "WARNING")
+
+    def __init__(self, log, screen):
+        self.log, self.screen, self.pending = log, screen, ""
+
+    def write(self, s: str) -> int:
+        self.log.write(s)
+        self.pending += s
+        while "\n" in self.pending:
+            line, self.pending = self.pending.split("\n", 1)
+            if line.startswith(self.SHOWN):
+                self.screen.write(line + "\n")
+                self.screen.flush()
+        return len(s)
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.screen.flush()
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["quick", "full"])
     ap.add_argument("--build", default="build", help="CMake build directory")
     ap.add_argument("--only", action="append", choices=FAMILIES,
                     help="run only this family (repeatable)")
+    ap.add_argument("--verbose", action="store_true",
+                    help="print the families' tables on the screen too")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     failed = []
+    sections = []
     out = report.results_dir()
     print(f"canal benchmarks ({args.mode}); machine: {report.machine_description()}")
     print(f"results in {out}")
     for fam in args.only or FAMILIES:
-        try:
-            mod = importlib.import_module(f"canal_bench.{fam}")
-        except ModuleNotFoundError:
-            continue
         print(f"\n=== {fam} ===", flush=True)
         try:
-            mod.run(build, args.mode)
-        except Exception as e:  # report and go on with the other families
-            print(f"FAILED: family {fam}: {e}", flush=True)
+            mod = importlib.import_module(f"canal_bench.{fam}")
+        except Exception:  # a family that cannot be imported is an error
+            print(f"ERROR: family {fam} cannot be imported:\n{traceback.format_exc()}",
+                  flush=True)
             failed.append(fam)
+            continue
+        log_path = os.path.join(out, f"{fam}.log")
+        with open(log_path, "w") as log:
+            screen = sys.stdout
+            target = screen if args.verbose else ProgressOnly(log, screen)
+            try:
+                with contextlib.redirect_stdout(target):
+                    md = mod.run(build, args.mode)
+                sections.append((fam, md or ""))
+            except Exception:  # report and go on with the other families
+                tb = traceback.format_exc()
+                log.write(tb)
+                print(f"FAILED: family {fam}: {tb.strip().splitlines()[-1]} "
+                      f"(traceback in {log_path})", flush=True)
+                failed.append(fam)
+    md_path, html_path = report.compose(out, sections, failed=failed)
+    print(f"\n=== Summary: canal against the best peer ({args.mode} run) ===\n")
+    print(report.summary_text(), end="")
+    print(f"\nTables and plots: {md_path}\n                  {html_path}")
     if failed:
         print(f"\nfamilies that failed: {', '.join(failed)}")
         return 1

@@ -91,7 +91,7 @@ static int canal_bench_send(void *ctx, const void *buf, size_t len)
 	unsigned long spins = 0;
 	int rc;
 	while ((rc = canal_try_send(c->out, buf)) == -EAGAIN)
-		ipc_spin_relax(&spins);
+		bench_relax_yield(&spins);
 	return rc;
 #else
 	return canal_send(c->out, buf);
@@ -108,7 +108,7 @@ static ssize_t canal_bench_recv(void *ctx, void *buf, size_t len)
 #if CANAL_SPIN
 	unsigned long spins = 0;
 	while ((rc = canal_try_recv(c->in, buf)) == -EAGAIN)
-		ipc_spin_relax(&spins);
+		bench_relax_yield(&spins);
 #else
 	rc = canal_recv(c->in, buf);
 #endif

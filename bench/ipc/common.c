@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,55 +34,6 @@ void ipc_err(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-int ipc_write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-ssize_t ipc_read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, p + got, len - got);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return 0; /* EOF: the caller sees a wrong length */
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
-void *ipc_shared_alloc(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-void ipc_shared_free(void *p, size_t len)
-{
-	if (p)
-		munmap(p, len);
 }
 
 void ipc_unique_name(char *buf, size_t len, const char *tag)
@@ -136,39 +88,12 @@ static void usage(FILE *f)
 
 static int parse_long(const char *s, long *out)
 {
-	char *end;
-
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0)
-		return -1;
-	*out = v;
-	return 0;
+	return bench_parse_long(s, 0, LONG_MAX, out);
 }
 
 static int parse_size(const char *s, size_t *out)
 {
-	char *end;
-
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -1;
-	if (*end == 'k' || *end == 'K') {
-		v <<= 10;
-		end++;
-	} else if (*end == 'm' || *end == 'M') {
-		v <<= 20;
-		end++;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	if (*end || v < 1 || v > IPC_SIZE_MAX)
-		return -1;
-	*out = (size_t)v;
-	return 0;
+	return bench_parse_size(s, 1, IPC_SIZE_MAX, out);
 }
 
 static int parse_args(int argc, char **argv, struct ipc_opts *o)
@@ -278,14 +203,6 @@ struct ipc_run {
 	int side;
 };
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The payload: a fixed pattern, with a sequence number in its first (up to)
  * four bytes so that the receiver checks it got the right message. */
 static inline uint8_t pattern_byte(size_t j)
@@ -324,15 +241,10 @@ static int payload_ok(const uint8_t *buf, size_t len)
 
 static void pin_self(int cpu)
 {
-	cpu_set_t set;
+	int err = bench_pin_self(cpu);
 
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		ipc_err("warning: cannot pin to CPU %d: %s", cpu,
-			strerror(errno));
+	if (err)
+		ipc_err("warning: cannot pin to CPU %d: %s", cpu, strerror(-err));
 }
 
 static int barrier(struct ipc_ctl *ctl)
@@ -401,7 +313,7 @@ static int client_pingpong(const struct ipc_run *r, void *ctx, uint8_t *sbuf,
 	}
 	/* The timed loop: no allocation, no output, one clock read per round
 	 * trip into the preallocated ts[]. */
-	ts[0] = now_ns();
+	ts[0] = bench_now_ns();
 	for (long i = 0; i < count; i++, seq++) {
 		stamp(sbuf, size, seq);
 		rc = m->send(ctx, sbuf, size);
@@ -412,7 +324,7 @@ static int client_pingpong(const struct ipc_run *r, void *ctx, uint8_t *sbuf,
 			FAIL("recv", i, n < 0 ? -1 : n, n < 0 ? (int)-n : 0);
 		if (__builtin_expect(!stamp_ok(rbuf, size, seq), 0))
 			FAIL("echo carries a wrong sequence number", i, -1, 0);
-		ts[i + 1] = now_ns();
+		ts[i + 1] = bench_now_ns();
 	}
 	if (!payload_ok(rbuf, size))
 		FAIL("last echo has a corrupted payload", count - 1, -1, 0);
@@ -465,16 +377,16 @@ static int client_stream(const struct ipc_run *r, void *ctx, uint8_t *sbuf,
 	if ((n = m->recv(ctx, rbuf, size)) != (ssize_t)size)
 		FAIL("recv of the warm-up ack", 0, n < 0 ? -1 : n,
 		     n < 0 ? (int)-n : 0);
-	ts[0] = now_ns();
+	ts[0] = bench_now_ns();
 	for (long i = 0; i < count; i++, seq++) {
 		stamp(sbuf, size, seq);
 		rc = m->send(ctx, sbuf, size);
 		if (__builtin_expect(rc != 0, 0))
 			FAIL("send", i, -1, -rc);
-		ts[i + 1] = now_ns();
+		ts[i + 1] = bench_now_ns();
 	}
 	n = m->recv(ctx, rbuf, size);
-	r->ctl->t_end = now_ns();
+	r->ctl->t_end = bench_now_ns();
 	if (n != (ssize_t)size)
 		FAIL("recv of the final ack", count, n < 0 ? -1 : n,
 		     n < 0 ? (int)-n : 0);
@@ -642,21 +554,9 @@ struct ipc_stats {
 	double p50_us, p99_us, p999_us;
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Same definition as bench/harness/canal_bench/stats.py: linear
- * interpolation between ranks. */
 static double percentile_us(const uint64_t *sorted, long n, double p)
 {
-	double rank = (double)(n - 1) * p / 100.0;
-	long lo = (long)floor(rank), hi = (long)ceil(rank);
-	double v = (double)sorted[lo] +
-		   ((double)sorted[hi] - (double)sorted[lo]) * (rank - (double)lo);
-	return v / 1e3;
+	return bench_percentile(sorted, (size_t)n, p) / 1e3;
 }
 
 static int compute_stats(const struct ipc_opts *o, const struct ipc_ctl *ctl,
@@ -675,7 +575,7 @@ static int compute_stats(const struct ipc_opts *o, const struct ipc_ctl *ctl,
 	double mean = sum / (double)n;
 	for (long i = 0; i < n; i++)
 		sq += ((double)d[i] - mean) * ((double)d[i] - mean);
-	qsort(d, (size_t)n, sizeof(*d), cmp_u64);
+	bench_sort_u64(d, (size_t)n);
 	uint64_t total = o->mode == IPC_STREAM ? ctl->t_end - ctl->ts[0]
 					       : ctl->ts[n] - ctl->ts[0];
 	if (total == 0)
@@ -774,7 +674,7 @@ int ipc_main(int argc, char **argv, const struct ipc_method *m)
 
 	size_t ctl_len = sizeof(struct ipc_ctl) +
 			 ((size_t)o.count + 1) * sizeof(uint64_t);
-	struct ipc_ctl *ctl = ipc_shared_alloc(ctl_len);
+	struct ipc_ctl *ctl = bench_shared_alloc(ctl_len);
 	if (!ctl) {
 		ipc_err("mmap: %s", strerror(errno));
 		return IPC_EXIT_ERROR;
@@ -783,7 +683,7 @@ int ipc_main(int argc, char **argv, const struct ipc_method *m)
 	memset(ctl->ts, 0, ((size_t)o.count + 1) * sizeof(uint64_t));
 
 	if (m->setup && (rc = m->setup(&o, &shared, why, sizeof(why)))) {
-		ipc_shared_free(ctl, ctl_len);
+		bench_shared_free(ctl, ctl_len);
 		if (rc < 0) {
 			ipc_err("setup: %s%s%s", strerror(-rc),
 				why[0] ? ": " : "", why);
@@ -811,6 +711,6 @@ int ipc_main(int argc, char **argv, const struct ipc_method *m)
 			print_text(m, &o, &st);
 		}
 	}
-	ipc_shared_free(ctl, ctl_len);
+	bench_shared_free(ctl, ctl_len);
 	return rc;
 }

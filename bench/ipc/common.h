@@ -25,12 +25,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bench.h" /* clock, pinning, relax, full I/O, shared memory */
+
 /* Exit statuses (the harness reads them). */
 #define IPC_EXIT_OK 0
 #define IPC_EXIT_ERROR 1
 #define IPC_EXIT_USAGE 2
 /* The method cannot run on this machine / build: "SKIPPED (...)". */
-#define IPC_EXIT_SKIPPED 77
+#define IPC_EXIT_SKIPPED BENCH_EXIT_SKIPPED
 /* The method cannot carry a message of this size: "UNSUPPORTED SIZE (...)". */
 #define IPC_EXIT_SIZE 78
 
@@ -88,36 +90,14 @@ int ipc_main(int argc, char **argv, const struct ipc_method *m);
 
 /* Print "<program>: <formatted message>\n" on stderr. */
 void ipc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* write()/read() exactly len bytes, restarting on EINTR and short
- * transfers. read_full returns len, or 0 at EOF before len, or -errno. */
-int ipc_write_full(int fd, const void *buf, size_t len);
-ssize_t ipc_read_full(int fd, void *buf, size_t len);
-/* A MAP_SHARED | MAP_ANONYMOUS mapping of len bytes (shared with children
- * forked later), zero-filled; NULL on failure (errno set). */
-void *ipc_shared_alloc(size_t len);
-void ipc_shared_free(void *p, size_t len);
+/* Full reads and writes, memory shared with children, polling: see
+ * bench_write_all, bench_read_full, bench_shared_alloc, bench_relax_yield
+ * in bench/lib/bench.h. */
 /* A unique name for this run: "canal-ipc-<pid>-<tag>". */
 void ipc_unique_name(char *buf, size_t len, const char *tag);
 /* Directory for files and sockets: $TMPDIR or /tmp. */
 const char *ipc_tmpdir(void);
 /* Read one number from a /proc file; -1 if it cannot. */
 long ipc_read_proc_long(const char *path);
-
-/* Busy-wait politely: one CPU relax instruction, and after many fruitless
- * polls a sched_yield() so that a descheduled peer on a busy (or shared)
- * CPU can run. spins counts the polls of the current wait. */
-#define IPC_SPIN_YIELD_AFTER 1000UL
-static inline void ipc_spin_relax(unsigned long *spins)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-	if (++*spins >= IPC_SPIN_YIELD_AFTER) {
-		*spins = 0;
-		sched_yield();
-	}
-}
 
 #endif /* CANAL_BENCH_IPC_COMMON_H */

@@ -21,12 +21,12 @@ struct ipc_fds *ipc_fds_new(int rfd, int wfd, int owned)
 
 int ipc_fd_send_stream(void *ctx, const void *buf, size_t len)
 {
-	return ipc_write_full(((struct ipc_fds *)ctx)->wfd, buf, len);
+	return bench_write_all(((struct ipc_fds *)ctx)->wfd, buf, len);
 }
 
 ssize_t ipc_fd_recv_stream(void *ctx, void *buf, size_t len)
 {
-	return ipc_read_full(((struct ipc_fds *)ctx)->rfd, buf, len);
+	return bench_read_full(((struct ipc_fds *)ctx)->rfd, buf, len);
 }
 
 int ipc_fd_send_msg(void *ctx, const void *buf, size_t len)

@@ -192,7 +192,7 @@ static int wait_change(const struct ring_ctx *c, _Atomic uint64_t *counter,
 
 	while (atomic_load_explicit(counter, memory_order_acquire) == blocked) {
 		if (c->wait == RING_SPIN) {
-			ipc_spin_relax(&spins);
+			bench_relax_yield(&spins);
 			continue;
 		}
 		uint32_t s = atomic_load(seq);

@@ -62,7 +62,7 @@ static void *map_backing(struct shm_shared *s, size_t len, char *why,
 	fd = mkostemp(s->path, O_CLOEXEC);
 #else
 	(void)s;
-	p = ipc_shared_alloc(len);
+	p = bench_shared_alloc(len);
 	if (!p) {
 		*err = errno;
 		snprintf(why, whylen, "mmap of %zu bytes", len);

@@ -52,7 +52,7 @@ static int sig_setup(const struct ipc_opts *o, void **shared, char *why,
 	sigaddset(&set, SIGRTMIN + 1);
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -errno;
-	*shared = ipc_shared_alloc(sizeof(struct sig_shared));
+	*shared = bench_shared_alloc(sizeof(struct sig_shared));
 	return *shared ? 0 : -errno;
 }
 
@@ -124,7 +124,7 @@ static void sig_close(void *ctx)
 
 static void sig_teardown(void *shared)
 {
-	ipc_shared_free(shared, sizeof(struct sig_shared));
+	bench_shared_free(shared, sizeof(struct sig_shared));
 }
 
 static const struct ipc_method method = {

@@ -34,7 +34,7 @@
  *
  * Usage: canal-micro [-n MESSAGES] [-m MESSAGES_SMALL] [-r ROUND_TRIPS]
  *                    [-R PROC_ROUND_TRIPS] [-S SLEEP_ROUND_TRIPS]
- *                    [-s 0|8|64] [-P]
+ *                    [-s 0|8|64] [-T SECONDS] [-P]
  *   -n  messages at capacity 1024 (default 200000);
  *   -m  messages at capacity 0 and 1 (default n / 10, at least 1000): these
  *       cost a thread hand-off per message, 10 to 1000 times more, and
@@ -42,6 +42,10 @@
  *   -r  ping-pong and cache-line round trips (default 50000);
  *   -R  round trips of proc_ping_pong_1 and proc_cacheline_rt (default 5000);
  *   -S  round trips of the sleeping process variants (default 300);
+ *   -T  run each thread workload and the cache-line round trip again
+ *       until it has taken this long in all (default 0: once), and report
+ *       the time per message over all its runs: a 5 ms cell is one
+ *       scheduler accident away from a wrong figure;
  *   -P  do not pin threads.
  */
 #define _GNU_SOURCE
@@ -74,7 +78,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: canal-micro [-n MESSAGES] [-m MESSAGES_SMALL] "
 			"[-r ROUND_TRIPS] [-R PROC_ROUND_TRIPS] "
-			"[-S SLEEP_ROUND_TRIPS] [-s 0|8|64] [-P]\n");
+			"[-S SLEEP_ROUND_TRIPS] [-s 0|8|64] [-T SECONDS] [-P]\n");
 	exit(2);
 }
 
@@ -101,19 +105,11 @@ struct proc_ctx {
 	cpu_set_t saved;	  /* the parent's affinity */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void busy_wait_ns(unsigned ns)
 {
-	uint64_t end = mono_ns() + ns;
+	uint64_t end = bench_now_ns() + ns;
 
-	while (mono_ns() < end)
+	while (bench_now_ns() < end)
 		;
 }
 
@@ -135,17 +131,6 @@ static void futex_post(_Atomic uint32_t *w, uint32_t v)
 	(void)syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-static void set_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	(void)sched_setaffinity(0, sizeof(set), &set); /* best effort */
-}
-
 static void proc_init(struct proc_ctx *c, int pin)
 {
 	void *p;
@@ -160,19 +145,9 @@ static void proc_init(struct proc_ctx *c, int pin)
 		exit(1);
 	}
 	c->shm = p; /* zero-filled */
-	if (!pin || sched_getaffinity(0, sizeof(c->saved), &c->saved) != 0)
+	if (sched_getaffinity(0, sizeof(c->saved), &c->saved) != 0)
 		return;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &c->saved))
-			continue;
-		if (c->cpu_a < 0) {
-			c->cpu_a = cpu;
-		} else {
-			c->cpu_b = cpu;
-			return;
-		}
-	}
-	c->cpu_a = -1; /* one CPU: pinning both there would only hurt */
+	bench_two_cpus(pin, &c->cpu_a, &c->cpu_b);
 }
 
 static void proc_chans(struct proc_ctx *c, size_t capacity, int n)
@@ -203,10 +178,10 @@ static void proc_fork(struct proc_ctx *c, int (*fn)(struct proc_ctx *))
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != c->parent)
 			_exit(1);
-		set_cpu(c->cpu_b);
+		(void)bench_pin_self(c->cpu_b);
 		_exit(fn(c));
 	}
-	set_cpu(c->cpu_a);
+	(void)bench_pin_self(c->cpu_a);
 }
 
 /* Reap the child, restore the parent's affinity, free everything. */
@@ -267,14 +242,14 @@ static double proc_spsc(size_t n, int pin)
 	proc_chans(&c, 1024, 1);
 	c.count = n;
 	proc_fork(&c, spsc_child);
-	t0 = mono_ns();
+	t0 = bench_now_ns();
 	atomic_store_explicit(&c.shm->go, 1, memory_order_release);
 	for (uint64_t i = 0; i < n; i++) {
 		proc_check(&c, canal_recv(c.ch[0], &v), "canal_recv");
 		if (v != i)
 			proc_check(&c, -EPROTO, "proc_spsc_1024 out of order");
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, "proc_spsc_1024");
 	return (double)(t1 - t0) / (double)n;
 }
@@ -286,7 +261,7 @@ static int poll_recv(struct canal_chan *ch, uint64_t *v)
 	int rc;
 
 	while ((rc = canal_try_recv(ch, v)) == -EAGAIN) {
-		wl_cpu_relax();
+		bench_relax();
 		if (++spins % 4096 == 0)
 			sched_yield();
 	}
@@ -298,7 +273,7 @@ static int poll_send(struct canal_chan *ch, const uint64_t *v)
 	int rc;
 
 	while ((rc = canal_try_send(ch, v)) == -EAGAIN)
-		wl_cpu_relax();
+		bench_relax();
 	return rc;
 }
 
@@ -342,7 +317,7 @@ static double proc_ping_pong(size_t rounds, int pin, int busy,
 	proc_fork(&c, busy ? busy_pong_child : sleep_pong_child);
 	for (uint64_t i = 0; i < rounds; i++) {
 		if (i == 1)
-			t0 = mono_ns();
+			t0 = bench_now_ns();
 		v = i;
 		if (busy) {
 			proc_check(&c, poll_send(c.ch[0], &v), "canal_try_send");
@@ -354,7 +329,7 @@ static double proc_ping_pong(size_t rounds, int pin, int busy,
 		if (v != i)
 			proc_check(&c, -EPROTO, name);
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, name);
 	return (double)(t1 - t0) / (double)(rounds - 1);
 }
@@ -380,12 +355,12 @@ static double proc_cacheline(size_t rounds, int pin)
 	proc_fork(&c, bounce_child);
 	for (uint64_t i = 0; i < rounds; i++) {
 		if (i == 1)
-			t0 = mono_ns();
+			t0 = bench_now_ns();
 		atomic_store_explicit(&c.shm->line, 2 * i + 1,
 				      memory_order_release);
 		wl_wait_value(&c.shm->line, 2 * i + 2);
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, "proc_cacheline_rt");
 	return (double)(t1 - t0) / (double)(rounds - 1);
 }
@@ -413,13 +388,42 @@ static double proc_futex(size_t rounds, int pin, unsigned delay_ns)
 	proc_fork(&c, futex_child);
 	for (uint32_t i = 1; i <= rounds; i++) {
 		if (i == 2)
-			t0 = mono_ns();
+			t0 = bench_now_ns();
 		futex_post(&c.shm->to_child, i);
 		futex_wait_ne(&c.shm->to_parent, i);
 	}
-	t1 = mono_ns();
+	t1 = bench_now_ns();
 	proc_end(&c, delay_ns ? "proc_futex_rt_delayed" : "proc_futex_rt");
 	return (double)(t1 - t0) / (double)(rounds - 1);
+}
+
+/* Runs of one cell until it has taken min_s seconds in all (at least one
+ * run, at most MICRO_RUNS_MAX): seconds per unit (message or round trip)
+ * over every run. */
+#define MICRO_RUNS_MAX 1000
+static double per_unit(enum wl_kind kind, const struct wl_params *p, double units,
+		       double min_s)
+{
+	double total = 0, done = 0;
+	int runs = 0;
+
+	do {
+		total += wl_run(kind, p);
+		done += units;
+	} while (total < min_s && ++runs < MICRO_RUNS_MAX);
+	return total / done;
+}
+
+static double cacheline_per_rt(size_t rounds, int pin, double min_s)
+{
+	double total = 0, done = 0;
+	int runs = 0;
+
+	do {
+		total += wl_cacheline_roundtrips(rounds, pin);
+		done += (double)rounds;
+	} while (total < min_s && ++runs < MICRO_RUNS_MAX);
+	return total / done;
 }
 
 int main(int argc, char **argv)
@@ -433,8 +437,9 @@ int main(int argc, char **argv)
 	size_t n = 200000, n_small = 0, rounds = 50000, size = 8;
 	size_t proc_rounds = 5000, sleep_rounds = 300;
 	int pin = 1, opt;
+	double min_s = 0;
 
-	while ((opt = getopt(argc, argv, "n:m:r:R:S:s:Ph")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:r:R:S:s:T:Ph")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = wl_parse_count(optarg, "message count");
@@ -454,6 +459,13 @@ int main(int argc, char **argv)
 		case 's':
 			size = wl_parse_count(optarg, "message size");
 			break;
+		case 'T': {
+			char *end;
+			min_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(min_s >= 0 && min_s <= 60))
+				usage();
+			break;
+		}
 		case 'P':
 			pin = 0;
 			break;
@@ -477,10 +489,10 @@ int main(int argc, char **argv)
 
 			if (!wl_possible(tests[t].kind, &p))
 				continue;
-			double s = wl_run(tests[t].kind, &p);
+			double s = per_unit(tests[t].kind, &p,
+					    (double)wl_messages(tests[t].kind, &p), min_s);
 
-			printf("%s_%zu %.1f ns/msg\n", tests[t].name, caps[c],
-			       s * 1e9 / (double)wl_messages(tests[t].kind, &p));
+			printf("%s_%zu %.1f ns/msg\n", tests[t].name, caps[c], s * 1e9);
 			fflush(stdout);
 		}
 	}
@@ -488,14 +500,12 @@ int main(int argc, char **argv)
 		struct wl_params p = { .n = 2 * rounds, .threads = 1,
 				       .msg_size = size, .capacity = caps[c],
 				       .pin = pin };
-		double s = wl_run(WL_PING_PONG, &p);
+		double s = per_unit(WL_PING_PONG, &p, (double)rounds, min_s);
 
-		printf("ping_pong_%zu %.1f ns/rt\n", caps[c],
-		       s * 1e9 / (double)rounds);
+		printf("ping_pong_%zu %.1f ns/rt\n", caps[c], s * 1e9);
 		fflush(stdout);
 	}
-	printf("cacheline_rt %.1f ns/rt\n",
-	       wl_cacheline_roundtrips(rounds, pin) * 1e9 / (double)rounds);
+	printf("cacheline_rt %.1f ns/rt\n", cacheline_per_rt(rounds, pin, min_s) * 1e9);
 	fflush(stdout);
 
 	print_proc("proc_spsc_1024", proc_spsc(n, pin), "ns/msg");

@@ -1,40 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fwd_canal.c - the seed's fwd program on canal channels:
- *   <writers> writers -> 1 forwarder -> <readers> readers.
- * One source, one binary per variant (chosen at compile time):
- *   (default)     fwd-canal         thread channels, canal_send/canal_recv
- *   FWD_SYNC      fwd-canal-sync    writer -> forwarder has capacity 0
- *   FWD_BATCH     fwd-canal-batch   forwarder -> readers by batches
- *   FWD_ONECOPY   fwd-canal-onecopy reserve/commit, borrow/release
- *   FWD_SELECT    fwd-canal-select  try_* operations, canal_select as the
- *                                   passive wait (the forwarder selects
- *                                   over its input and its output)
- *   FWD_PROC      fwd-canal-proc    shared channels; writers and readers
- *                                   are processes (forwarder: the parent)
+ * fwd_canal.c - fwd's transports on canal channels (fwd.c runs them):
+ *   canal          canal_send / canal_recv (-proc: CANAL_SHARED channels)
+ *   canal-sync     the same, writer -> forwarder has capacity 0
+ *   canal-batch    the forwarder moves batches, readers take batches
+ *   canal-onecopy  reserve/commit and borrow/release: one copy per hop
+ *   canal-select   try_* operations with canal_select as the passive
+ *                  wait; the forwarder selects over its input and output
+ * Both channels hold FWD_CAPACITY messages (the seed's 256), except the
+ * input of canal-sync.
  */
-#include "seed.h"
+#include "transport.h"
 
 #include <canal/channel.h>
 #include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#ifdef FWD_SYNC
-#define IN_CAPACITY 0
-#else
-#define IN_CAPACITY FWD_CAPACITY
-#endif
-#ifdef FWD_PROC
-#define CHAN_FLAGS CANAL_SHARED
-#else
-#define CHAN_FLAGS 0u
-#endif
-
-/* Batch sizes of fwd-canal-batch: the forwarder moves up to FWD_BATCH_FWD
+/* Batch sizes of canal-batch: the forwarder moves up to FWD_BATCH_FWD
  * messages per call, a reader takes up to FWD_BATCH_READ per call. */
 #define FWD_BATCH_FWD 64
 #define FWD_BATCH_READ 16
@@ -42,124 +24,134 @@
 #define FWD_SELECT_QUEUE 64
 
 static struct canal_chan *in_ch, *out_ch;
-static struct fwd_shared *shared;
-static long n_writers;
 
 static void fail(const char *what, int err)
 {
-	seed_die("%s: %s", what, canal_strerror(err));
+	bench_die("%s: %s", what, canal_strerror(err));
 }
 
-/* The last writer to finish closes the input: then the forwarder stops
- * even if the writers sent fewer than FWD_FORWARD_MAX messages. */
-static void writer_done(void)
+static int create(size_t in_capacity, int shared)
 {
-	if (atomic_fetch_sub(&shared->writers_left, 1) == 1)
-		canal_close(in_ch); /* -EPIPE if the forwarder closed it first */
+	unsigned flags = shared ? CANAL_SHARED : 0u;
+
+	in_ch = canal_chan_create(sizeof(struct fwd_msg), in_capacity, flags);
+	if (!in_ch && errno == EOPNOTSUPP)
+		return bench_skipped("canal shared channels (CANAL_SHARED) are not supported by this build");
+	if (!in_ch)
+		bench_die("canal_chan_create: %s", strerror(errno));
+	out_ch = canal_chan_create(sizeof(struct fwd_msg), FWD_CAPACITY, flags);
+	if (!out_ch)
+		bench_die("canal_chan_create: %s", strerror(errno));
+	return 0;
 }
 
-static void *writer(void *arg)
+static int setup(int shared)
 {
-	int id = (int)(intptr_t)arg;
-	long quota = fwd_writer_quota(id, n_writers);
+	return create(FWD_CAPACITY, shared);
+}
+
+static int setup_sync(int shared)
+{
+	return create(0, shared);
+}
+
+static void writers_done(int shared)
+{
+	(void)shared;
+	canal_close(in_ch); /* -EPIPE if the forwarder closed it first */
+}
+
+static void finish(void)
+{
+	canal_close(in_ch);
+	canal_close(out_ch);
+}
+
+static void teardown(int shared)
+{
+	(void)shared;
+	canal_chan_destroy(in_ch);
+	canal_chan_destroy(out_ch);
+}
+
+/* ---------------------------------------------------------------- copy */
+
+static void writer_copy(int id, long quota)
+{
+	struct fwd_msg m;
+
 	for (long k = 0; k < quota; k++) {
-#if defined(FWD_ONECOPY)
-		struct canal_slot slot;
-		int r = canal_send_reserve(in_ch, &slot);
-		if (r == -EPIPE)
-			break;
-		if (r)
-			fail("canal_send_reserve", r);
-		fwd_msg_fill(slot.data, id, k);
-		canal_send_commit(in_ch, &slot);
-#else
-		struct fwd_msg m;
 		fwd_msg_fill(&m, id, k);
-#if defined(FWD_SELECT)
-		int r = canal_try_send(in_ch, &m);
-		if (r == -EAGAIN) {
-			struct canal_case c = {in_ch, CANAL_OP_SEND, &m, 0};
-			r = canal_select(&c, 1, -1, 0);
-			if (r < 0)
-				fail("canal_select", r);
-			r = c.result;
-		}
-#else
 		int r = canal_send(in_ch, &m);
-#endif
 		if (r == -EPIPE)
 			break; /* the forwarder closed the channel: stop */
 		if (r)
 			fail("canal_send", r);
-#endif
 	}
-	writer_done();
-	return NULL;
 }
 
-static void *reader(void *arg)
+static long reader_copy(long *bad)
 {
-	(void)arg;
-	long got = 0, bad = 0;
-	for (;;) {
-#if defined(FWD_BATCH)
-		struct fwd_msg m[FWD_BATCH_READ];
-		ssize_t n = canal_recv_batch(out_ch, m, FWD_BATCH_READ);
-		if (n == -EPIPE)
-			break;
-		if (n < 0)
-			fail("canal_recv_batch", (int)n);
-		for (ssize_t i = 0; i < n; i++)
-			bad += !fwd_msg_check(&m[i]);
-		got += n;
-#elif defined(FWD_ONECOPY)
-		struct canal_slot slot;
-		int r = canal_recv_borrow(out_ch, &slot);
-		if (r == -EPIPE)
-			break;
-		if (r)
-			fail("canal_recv_borrow", r);
-		bad += !fwd_msg_check(slot.data);
-		canal_recv_release(out_ch, &slot);
+	struct fwd_msg m;
+	long got = 0;
+	int r;
+
+	while ((r = canal_recv(out_ch, &m)) == 0) {
+		*bad += !fwd_msg_check(&m);
 		got++;
-#else
-		struct fwd_msg m;
-#if defined(FWD_SELECT)
-		int r = canal_try_recv(out_ch, &m);
-		if (r == -EAGAIN) {
-			struct canal_case c = {out_ch, CANAL_OP_RECV, &m, 0};
-			r = canal_select(&c, 1, -1, 0);
-			if (r < 0)
-				fail("canal_select", r);
-			r = c.result;
-		}
-#else
-		int r = canal_recv(out_ch, &m);
-#endif
+	}
+	if (r != -EPIPE) /* -EPIPE: closed and drained */
+		fail("canal_recv", r);
+	return got;
+}
+
+static long forward_copy(long max)
+{
+	struct fwd_msg m;
+	long done = 0;
+
+	while (done < max) {
+		int r = canal_recv(in_ch, &m);
 		if (r == -EPIPE)
-			break; /* closed and drained */
+			break;
 		if (r)
 			fail("canal_recv", r);
-		bad += !fwd_msg_check(&m);
-		got++;
-#endif
+		r = canal_send(out_ch, &m);
+		if (r)
+			fail("canal_send", r);
+		done++;
 	}
-	if (bad)
-		seed_die("reader: %ld corrupted messages", bad);
-	atomic_fetch_add(&shared->received, got);
-	return NULL;
+	finish();
+	return done;
 }
 
-static long forward(void)
+/* --------------------------------------------------------------- batch */
+
+static long reader_batch(long *bad)
 {
-	long done = 0;
-#if defined(FWD_BATCH)
+	struct fwd_msg m[FWD_BATCH_READ];
+	long got = 0;
+	ssize_t n;
+
+	while ((n = canal_recv_batch(out_ch, m, FWD_BATCH_READ)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			*bad += !fwd_msg_check(&m[i]);
+		got += n;
+	}
+	if (n != -EPIPE)
+		fail("canal_recv_batch", (int)n);
+	return got;
+}
+
+static long forward_batch(long max)
+{
 	struct fwd_msg buf[FWD_BATCH_FWD];
-	while (done < FWD_FORWARD_MAX) {
-		long want = FWD_FORWARD_MAX - done;
+	long done = 0;
+
+	while (done < max) {
+		long want = max - done;
 		ssize_t n = canal_recv_batch(in_ch, buf,
-					     want < FWD_BATCH_FWD ? (size_t)want
-								  : FWD_BATCH_FWD);
+					     want < FWD_BATCH_FWD ? (size_t)want : FWD_BATCH_FWD);
 		if (n == -EPIPE)
 			break;
 		if (n < 0)
@@ -169,8 +161,48 @@ static long forward(void)
 			fail("canal_send_batch", s < 0 ? (int)s : -EIO);
 		done += n;
 	}
-#elif defined(FWD_ONECOPY)
-	while (done < FWD_FORWARD_MAX) {
+	finish();
+	return done;
+}
+
+/* ------------------------------------------------------------- onecopy */
+
+static void writer_onecopy(int id, long quota)
+{
+	struct canal_slot slot;
+
+	for (long k = 0; k < quota; k++) {
+		int r = canal_send_reserve(in_ch, &slot);
+		if (r == -EPIPE)
+			break;
+		if (r)
+			fail("canal_send_reserve", r);
+		fwd_msg_fill(slot.data, id, k);
+		canal_send_commit(in_ch, &slot);
+	}
+}
+
+static long reader_onecopy(long *bad)
+{
+	struct canal_slot slot;
+	long got = 0;
+	int r;
+
+	while ((r = canal_recv_borrow(out_ch, &slot)) == 0) {
+		*bad += !fwd_msg_check(slot.data);
+		canal_recv_release(out_ch, &slot);
+		got++;
+	}
+	if (r != -EPIPE)
+		fail("canal_recv_borrow", r);
+	return got;
+}
+
+static long forward_onecopy(long max)
+{
+	long done = 0;
+
+	while (done < max) {
 		struct canal_slot from, to;
 		int r = canal_recv_borrow(in_ch, &from);
 		if (r == -EPIPE)
@@ -185,20 +217,68 @@ static long forward(void)
 		canal_send_commit(out_ch, &to);
 		done++;
 	}
-#elif defined(FWD_SELECT)
-	/* A small ring of messages received and not yet forwarded. Each turn
-	 * waits passively on the input (if there is room and more may be
-	 * taken) and the output (if a message is waiting). */
+	finish();
+	return done;
+}
+
+/* -------------------------------------------------------------- select */
+
+/* One operation: try it, and when it would block wait for it passively
+ * with canal_select. 0 or -EPIPE; dies on other errors. */
+static int try_then_select(struct canal_chan *ch, int op, void *m)
+{
+	int r = op == CANAL_OP_SEND ? canal_try_send(ch, m) : canal_try_recv(ch, m);
+
+	if (r == -EAGAIN) {
+		struct canal_case c = { ch, op, m, 0 };
+		r = canal_select(&c, 1, -1, 0);
+		if (r < 0)
+			fail("canal_select", r);
+		r = c.result;
+	}
+	if (r && r != -EPIPE)
+		fail(op == CANAL_OP_SEND ? "canal_try_send" : "canal_try_recv", r);
+	return r;
+}
+
+static void writer_select(int id, long quota)
+{
+	struct fwd_msg m;
+
+	for (long k = 0; k < quota; k++) {
+		fwd_msg_fill(&m, id, k);
+		if (try_then_select(in_ch, CANAL_OP_SEND, &m) == -EPIPE)
+			break;
+	}
+}
+
+static long reader_select(long *bad)
+{
+	struct fwd_msg m;
+	long got = 0;
+
+	while (try_then_select(out_ch, CANAL_OP_RECV, &m) == 0) {
+		*bad += !fwd_msg_check(&m);
+		got++;
+	}
+	return got;
+}
+
+/* A small ring of messages received and not yet forwarded. Each turn waits
+ * passively on the input (if there is room and more may be taken) and the
+ * output (if a message is waiting). */
+static long forward_select(long max)
+{
 	struct fwd_msg q[FWD_SELECT_QUEUE], tmp;
 	size_t head = 0, len = 0;
-	long taken = 0;
+	long taken = 0, done = 0;
 	int in_open = 1;
-	while (done < FWD_FORWARD_MAX) {
-		int can_take = in_open && len < FWD_SELECT_QUEUE &&
-			       taken < FWD_FORWARD_MAX;
+
+	while (done < max) {
+		int can_take = in_open && len < FWD_SELECT_QUEUE && taken < max;
 		struct canal_case c[2] = {
-			{can_take ? in_ch : NULL, CANAL_OP_RECV, &tmp, 0},
-			{len ? out_ch : NULL, CANAL_OP_SEND, &q[head], 0},
+			{ can_take ? in_ch : NULL, CANAL_OP_RECV, &tmp, 0 },
+			{ len ? out_ch : NULL, CANAL_OP_SEND, &q[head], 0 },
 		};
 		if (!c[0].ch && !c[1].ch)
 			break; /* input closed and everything forwarded */
@@ -221,80 +301,20 @@ static long forward(void)
 			done++;
 		}
 	}
-#else
-	struct fwd_msg m;
-	while (done < FWD_FORWARD_MAX) {
-		int r = canal_recv(in_ch, &m);
-		if (r == -EPIPE)
-			break;
-		if (r)
-			fail("canal_recv", r);
-		r = canal_send(out_ch, &m);
-		if (r)
-			fail("canal_send", r);
-		done++;
-	}
-#endif
-	canal_close(in_ch);
-	canal_close(out_ch);
-	atomic_store(&shared->forwarded, done);
+	finish();
 	return done;
 }
 
-#ifndef FWD_PROC
-static void *forwarder(void *arg)
-{
-	(void)arg;
-	forward();
-	return NULL;
-}
-#endif
+#define CANAL_TRANSPORT(tname, tsetup, twriter, treader, tforward)                 \
+	{ .name = tname, .setup = tsetup, .writer = twriter,                       \
+	  .writers_done = writers_done, .reader = treader, .forward = tforward,    \
+	  .teardown = teardown }
 
-int main(int argc, char **argv)
-{
-	long n_readers;
-	fwd_parse_args(argc, argv, &n_writers, &n_readers);
-	signal(SIGPIPE, SIG_IGN);
-	in_ch = canal_chan_create(sizeof(struct fwd_msg), IN_CAPACITY, CHAN_FLAGS);
-	if (!in_ch && errno == EOPNOTSUPP)
-		return seed_skipped("canal shared channels (CANAL_SHARED) are not supported by this build");
-	if (!in_ch)
-		seed_die("canal_chan_create: %s", strerror(errno));
-	out_ch = canal_chan_create(sizeof(struct fwd_msg), FWD_CAPACITY, CHAN_FLAGS);
-	if (!out_ch)
-		seed_die("canal_chan_create: %s", strerror(errno));
-	shared = fwd_shared_new(n_writers);
-	seed_working();
-
-#ifdef FWD_PROC
-	for (long i = 0; i < n_readers; i++)
-		if (seed_fork() == 0) {
-			reader(NULL);
-			_exit(0);
-		}
-	for (long i = 0; i < n_writers; i++)
-		if (seed_fork() == 0) {
-			writer((void *)(intptr_t)i);
-			_exit(0);
-		}
-	long done = forward();
-	long bad = seed_wait_children(n_readers + n_writers);
-	if (bad)
-		seed_die("%ld children failed", bad);
-#else
-	pthread_t *r = seed_spawn((size_t)n_readers, reader, NULL, 0);
-	pthread_t *f = seed_spawn(1, forwarder, NULL, 0);
-	pthread_t *w = seed_spawn((size_t)n_writers, writer, NULL, 0);
-	seed_join(w, (size_t)n_writers);
-	seed_join(f, 1);
-	seed_join(r, (size_t)n_readers);
-	long done = atomic_load(&shared->forwarded);
-#endif
-	long got = atomic_load(&shared->received);
-	if (got != done)
-		seed_die("forwarded %ld messages but readers received %ld", done, got);
-	canal_chan_destroy(in_ch);
-	canal_chan_destroy(out_ch);
-	seed_end();
-	return 0;
-}
+const struct fwd_transport fwd_canal_transports[] = {
+	CANAL_TRANSPORT("canal", setup, writer_copy, reader_copy, forward_copy),
+	CANAL_TRANSPORT("canal-sync", setup_sync, writer_copy, reader_copy, forward_copy),
+	CANAL_TRANSPORT("canal-batch", setup, writer_copy, reader_batch, forward_batch),
+	CANAL_TRANSPORT("canal-onecopy", setup, writer_onecopy, reader_onecopy, forward_onecopy),
+	CANAL_TRANSPORT("canal-select", setup, writer_select, reader_select, forward_select),
+	{ .name = NULL },
+};

@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fwd_fd.c - the seed's fwd program on kernel channels:
- *   <writers> writers -> 1 forwarder -> <readers> readers.
- *   (default)   fwd-pipe         threads sharing two pipes
- *   FWD_SOCKET  fwd-socket       threads sharing two Unix SOCK_SEQPACKET
- *                                socket pairs (one record per message)
- *   FWD_PROC    fwd-pipe-proc / fwd-socket-proc: writers and readers are
- *               processes, the forwarder is the parent.
+ * fwd_fd.c - fwd's transports on kernel channels (fwd.c runs them):
+ *   pipe     two pipes shared by all threads (or inherited by processes)
+ *   socket   two Unix SOCK_SEQPACKET socket pairs (one record per message)
  *
  * Whole messages: a 68-byte write on a pipe is atomic (< PIPE_BUF) and every
  * read asks for exactly one message, so with only whole messages in the pipe
@@ -18,34 +14,63 @@
  * closes the shared descriptor), so the forwarder also stops on end of file.
  */
 #define _GNU_SOURCE /* pipe2 */
-#include "seed.h"
+#include "transport.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* [0]: read end, [1]: write end. */
 static int in_fd[2], out_fd[2];
-static struct fwd_shared *shared;
-static long n_writers;
 
-static void make_channel(int fd[2])
+static void make_pipe(int fd[2])
 {
-#ifdef FWD_SOCKET
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		seed_die("socketpair: %s", strerror(errno));
-	fd[0] = sv[0];
-	fd[1] = sv[1];
-#else
 	if (pipe2(fd, O_CLOEXEC) < 0)
-		seed_die("pipe2: %s", strerror(errno));
-#endif
+		bench_die("pipe2: %s", strerror(errno));
+}
+
+static void make_socket(int fd[2])
+{
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd) < 0)
+		bench_die("socketpair: %s", strerror(errno));
+}
+
+static int setup_pipe(int shared)
+{
+	(void)shared; /* inherited across fork as they are */
+	make_pipe(in_fd);
+	make_pipe(out_fd);
+	return 0;
+}
+
+static int setup_socket(int shared)
+{
+	(void)shared;
+	make_socket(in_fd);
+	make_socket(out_fd);
+	return 0;
+}
+
+static void keep_only(enum seed_role role)
+{
+	switch (role) {
+	case SEED_READER:
+		close(in_fd[0]);
+		close(in_fd[1]);
+		close(out_fd[1]);
+		break;
+	case SEED_WRITER:
+		close(in_fd[0]);
+		close(out_fd[0]);
+		close(out_fd[1]);
+		break;
+	case SEED_FORWARDER:
+		close(in_fd[1]);
+		close(out_fd[0]);
+		break;
+	}
 }
 
 /* Read one whole message: 1, or 0 at end of file. */
@@ -62,8 +87,8 @@ static int read_msg(int fd, struct fwd_msg *m)
 		if (n < 0 && errno == ECONNRESET)
 			return 0;
 		if (n < 0)
-			seed_die("read: %s", strerror(errno));
-		seed_die("read: %zd bytes instead of a whole message", n);
+			bench_die("read: %s", strerror(errno));
+		bench_die("read: %zd bytes instead of a whole message", n);
 	}
 }
 
@@ -80,112 +105,67 @@ static int write_msg(int fd, const struct fwd_msg *m)
 			      errno == ECONNREFUSED))
 			return 0;
 		if (n < 0)
-			seed_die("write: %s", strerror(errno));
-		seed_die("write: %zd bytes instead of a whole message", n);
+			bench_die("write: %s", strerror(errno));
+		bench_die("write: %zd bytes instead of a whole message", n);
 	}
 }
 
-static void *writer(void *arg)
+static void writer(int id, long quota)
 {
-	int id = (int)(intptr_t)arg;
-	long quota = fwd_writer_quota(id, n_writers);
 	struct fwd_msg m;
+
 	for (long k = 0; k < quota; k++) {
 		fwd_msg_fill(&m, id, k);
 		if (!write_msg(in_fd[1], &m))
 			break; /* the forwarder closed the channel: stop */
 	}
-#ifndef FWD_PROC
-	if (atomic_fetch_sub(&shared->writers_left, 1) == 1)
-		close(in_fd[1]);
-#endif
-	return NULL;
 }
 
-static void *reader(void *arg)
+static void writers_done(int shared)
 {
-	(void)arg;
-	long got = 0, bad = 0;
+	if (!shared) /* processes closed their write end by exiting */
+		close(in_fd[1]);
+}
+
+static long reader(long *bad)
+{
 	struct fwd_msg m;
+	long got = 0;
+
 	while (read_msg(out_fd[0], &m)) {
-		bad += !fwd_msg_check(&m);
+		*bad += !fwd_msg_check(&m);
 		got++;
 	}
-	if (bad)
-		seed_die("reader: %ld corrupted messages", bad);
-	atomic_fetch_add(&shared->received, got);
-	return NULL;
+	return got;
 }
 
-static long forward(void)
+static long forward(long max)
 {
-	long done = 0;
 	struct fwd_msg m;
-	while (done < FWD_FORWARD_MAX && read_msg(in_fd[0], &m)) {
+	long done = 0;
+
+	while (done < max && read_msg(in_fd[0], &m)) {
 		if (!write_msg(out_fd[1], &m))
-			seed_die("the readers closed the output");
+			bench_die("the readers closed the output");
 		done++;
 	}
 	close(in_fd[0]);
 	close(out_fd[1]);
-	atomic_store(&shared->forwarded, done);
 	return done;
 }
 
-#ifndef FWD_PROC
-static void *forwarder(void *arg)
+static void teardown(int shared)
 {
-	(void)arg;
-	forward();
-	return NULL;
+	if (!shared)
+		close(out_fd[0]);
 }
-#endif
 
-int main(int argc, char **argv)
-{
-	long n_readers;
-	fwd_parse_args(argc, argv, &n_writers, &n_readers);
-	signal(SIGPIPE, SIG_IGN);
-	make_channel(in_fd);
-	make_channel(out_fd);
-	shared = fwd_shared_new(n_writers);
-	seed_working();
-
-#ifdef FWD_PROC
-	for (long i = 0; i < n_readers; i++)
-		if (seed_fork() == 0) {
-			close(in_fd[0]);
-			close(in_fd[1]);
-			close(out_fd[1]);
-			reader(NULL);
-			_exit(0);
-		}
-	close(out_fd[0]);
-	for (long i = 0; i < n_writers; i++)
-		if (seed_fork() == 0) {
-			close(in_fd[0]);
-			close(out_fd[1]);
-			writer((void *)(intptr_t)i);
-			_exit(0);
-		}
-	close(in_fd[1]);
-	long done = forward();
-	long bad = seed_wait_children(n_readers + n_writers);
-	if (bad)
-		seed_die("%ld children failed", bad);
-#else
-	pthread_t *r = seed_spawn((size_t)n_readers, reader, NULL, 0);
-	pthread_t *f = seed_spawn(1, forwarder, NULL, 0);
-	pthread_t *w = seed_spawn((size_t)n_writers, writer, NULL, 0);
-	seed_join(w, (size_t)n_writers);
-	seed_join(f, 1);
-	seed_join(r, (size_t)n_readers);
-	close(out_fd[0]);
-	long done = atomic_load(&shared->forwarded);
-#endif
-	long got = atomic_load(&shared->received);
-	if (got != done)
-		seed_die("forwarded %ld messages but readers received %ld", done, got);
-	seed_end();
-	return 0;
-}
+const struct fwd_transport fwd_fd_transports[] = {
+	{ .name = "pipe", .setup = setup_pipe, .keep_only = keep_only, .writer = writer,
+	  .writers_done = writers_done, .reader = reader, .forward = forward,
+	  .teardown = teardown },
+	{ .name = "socket", .setup = setup_socket, .keep_only = keep_only, .writer = writer,
+	  .writers_done = writers_done, .reader = reader, .forward = forward,
+	  .teardown = teardown },
+	{ .name = NULL },
+};

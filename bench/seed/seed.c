@@ -3,64 +3,30 @@
 #include "seed.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern const char *__progname; /* glibc */
-
-void seed_die(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "%s: ", __progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-int seed_skipped(const char *why)
-{
-	printf("SKIPPED: %s\n", why);
-	fflush(stdout);
-	return SEED_EXIT_SKIPPED;
-}
-
 struct fwd_shared *fwd_shared_new(long writers)
 {
-	struct fwd_shared *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (s == MAP_FAILED)
-		seed_die("mmap: %s", strerror(errno));
+	struct fwd_shared *s = bench_shared_alloc(sizeof(*s));
+	if (!s)
+		bench_die("mmap: %s", strerror(errno));
 	atomic_init(&s->writers_left, writers);
 	atomic_init(&s->received, 0);
 	atomic_init(&s->forwarded, 0);
 	return s;
 }
 
-static long parse_count(const char *s, const char *what)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 1 || v > 1000000)
-		seed_die("bad %s count '%s' (1..1000000)", what, s);
-	return v;
-}
-
 void fwd_parse_args(int argc, char **argv, long *writers, long *readers)
 {
 	if (argc != 3)
-		seed_die("usage: %s <writers> <readers>", argv[0]);
-	*writers = parse_count(argv[1], "writer");
-	*readers = parse_count(argv[2], "reader");
+		bench_die("usage: %s <writers> <readers>", argv[0]);
+	*writers = bench_arg_long(argv[1], "writer count", 1, 1000000);
+	*readers = bench_arg_long(argv[2], "reader count", 1, 1000000);
 }
 
 long fwd_writer_quota(long i, long n)
@@ -85,19 +51,19 @@ pthread_t *seed_spawn(size_t n, void *(*fn)(void *), void *args, size_t arg_size
 {
 	pthread_t *t = malloc(n * sizeof(*t));
 	if (!t)
-		seed_die("out of memory for %zu threads", n);
+		bench_die("out of memory for %zu threads", n);
 	pthread_attr_t attr;
 	int err = pthread_attr_init(&attr);
 	if (!err)
 		err = pthread_attr_setstacksize(&attr, SEED_STACK_SIZE);
 	if (err)
-		seed_die("pthread_attr: %s", strerror(err));
+		bench_die("pthread_attr: %s", strerror(err));
 	for (size_t i = 0; i < n; i++) {
 		void *arg = args ? (char *)args + i * arg_size
 				 : (void *)(intptr_t)i;
 		err = pthread_create(&t[i], &attr, fn, arg);
 		if (err)
-			seed_die("pthread_create (thread %zu of %zu): %s", i + 1,
+			bench_die("pthread_create (thread %zu of %zu): %s", i + 1,
 				 n, strerror(err));
 	}
 	pthread_attr_destroy(&attr);
@@ -109,7 +75,7 @@ void seed_join(pthread_t *threads, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		int err = pthread_join(threads[i], NULL);
 		if (err)
-			seed_die("pthread_join: %s", strerror(err));
+			bench_die("pthread_join: %s", strerror(err));
 	}
 	free(threads);
 }
@@ -118,7 +84,7 @@ pid_t seed_fork(void)
 {
 	pid_t pid = fork();
 	if (pid < 0)
-		seed_die("fork: %s", strerror(errno));
+		bench_die("fork: %s", strerror(errno));
 	return pid;
 }
 
@@ -132,27 +98,11 @@ long seed_wait_children(long n)
 			pid = wait(&status);
 		while (pid < 0 && errno == EINTR);
 		if (pid < 0)
-			seed_die("wait: %s", strerror(errno));
+			bench_die("wait: %s", strerror(errno));
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			bad++;
 	}
 	return bad;
-}
-
-int seed_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 void seed_working(void)

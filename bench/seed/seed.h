@@ -2,7 +2,9 @@
 /*
  * seed.h - what every seed benchmark program shares (cat, copy, fwd and
  * their floors): the message, the counts of the fwd program, the small
- * thread stacks, argument parsing and a few careful I/O helpers.
+ * thread stacks, argument parsing, starting threads and processes. What
+ * every benchmark program needs (clock, errors, the skipped exit status,
+ * full writes) is in bench/lib/bench.h.
  *
  * Every variant uses these helpers so that no variant is given an
  * advantage: same message, same stack size, same way of starting threads
@@ -16,6 +18,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "bench.h"
+
 /* fwd: writers together send at most FWD_TOTAL messages, the forwarder
  * forwards at most FWD_FORWARD_MAX then closes both channels. */
 #define FWD_TOTAL 30000L
@@ -26,8 +30,6 @@
 #define SEED_STACK_SIZE ((size_t)64 * 1024)
 /* cat / copy: size of one chunk. */
 #define CC_CHUNK 4096
-/* Exit status of a variant that cannot run here (harness: SKIPPED). */
-#define SEED_EXIT_SKIPPED 77
 
 /* The seed's message: (id, content[64]); 68 bytes, < PIPE_BUF. */
 struct fwd_msg {
@@ -45,11 +47,6 @@ struct fwd_shared {
 };
 
 struct fwd_shared *fwd_shared_new(long writers);
-
-/* Print to stderr (with the program name) and exit(1). */
-void seed_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-/* Print "SKIPPED: <why>" on stdout; returns SEED_EXIT_SKIPPED. */
-int seed_skipped(const char *why);
 
 /* fwd <writers> <readers>: both >= 1 (dies with a usage message). */
 void fwd_parse_args(int argc, char **argv, long *writers, long *readers);
@@ -71,10 +68,6 @@ void seed_join(pthread_t *threads, size_t n);
 pid_t seed_fork(void);
 /* Wait for n children; returns the number that did not exit with 0. */
 long seed_wait_children(long n);
-
-/* write() all of buf (restarts on EINTR and short writes). Returns 0 or
- * -errno. */
-int seed_write_all(int fd, const void *buf, size_t len);
 
 /* Print "Working..." (flushed) and "End of program". */
 void seed_working(void);

@@ -33,12 +33,21 @@
  * every blocked sender (they return -EPIPE) and every blocked receiver.
  *
  * Capacity 0 is a synchronous (rendezvous) channel: a blocking send returns
- * only once a receiver has taken the element; canal_try_send() succeeds only
- * when a receiver is waiting.
+ * only once the element is in a receiver's hands (a receiver waiting in a
+ * plain receive, committed to take it; or, for a receiving select, once it
+ * has taken it); canal_try_send() succeeds only when a receiver is waiting.
+ *
+ * Waiting and timeouts: a try operation returns at once and a timed one by
+ * its deadline, whatever another thread or process does (even one holding a
+ * lent slot, or writing garbage into a shared segment). Called from a task
+ * of canal's runtime, a blocking operation parks the task, not its thread.
  */
 #ifndef CANAL_CHANNEL_H
 #define CANAL_CHANNEL_H
 
+#include <canal/base.h>
+
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -79,8 +88,9 @@ enum {
  * Returns the channel, or NULL with errno set:
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,
  *           elt_size > CANAL_ELT_SIZE_MAX, or the buffer size overflows;
- *   ENOMEM  the memory could not be allocated (with CANAL_SHARED, also
- *           other errors of memfd_create/mmap, as their errno).
+ *   ENOMEM  the memory could not be allocated;
+ *   EMFILE, ENFILE  (CANAL_SHARED) no file descriptor left for its memory
+ *           file; other errors of memfd_create/mmap as their errno.
  * Never blocks. Thread-safe.
  */
 struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
@@ -117,9 +127,12 @@ int canal_chan_is_closed(const struct canal_chan *ch);
 
 /*
  * canal_send - copy *elt into the channel.
- * Blocks while the channel is full (capacity 0: until a receiver takes the
- * element). Returns 0, or -EPIPE if the channel is closed (before or while
- * waiting; then the element was not sent and will never be received).
+ * Blocks while the channel is full (capacity 0: until a receiver has the
+ * element, see above). Returns 0, or -EPIPE if the channel is closed (before
+ * or while waiting for room; then the element was not sent and will never
+ * be received). Capacity 0: a send whose element was already handed over
+ * when the channel is closed returns 0 (the element is in the channel and
+ * receivers drain it).
  */
 int canal_send(struct canal_chan *ch, const void *elt);
 
@@ -159,8 +172,7 @@ int canal_close(struct canal_chan *ch);
 /* Timeouts                                                            */
 /* ------------------------------------------------------------------ */
 
-/* canal_now_ns - CLOCK_MONOTONIC in nanoseconds, the clock of deadlines. */
-uint64_t canal_now_ns(void);
+/* The clock of deadlines is canal_now_ns() (<canal/base.h>). */
 
 /*
  * canal_send_timeout, canal_recv_timeout - like canal_send() and
@@ -253,14 +265,15 @@ int canal_try_send_reserve(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_send_commit - publish a reserved slot. Returns 0 (the element will
  * be received even if the channel is closed after the reserve), -EINVAL if
- * slot is not a reserved slot of ch, or, on a shared channel, -EOWNERDEAD if
+ * slot is not a live reserved slot of ch (a copy of one already committed
+ * or aborted included), or, on a shared channel, -EOWNERDEAD if
  * a peer repaired the slot meanwhile, believing this process dead (nothing
  * is sent). Blocks only on a synchronous channel, until a receiver has
  * taken the element. */
 int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot);
 
-/* canal_send_abort - withdraw a reserved slot: nobody receives it. Returns 0.
- * Never blocks. */
+/* canal_send_abort - withdraw a reserved slot: nobody receives it. Returns 0,
+ * or -EINVAL if slot is not a live reserved slot of ch. Never blocks. */
 int canal_send_abort(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_recv_borrow - block until an element is there, lend its slot.
@@ -270,7 +283,8 @@ int canal_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
 int canal_try_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_recv_release - give a borrowed slot back. Returns 0, -EINVAL if slot
- * is not a borrowed slot of ch, or, on a shared channel, -EOWNERDEAD if a
+ * is not a live borrowed slot of ch (a copy of one already released
+ * included), or, on a shared channel, -EOWNERDEAD if a
  * peer repaired the slot meanwhile (what was read may be torn). Never
  * blocks. */
 int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
@@ -285,7 +299,8 @@ int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
  * by SIGKILL in the middle of an operation) are in docs/GUARANTEES.md: the
  * others go on within about a second; what was sent (send returned 0) is
  * delivered exactly once, except the element a dying receiver had taken.
- * Processes must share a PID namespace (death is detected by pid).
+ * Death is told by a lock the kernel releases with the process, not by
+ * pid: processes may be in different PID namespaces.
  */
 
 /* Accept whatever the segment says (element size or capacity), on open. */
@@ -295,9 +310,12 @@ int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
  * canal_chan_create_named - create a shared channel with a name that
  * unrelated processes can open (a POSIX shared-memory object "/<name>").
  * name: 1 to 200 characters, no '/'. flags must be CANAL_SHARED. mode:
- * permission bits (0 means 0600). On success stores the channel in *out.
- * Returns 0, -EINVAL (bad name, flags, mode or sizes), -EEXIST (the name
- * is taken), -EACCES, -ENOMEM. Never blocks.
+ * permission bits, applied exactly (the umask does not reduce them; 0
+ * means 0600). The name appears only once the channel is complete, so an
+ * opener never sees a half-made channel and a creator killed half-way
+ * leaves no name. On success stores the channel in *out. Returns 0,
+ * -EINVAL (bad name, flags, mode or sizes), -EEXIST (the name is taken),
+ * -EACCES, -ENOMEM, -EMFILE/-ENFILE (no descriptor left). Never blocks.
  */
 int canal_chan_create_named(const char *name, size_t elt_size,
 			    size_t capacity, unsigned flags, unsigned mode,
@@ -311,9 +329,10 @@ int canal_chan_create_named(const char *name, size_t elt_size,
  *   -ENOENT no such name;  -EACCES permission denied;
  *   -EINVAL bad name or flags;
  *   -ERANGE the element size or capacity differs from the channel's;
- *   -EBADMSG not a canal channel, truncated or corrupted;
+ *   -EBADMSG not a canal channel (a zero header included), truncated or
+ *            corrupted;
  *   -EPROTONOSUPPORT made by an incompatible canal layout version;
- *   -EAGAIN its creator has not finished creating it (try again).
+ *   -EMFILE, -ENFILE no file descriptor left.
  */
 int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
 		    unsigned flags, struct canal_chan **out);
@@ -398,10 +417,6 @@ enum {
  */
 int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		 unsigned flags);
-
-/* canal_strerror - a static English description of a canal error code
- * (negative errno), e.g. "channel closed" for -EPIPE. Never NULL. */
-const char *canal_strerror(int err);
 
 #ifdef __cplusplus
 }

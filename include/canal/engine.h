@@ -42,6 +42,9 @@
 #ifndef CANAL_ENGINE_H
 #define CANAL_ENGINE_H
 
+#include <canal/base.h>
+
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 

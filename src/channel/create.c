@@ -2,17 +2,14 @@
 /*
  * create.c - channel geometry, creation of thread channels and of anonymous
  * shared channels (CANAL_SHARED: usable across fork()), and destruction.
- * Named channels and hand-over of a channel's memory file are in shared.c.
+ * Memory files and validation are in segment.c, names in names.c.
  */
 #include "internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define EXPORT __attribute__((visibility("default")))
 
 /* Thread channels up to this size come from the heap, larger ones from
  * mmap (a zero-filled ring is a valid empty ring, see internal.h). Either
@@ -36,8 +33,8 @@ static uint64_t round_up(uint64_t x, uint64_t to)
 	return (x + to - 1) / to * to;
 }
 
-int chan_geometry(size_t elt_size, size_t capacity, bool shared,
-		  struct chan_geometry *g)
+int canal__chan_geometry(size_t elt_size, size_t capacity, bool shared,
+			 struct chan_geometry *g)
 {
 	if (capacity > CANAL_CAPACITY_MAX || elt_size > CANAL_ELT_SIZE_MAX ||
 	    (shared && capacity > SHARED_CAPACITY_MAX))
@@ -54,8 +51,9 @@ int chan_geometry(size_t elt_size, size_t capacity, bool shared,
 	return 0;
 }
 
-void chan_state_init(struct chan_state *st, size_t elt_size, size_t capacity,
-		     unsigned flags, const struct chan_geometry *g)
+void canal__chan_state_init(struct chan_state *st, size_t elt_size,
+			    size_t capacity, unsigned flags,
+			    const struct chan_geometry *g)
 {
 	st->version = CANAL_LAYOUT_VERSION;
 	st->flags = flags;
@@ -72,8 +70,8 @@ void chan_state_init(struct chan_state *st, size_t elt_size, size_t capacity,
 			      memory_order_release);
 }
 
-void chan_handle_init(struct canal_chan *ch, struct chan_state *st, int fd,
-		      bool shared, bool mmapped)
+void canal__chan_handle_init(struct canal_chan *ch, struct chan_state *st,
+			     int fd, bool shared, bool mmapped)
 {
 	ch->st = st;
 	ch->slots = (char *)st + st->slots_offset;
@@ -90,37 +88,10 @@ void chan_handle_init(struct canal_chan *ch, struct chan_state *st, int fd,
 	ch->mmapped = mmapped;
 	ch->map_size = st->map_size;
 	ch->fd = fd;
+	ch->lock_fd = -1;
 }
 
-static _Atomic uint32_t self_pid;
-
-static void forget_pid(void)
-{
-	atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
-}
-
-static void register_atfork(void)
-{
-	pthread_atfork(NULL, NULL, forget_pid);
-}
-
-uint32_t chan_self_pid(void)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	uint32_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
-	if (likely(pid))
-		return pid;
-	pthread_once(&once, register_atfork);
-	pid = (uint32_t)getpid();
-	atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
-	return pid;
-}
-
-/* An anonymous shared segment: a memory file, so that it can also be
- * handed to another process (canal_chan_fd). */
-int chan_create_shared_fd(size_t map_size, const char *name);
-
-EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
+CANAL_EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
 					    unsigned flags)
 {
 	struct chan_geometry g;
@@ -131,7 +102,7 @@ EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
 		errno = EINVAL;
 		return NULL;
 	}
-	if ((err = chan_geometry(elt_size, capacity, shared, &g))) {
+	if ((err = canal__chan_geometry(elt_size, capacity, shared, &g))) {
 		errno = -err;
 		return NULL;
 	}
@@ -144,7 +115,7 @@ EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
 	int fd = -1;
 	bool mapped = shared || g.map_size > HEAP_ALLOC_MAX;
 	if (shared) {
-		fd = chan_create_shared_fd(g.map_size, "canal");
+		fd = canal__segment_create_fd(g.map_size, "canal");
 		if (fd < 0) {
 			free(ch);
 			errno = -fd;
@@ -171,20 +142,29 @@ EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
 		errno = ENOMEM;
 		return NULL;
 	}
-	chan_state_init(st, elt_size, capacity, flags, &g);
-	chan_handle_init(ch, st, fd, shared, mapped);
+	canal__chan_state_init(st, elt_size, capacity, flags, &g);
+	canal__chan_handle_init(ch, st, fd, shared, mapped);
+	if (shared && (err = canal__attach(ch))) {
+		canal_chan_destroy(ch);
+		errno = -err;
+		return NULL;
+	}
 	return ch;
 }
 
-EXPORT void canal_chan_destroy(struct canal_chan *ch)
+CANAL_EXPORT void canal_chan_destroy(struct canal_chan *ch)
 {
 	if (!ch)
 		return;
+	if (ch->shared)
+		canal__sigbus_unguard(ch);
 	if (ch->mmapped)
 		munmap(ch->st, ch->map_size);
 	else
 		free(ch->st);
 	if (ch->fd >= 0)
 		close(ch->fd);
+	if (ch->lock_fd >= 0)
+		close(ch->lock_fd);
 	free(ch);
 }

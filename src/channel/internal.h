@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - the channel's layout and the ring operations shared by
- * chan.c (send/recv/batch/single copy) and select.c.
+ * internal.h - the inside of the channel layer: the layout of a channel,
+ * the encodings of its words (behind named helpers), its invariants and
+ * memory-ordering pairs, and the functions its files share (canal__*).
+ * Files: ring.c (the ring), wake.h (who wakes whom), rendezvous.c
+ * (capacity 0), sendrecv.c (send/recv/try/timed/close), batch.c,
+ * single_copy.c, select.c, create.c (geometry, thread channels), segment.c
+ * (memory files, validation, open), names.c (named channels, hand-over),
+ * repair.c (crash repair).
  *
  * THE RING (a bounded MPMC queue with one sequence stamp per slot, after
  * D. Vyukov). Positions are 64-bit counters that never wrap in practice
@@ -40,23 +46,32 @@
  *    other side is between its CAS and its store: we spin (backoff) instead
  *    of parking.
  *
- * SYNCHRONOUS CHANNELS (capacity 0) use a small internal ring and a demand
- * counter: a receiver first announces itself (demand++), and a sender may
- * only push after taking one unit of demand (CAS demand d -> d-1, d > 0).
- * So an element is pushed only for a receiver that is committed to take
- * one, and the sender then waits for the ack: head past its position.
- *   demand  = receivers announced and not yet matched by a sender;
- *   orphans = elements pushed whose receiver went elsewhere (a select that
- *             completed another case); a receiver announcing itself takes
- *             an orphan first instead of adding demand.
- * A receiver that gives up (timeout) retracts its demand (CAS d -> d-1,
- * d > 0); if demand is 0 a sender has matched it, an element is coming,
- * and the receiver takes it.
+ * SYNCHRONOUS CHANNELS (capacity 0) use a small internal ring and demand
+ * counters: a receiver first announces itself (demand++), and a sender may
+ * only push after taking one unit of demand (CAS d -> d-1, d > 0). So an
+ * element is pushed only for a receiver that is committed to take one.
+ *   demand        = plain receivers (recv, timed, try, borrow) announced
+ *                   and not yet matched. A matched plain receiver always
+ *                   takes an element, so its sender returns once it has
+ *                   published: the hand-off is done (as Go's and
+ *                   crossbeam's senders return once the value is in a
+ *                   waiting receiver's hands), one wake-up per message;
+ *   select_demand = receiving selects announced and not yet matched. A
+ *                   select may complete another case instead, so a sender
+ *                   that took such a unit waits for the ack (head past its
+ *                   position) before it returns;
+ *   orphans       = elements pushed for a select that went elsewhere; a
+ *                   plain receiver announcing itself takes an orphan first
+ *                   instead of adding demand.
+ * A receiver that gives up (timeout) retracts its unit (CAS d -> d-1,
+ * d > 0, on its own counter); if that fails a sender has matched it, an
+ * element is coming, and the receiver takes it.
  */
 #ifndef CANAL_INTERNAL_H
 #define CANAL_INTERNAL_H
 
-#include "wait.h"
+#include "base/compiler.h"
+#include "base/wait.h"
 
 #include <canal/channel.h>
 
@@ -67,9 +82,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CANAL_CACHELINE 64
 #define CANAL_MAGIC 0x4c414e4143ull /* "CANAL" */
-#define CANAL_LAYOUT_VERSION 1u
+#define CANAL_LAYOUT_VERSION 2u
 
 #define TAIL_CLOSED 1ull
 
@@ -77,24 +91,13 @@
 #define STAMP_FULL 1u
 #define STAMP_SKIP 2u
 
-/* Between processes, a notifier may be killed between its change and its
- * wake-up: sleepers on shared channels re-check their condition at least
- * this often, so that such a lost wake-up costs at most this delay. Not
- * shorter: with thousands of sleeping processes the re-checks themselves
- * would take the CPU (10 000 sleepers at 100 ms made the seed's fwd 2.5x
- * slower). */
-#define SHARED_RECHECK_NS 500000000u
-
 /* Internal ring size of synchronous channels. */
 #define CANAL_SYNC_RING 16u
 
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
 struct canal_slot_hdr {
 	_Atomic uint64_t stamp;
-	/* Shared channels only: who claimed the slot last, for crash repair:
-	 * (pid << 32) | ((position & 0x7fffffff) << 1) | role (1: receiver). */
+	/* Shared channels only: who claimed the slot last, for crash repair
+	 * (owner_word() below). */
 	_Atomic uint64_t owner[];
 	/* data follows at ch->slot_hdr bytes, elt_size bytes, 8-byte aligned */
 };
@@ -119,6 +122,8 @@ struct chan_state {
 	/* Set by close after it sets CLOSED in tail; on this read-mostly line
 	 * so that polling receivers need not read tail (ring_claim_recv). */
 	_Atomic uint32_t closed_hint;
+	/* Shared channels: the last attacher id handed out (liveness.c). */
+	_Atomic uint32_t next_attacher;
 
 	alignas(CANAL_CACHELINE) _Atomic uint64_t tail;
 	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
@@ -127,6 +132,7 @@ struct chan_state {
 
 	/* Synchronous channels only. */
 	alignas(CANAL_CACHELINE) _Atomic int64_t demand;
+	_Atomic int64_t select_demand;
 	_Atomic int64_t orphans;
 	_Atomic uint32_t senders_waiting; /* senders wanting demand */
 	struct canal_waitq demand_wq;	  /* senders waiting for demand */
@@ -156,7 +162,70 @@ struct canal_chan {
 	uint32_t mmapped;    /* the state was mmap()ed (else heap) */
 	size_t map_size;
 	int fd;		     /* shared: the memory file, else -1 */
+	/* Shared channels: a description of the memory file of this
+	 * handle's own, holding its liveness lock (liveness.c), or -1; its
+	 * attacher id (owner words name it) and the process that attached
+	 * (a forked child re-attaches). */
+	int lock_fd;
+	/* Shared channels: a peer cut the memory file short and this
+	 * process's mapping was replaced by zeros (sigbus.c). */
+	_Atomic uint32_t damaged;
+	_Atomic uint32_t attach_id;
+	_Atomic uint32_t attach_pid;
 };
+
+/* ------------------------------------------------------------------ */
+/* Encodings of the shared words                                        */
+/* ------------------------------------------------------------------ */
+
+/* tail = (next send position << 1) | TAIL_CLOSED. */
+static inline uint64_t tail_position(uint64_t tail)
+{
+	return tail >> 1;
+}
+
+/* What adding k positions adds to tail. */
+static inline uint64_t tail_advance(uint64_t k)
+{
+	return k << 1;
+}
+
+/* A slot stamp = ((position - slot index) << 2) | state. */
+#define STAMP_STATE_BITS 2u
+#define STAMP_STATE_MASK 3u
+
+static inline unsigned stamp_state(uint64_t stamp)
+{
+	return (unsigned)(stamp & STAMP_STATE_MASK);
+}
+
+/*
+ * The owner word of a shared slot, for crash repair: who claimed it last,
+ * for which position and in which role:
+ *   (attacher id << 32) | ((position & OWNER_POS_MASK) << 1) | role.
+ * 31 bits of position tell a claim of this lap from older ones (shared
+ * rings have at most 2^30 slots).
+ */
+#define OWNER_SENDER 0u
+#define OWNER_RECEIVER 1u
+#define OWNER_POS_MASK 0x7fffffffull
+
+static inline uint64_t owner_word(uint32_t id, uint64_t pos, unsigned role)
+{
+	return ((uint64_t)id << 32) | ((pos & OWNER_POS_MASK) << 1) | role;
+}
+
+static inline uint32_t owner_id(uint64_t owner)
+{
+	return (uint32_t)(owner >> 32);
+}
+
+/* The owner word names this claim (position pos, role). */
+static inline bool owner_names(uint64_t owner, uint64_t pos, unsigned role)
+{
+	return (owner & 1u) == role &&
+	       ((owner >> 1) & OWNER_POS_MASK) == (pos & OWNER_POS_MASK);
+}
 
 /*
  * pos % ring. For a ring that is not a power of two, without a division
@@ -193,20 +262,44 @@ static inline void *slot_data(const struct canal_chan *ch,
 static inline uint64_t stamp_for(const struct canal_chan *ch, uint64_t pos,
 				 unsigned state)
 {
-	return ((pos - ring_index(ch, pos)) << 2) | state;
+	return ((pos - ring_index(ch, pos)) << STAMP_STATE_BITS) | state;
+}
+
+/* The position a stamp read in pos's slot speaks of. */
+static inline uint64_t stamp_position(const struct canal_chan *ch,
+				      uint64_t pos, uint64_t stamp)
+{
+	return (stamp >> STAMP_STATE_BITS) + ring_index(ch, pos);
+}
+
+/* The stamp says pos holds an element (or a withdrawn one to skip). */
+static inline bool stamp_is_published(const struct canal_chan *ch,
+				      uint64_t pos, uint64_t stamp)
+{
+	return stamp == stamp_for(ch, pos, STAMP_FULL) ||
+	       stamp == stamp_for(ch, pos, STAMP_SKIP);
 }
 
 /* stamp_for(ch, pos + ring, state), the same slot one lap later. */
 static inline uint64_t stamp_next_lap(const struct canal_chan *ch,
 				      uint64_t pos, unsigned state)
 {
-	return stamp_for(ch, pos, state) + (ch->ring << 2);
+	return stamp_for(ch, pos, state) + (ch->ring << STAMP_STATE_BITS);
 }
 
 static inline bool chan_closed(const struct canal_chan *ch)
 {
 	return atomic_load_explicit(&ch->st->tail, memory_order_seq_cst) &
 	       TAIL_CLOSED;
+}
+
+/* The mapping of a shared channel was lost to a truncation (sigbus.c):
+ * every operation fails with -EBADMSG. */
+static inline bool chan_damaged(const struct canal_chan *ch)
+{
+	return unlikely(ch->shared) &&
+	       unlikely(atomic_load_explicit(&ch->damaged,
+					     memory_order_relaxed));
 }
 
 static inline void copy_elt(void *dst, const void *src, size_t n)
@@ -228,55 +321,105 @@ static inline void copy_elt(void *dst, const void *src, size_t n)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* Shared between the files of the channel layer                        */
+/* ------------------------------------------------------------------ */
+
 /* Geometry of a channel, computed from what the user asks (create.c). */
 struct chan_geometry {
 	uint64_t ring, slot_hdr, stride, slots_offset, map_size;
 };
-int chan_geometry(size_t elt_size, size_t capacity, bool shared,
-		  struct chan_geometry *g);
+int canal__chan_geometry(size_t elt_size, size_t capacity, bool shared,
+			 struct chan_geometry *g);
 /* Fill a handle's local copies from a (validated) state. */
-void chan_handle_init(struct canal_chan *ch, struct chan_state *st, int fd,
-		      bool shared, bool mmapped);
+void canal__chan_handle_init(struct canal_chan *ch, struct chan_state *st,
+			     int fd, bool shared, bool mmapped);
 /* Write a fresh state header (every index, stamp and futex word is 0). */
-void chan_state_init(struct chan_state *st, size_t elt_size, size_t capacity,
-		     unsigned flags, const struct chan_geometry *g);
-/* This process's pid, cached (reset after fork). */
-uint32_t chan_self_pid(void);
+void canal__chan_state_init(struct chan_state *st, size_t elt_size,
+			    size_t capacity, unsigned flags,
+			    const struct chan_geometry *g);
 
-/* Shared channels: repair a slot whose claimer may have died (shared.c).
- * stuck_ns: how long the caller has waited on it. */
-void chan_repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t stuck_ns);
+/* Memory files (segment.c): a sealed memfd of map_size bytes, or -errno. */
+int canal__segment_create_fd(size_t map_size, const char *name);
 
-/* Ring primitives (chan.c). Return counts > 0, or -EAGAIN / -EPIPE. */
-long ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos);
-/* try_only: may return -EAGAIN for a position claimed but not yet
- * published (instead of waiting for it), without reading tail. */
-long ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos,
-		     bool try_only);
+/* Liveness of the processes attached to a shared channel (liveness.c). */
+int canal__attach(struct canal_chan *ch);
+/* This handle's attacher id, for owner words (re-attaches after fork). */
+uint32_t canal__self_id(struct canal_chan *ch);
+/* The attacher id's process is gone (its liveness lock was released). */
+bool canal__attacher_gone(struct canal_chan *ch, uint32_t id);
+/* A file description of the memory file fd of one's own (lock holder). */
+int canal__reopen_fd(int fd);
+
+/* Named segments are not sealed: a peer may truncate them. Map faults in
+ * a registered mapping into zeros and mark the handle damaged instead of
+ * dying of SIGBUS (sigbus.c). */
+void canal__sigbus_guard(struct canal_chan *ch);
+void canal__sigbus_unguard(struct canal_chan *ch);
+
+/* Crash repair (repair.c). */
+/* Repair the slot of pos if its holder died; held_ns: how long the caller
+ * has waited on that slot. */
+void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns);
+
+/* Ring primitives (ring.c). Return counts > 0, or -EAGAIN (full, empty;
+ * or, with deadline 0, a slot held by the other side), -ETIMEDOUT (held
+ * past the deadline), -EPIPE (closed), -EBADMSG (damaged ring). try_only
+ * (receive): -EAGAIN for a position claimed but not yet published, without
+ * reading tail. */
+long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos,
+			    uint64_t deadline);
+long canal__ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos,
+			    bool try_only, uint64_t deadline);
 /* publish/release return false when a shared channel's peer repaired the
  * slot meanwhile, believing this process dead (the operation is lost). */
-bool ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);
-bool ring_release(struct canal_chan *ch, uint64_t pos);
+bool canal__ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);
+bool canal__ring_release(struct canal_chan *ch, uint64_t pos);
+/* pos is claimed by a sender and not published (a live reserve), or taken
+ * by a receiver and not released (a live borrow). */
+bool canal__ring_holds_claimed(struct canal_chan *ch, uint64_t pos);
+bool canal__ring_holds_taken(struct canal_chan *ch, uint64_t pos);
 
-/* Wait conditions, read with seq_cst (see "Blocking" above). */
-bool ring_can_send(struct canal_chan *ch);  /* not full, or closed */
-bool ring_can_recv(struct canal_chan *ch);  /* not empty, or closed */
-bool sync_can_send(struct canal_chan *ch);  /* demand > 0, or closed */
+/* Wait conditions, read with seq_cst (see "Blocking" above), and the waits
+ * on them (0: try again, -ETIMEDOUT). */
+bool canal__ring_can_send(struct canal_chan *ch);  /* not full, or closed */
+bool canal__ring_can_recv(struct canal_chan *ch);  /* not empty, or closed */
+bool canal__ring_probe_recv(struct canal_chan *ch); /* head published */
+int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline);
+int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline);
 
-/* Non-blocking single operations used by select (chan.c). */
-int chan_try_send_one(struct canal_chan *ch, const void *elt);
+/* Non-blocking single operations used by select (sendrecv.c). */
+int canal__try_send_one(struct canal_chan *ch, const void *elt);
 /* wait_sender: on a synchronous channel, wait briefly for a sender that is
  * waiting (as canal_try_recv does); else succeed only with an element that
  * is already there (select's poll before it blocks on every case). */
-int chan_try_recv_one(struct canal_chan *ch, void *elt, bool wait_sender);
+int canal__try_recv_one(struct canal_chan *ch, void *elt, bool wait_sender);
+/* Send or receive, every flavour (sendrecv.c): lend a slot instead of
+ * copying when reserve/lend is not NULL; deadline 0 with try_only. */
+int canal__send(struct canal_chan *ch, const void *elt,
+		struct canal_slot *reserve, uint64_t deadline, bool try_only);
+int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
+		uint64_t deadline, bool try_only);
 
-/* Synchronous-channel receiver bookkeeping (chan.c). */
-void sync_announce(struct canal_chan *ch);
+/* Synchronous channels (rendezvous.c). A receiver is plain or a select
+ * (its own demand counter, see above). */
+bool canal__sync_can_send(struct canal_chan *ch);  /* demand > 0, or closed */
+/* Announce a receiver: a plain one takes an orphan first. */
+void canal__sync_announce(struct canal_chan *ch, bool select);
 /* true: retracted; false: a sender matched us, an element is coming. */
-bool sync_retract(struct canal_chan *ch);
-void sync_make_orphan(struct canal_chan *ch);
-/* Blocking receive for a receiver that has announced itself. */
-int sync_recv_announced(struct canal_chan *ch, void *elt, uint64_t deadline,
-			bool committed);
+bool canal__sync_retract(struct canal_chan *ch, bool select);
+void canal__sync_make_orphan(struct canal_chan *ch);
+/* Give back a unit of demand taken by a sender that did not push. */
+void canal__sync_give_back(struct canal_chan *ch, bool select);
+/* Take one unit of demand: 0, -EAGAIN (try_only), -EPIPE, -ETIMEDOUT;
+ * *select says whether the unit was a select's (then wait for the ack). */
+int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
+			    bool try_only, bool *select);
+/* After publishing pos: wait until a receiver has claimed it, or the
+ * channel is closed (the element then stays for the draining receivers). */
+void canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos);
+/* Blocking receive for a select that announced itself on ch. */
+int canal__sync_recv_announced(struct canal_chan *ch, void *elt,
+			       uint64_t deadline, bool committed);
 
 #endif /* CANAL_INTERNAL_H */

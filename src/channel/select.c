@@ -6,13 +6,18 @@
  *  1. Poll: try each case once without blocking, from a random start (or in
  *     order when biased). The first that completes, or finds its channel
  *     closed, is the result.
- *  2. Register: for each case, prepare on the event count its operation
- *     waits on (receivers: recv_wq; senders: send_wq, or demand_wq on a
- *     synchronous channel) and, for a receive on a synchronous channel,
- *     announce the thread as a waiting receiver (sync_announce).
+ *  2. Register: for a receive on a synchronous channel, announce the
+ *     thread as a waiting receiver (canal__sync_announce); then, for each
+ *     case, prepare on the event count its operation waits on (receivers:
+ *     recv_wq; senders: send_wq, or demand_wq on a synchronous channel).
+ *     Announcing first keeps the select from bumping a word it then waits
+ *     on (a send and a receive case on one synchronous channel), and a
+ *     send case on a channel where we announced counts as ready only for
+ *     demand beyond our own announcements.
  *  3. Re-check every case's wait condition (seq_cst loads of the indices,
- *     the W2 of wait.h); if none holds, sleep on all the futex words at once
- *     (futex_waitv), until one is bumped or the deadline passes.
+ *     the W2 of wait.h); if none holds, wait on all the words at once
+ *     (canal__wait_many: the yield phase, then the parker's wait on many
+ *     words), until one is bumped or the deadline passes.
  *  4. Unregister; retract the announcements. A retraction that fails means
  *     a sender matched us and its element is coming: the select completes
  *     that case (it is committed). Should a second one fail too, its
@@ -29,10 +34,7 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
-
-#define EXPORT __attribute__((visibility("default")))
 
 static _Thread_local uint64_t rng_state;
 
@@ -60,18 +62,26 @@ static struct canal_waitq *case_queue(const struct canal_case *c)
 	return c->ch->sync ? &c->ch->st->demand_wq : &c->ch->st->send_wq;
 }
 
-static bool case_ready(const struct canal_case *c)
+/* own_demand: announcements this select made on the case's channel (a
+ * send case on a synchronous channel must not count them as receivers). */
+static bool case_ready(const struct canal_case *c, int64_t own_demand)
 {
 	if (c->op == CANAL_OP_RECV)
-		return ring_can_recv(c->ch);
-	return c->ch->sync ? sync_can_send(c->ch) : ring_can_send(c->ch);
+		return canal__ring_can_recv(c->ch);
+	if (!c->ch->sync)
+		return canal__ring_can_send(c->ch);
+	return atomic_load_explicit(&c->ch->st->demand, memory_order_seq_cst) >
+		       0 ||
+	       atomic_load_explicit(&c->ch->st->select_demand,
+				    memory_order_seq_cst) > own_demand ||
+	       chan_closed(c->ch);
 }
 
 static int case_try(struct canal_case *c, bool wait_sender)
 {
 	return c->op == CANAL_OP_SEND
-		       ? chan_try_send_one(c->ch, c->elt)
-		       : chan_try_recv_one(c->ch, c->elt, wait_sender);
+		       ? canal__try_send_one(c->ch, c->elt)
+		       : canal__try_recv_one(c->ch, c->elt, wait_sender);
 }
 
 /* Poll every case once from start; index of the completed case or -1.
@@ -100,32 +110,25 @@ static int poll_cases(struct canal_case *cases, size_t n, size_t start,
 static void pass_on(struct canal_case *cases, size_t n, size_t done)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (i == done || !cases[i].ch || !case_ready(&cases[i]))
+		if (i == done || !cases[i].ch || !case_ready(&cases[i], 0))
 			continue;
 		waitq_notify(case_queue(&cases[i]), 1, cases[i].ch->shared);
 	}
 }
 
-/* For canal_yield_phase: has a notifier bumped one of the words? */
-struct bumped_call {
-	_Atomic uint32_t *const *words;
-	const uint32_t *keys;
-	unsigned n;
-};
-
-static bool any_bumped(void *arg)
+/* Announcements of this select on ch (receive cases on a synchronous
+ * channel), for a send case on ch. */
+static int64_t own_announcements(const struct canal_case *cases,
+				 const bool *announced, size_t n,
+				 const struct canal_chan *ch)
 {
-	struct bumped_call *b = arg;
-	/* Acquire: pairs with the release increment of waitq_wake, as the
-	 * futex wait's own read of the word would. */
-	for (unsigned i = 0; i < b->n; i++)
-		if (atomic_load_explicit(b->words[i], memory_order_acquire) !=
-		    b->keys[i])
-			return true;
-	return false;
+	int64_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += announced[i] && cases[i].ch == ch;
+	return k;
 }
 
-EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
+CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			unsigned flags)
 {
 	if ((flags & ~(unsigned)CANAL_SELECT_BIASED) || (n && !cases) ||
@@ -142,42 +145,36 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 			return -EINVAL;
 		active++;
 	}
-	uint64_t deadline = canal_deadline_from_timeout(timeout_ns);
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	if (active == 0) {
 		if (timeout_ns < 0)
 			return -ENOENT;
 		if (timeout_ns == 0)
 			return -EAGAIN;
-		_Atomic uint32_t never = 0;
-		while (canal_parker_current->wait(&never, 0, false, deadline) !=
-		       -ETIMEDOUT)
-			;
+		const struct canal__parker *p = canal__parker_get();
+		p->ops->sleep_until(p->self, deadline);
 		return -ETIMEDOUT;
 	}
 
 	bool biased = flags & CANAL_SELECT_BIASED;
-	_Atomic uint32_t *words[CANAL_SELECT_MAX];
 	uint32_t keys[CANAL_SELECT_MAX];
 	bool shared[CANAL_SELECT_MAX];
 	struct canal_waitq *queues[CANAL_SELECT_MAX];
 	bool announced[CANAL_SELECT_MAX];
 	bool woken = false;
-	unsigned busy = 0; /* rounds that found a case ready but completed none */
+	/* Rounds that found a case ready but completed none: another thread
+	 * is between its index CAS and its stamp store (a sender copying in).
+	 * Snooze as the ring's claimers do: if that thread was preempted, a
+	 * hot loop here (and in every other select waiting on the channel)
+	 * would keep it off the CPU. */
+	bool busy = false;
+	struct canal__snooze snooze = CANAL__SNOOZE_INIT;
 
 	for (;;) {
-		if (busy) {
-			/* A case looked ready (by the indices) but its operation
-			 * did not complete: another thread is between its index
-			 * CAS and its stamp store (a sender copying in). Back
-			 * off as ring_claim_* do: if that thread was preempted,
-			 * a hot loop here (and in every other select waiting on
-			 * the channel) would keep it off the CPU. */
-			if (busy < 7)
-				for (unsigned i = 0; i < (1u << busy); i++)
-					canal_cpu_relax();
-			else
-				sched_yield();
-		}
+		if (busy)
+			canal__snooze(&snooze);
+		else
+			snooze = (struct canal__snooze)CANAL__SNOOZE_INIT;
 		int done = poll_cases(cases, n, biased ? 0 : rng_next() % n,
 				      timeout_ns == 0);
 		if (done >= 0) {
@@ -190,11 +187,16 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		if (canal_now_ns() >= deadline)
 			return -ETIMEDOUT;
 
-		/* Register on every queue (each queue once). */
-		unsigned nq = 0;
-		bool ready = false;
+		/* Announce on synchronous channels, then register on every
+		 * queue (each queue once). */
 		for (size_t i = 0; i < n; i++) {
-			announced[i] = false;
+			announced[i] = cases[i].ch && cases[i].op == CANAL_OP_RECV &&
+				       cases[i].ch->sync;
+			if (announced[i])
+				canal__sync_announce(cases[i].ch, true);
+		}
+		unsigned nq = 0;
+		for (size_t i = 0; i < n; i++) {
 			if (!cases[i].ch)
 				continue;
 			struct canal_waitq *q = case_queue(&cases[i]);
@@ -203,61 +205,55 @@ EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 				;
 			if (k == nq) {
 				queues[nq] = q;
-				words[nq] = &q->seq;
 				shared[nq] = cases[i].ch->shared;
 				keys[nq] = waitq_prepare(q);
 				nq++;
 			}
-			if (cases[i].op == CANAL_OP_RECV && cases[i].ch->sync) {
-				sync_announce(cases[i].ch);
-				announced[i] = true;
-			}
 		}
-		for (size_t i = 0; i < n && !ready; i++)
-			ready = cases[i].ch && case_ready(&cases[i]);
+		bool ready = false;
+		for (size_t i = 0; i < n && !ready; i++) {
+			const struct canal_case *c = &cases[i];
+			ready = c->ch &&
+				case_ready(c, c->op == CANAL_OP_SEND
+						      ? own_announcements(
+								cases, announced,
+								n, c->ch)
+						      : 0);
+		}
 		int w = 0;
-		/* The yield phase (wait.h), unless threads far outnumber
-		 * cores (waiters counts us: "others >= the limit", as in
-		 * wait_for); a bumped word counts as a wake-up. */
-		bool crowded = false;
-		for (unsigned k = 0; k < nq && !crowded; k++)
-			crowded = atomic_load_explicit(&queues[k]->waiters,
-						       memory_order_relaxed) >
-				  canal_yield_limit();
-		struct bumped_call bc = { words, keys, nq };
-		bool bumped = !ready && !crowded &&
-			      canal_yield_phase(any_bumped, &bc, deadline);
-		if (!ready && !bumped) {
-			/* Shared channels: re-check every SHARED_RECHECK_NS,
-			 * in case a notifier died before its wake-up. */
-			uint64_t dl = deadline, now = canal_now_ns();
-			for (unsigned k = 0; k < nq; k++)
-				if (shared[k] && dl > now + SHARED_RECHECK_NS)
-					dl = now + SHARED_RECHECK_NS;
-			w = canal_parker_current->wait_many(words, keys, shared,
-							    nq, dl);
-			if (w == -ETIMEDOUT && dl != deadline)
-				w = 0;
+		if (!ready) {
+			/* The yield phase unless threads far outnumber cores
+			 * (waiters counts us: "others >= the limit", as in
+			 * canal__wait). */
+			bool crowded = false;
+			for (unsigned k = 0; k < nq && !crowded; k++)
+				crowded = atomic_load_explicit(
+						  &queues[k]->waiters,
+						  memory_order_relaxed) >
+					  canal__yield_limit();
+			w = canal__wait_many(queues, keys, shared, nq, crowded,
+					     deadline);
 		}
 		for (unsigned k = 0; k < nq; k++)
 			waitq_finish(queues[k]);
-		woken = bumped || (!ready && w == 0);
-		busy = ready ? busy + (busy < 7) : 0;
+		woken = !ready && w == 0;
+		busy = ready;
 
 		/* Retract the announcements on synchronous channels. */
 		int committed = -1;
 		for (size_t i = 0; i < n; i++) {
-			if (!announced[i] || sync_retract(cases[i].ch))
+			if (!announced[i] ||
+			    canal__sync_retract(cases[i].ch, true))
 				continue;
 			if (committed < 0)
 				committed = (int)i;
 			else
-				sync_make_orphan(cases[i].ch);
+				canal__sync_make_orphan(cases[i].ch);
 		}
 		if (committed >= 0) {
 			struct canal_case *c = &cases[committed];
-			c->result = sync_recv_announced(c->ch, c->elt,
-							CANAL_NO_DEADLINE, true);
+			c->result = canal__sync_recv_announced(
+				c->ch, c->elt, CANAL_NO_DEADLINE, true);
 			pass_on(cases, n, (size_t)committed);
 			return committed;
 		}

@@ -77,6 +77,7 @@ struct canal__piece {
 	struct canal_engine_req *req; /* pieces_left-- when handed over */
 };
 
+/* canal__req_new() sets every field one by one: add new ones there too. */
 struct canal_engine_req {
 	struct canal__list link;    /* gate's posted list, or any-gate list */
 	struct canal_engine *e;

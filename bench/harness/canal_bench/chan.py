@@ -12,13 +12,25 @@ one workload kind per invocation, `reps` times, and reports the median ns
 per message, canal / best peer and which peer was best. Missing peers (no
 go or cargo at build time) give SKIPPED cells.
 
+Quick runs size each cell by time: a program whose first run of a cell
+takes less than 0.2 s (min_seconds) is run again, at once, with N scaled
+so that it takes about that long (at most 50 N), and that N is kept for
+the cell's later repetitions; the short calibration run is not counted.
+Each implementation is sized alone; ns per message divides by the
+messages of each run.
+
 Environment overrides (both modes): CANAL_CHAN_N, CANAL_CHAN_T,
-CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS.
+CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS,
+CANAL_CHAN_MIN_SECONDS (0: no sizing by time), CANAL_CHAN_CAPS (e.g.
+"bounded0,bounded1"), and CANAL_CHAN_BUSY=1: one busy process (a
+`while :; do :; done` shell loop) runs beside the whole collection, as on a
+machine that is not idle (issue 11).
 """
 from __future__ import annotations
 
 import csv
 import itertools
+import math
 import os
 import re
 import signal
@@ -26,7 +38,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import report, stats
+from . import report, runner, stats
 
 KINDS = ["seq", "spsc", "mpsc", "mpmc", "select_rx", "select_both", "ping_pong"]
 CAPS = ["bounded0", "bounded1", "boundedN", "unbounded"]
@@ -59,6 +71,19 @@ IMPLS: List[Impl] = [
 PEERS = [i.key for i in IMPLS if i.key != "canal"]
 
 
+MIN_SECONDS = 0.2   # quick runs: the least a cell's run should take
+MAX_SCALE = 50      # ... with at most MAX_SCALE times N messages
+
+
+def scaled_n(n: int, seconds: float, min_seconds: float) -> int:
+    """N for a cell whose run of n messages took `seconds`: n when it took
+    min_seconds or more, else n scaled to take about min_seconds (at most
+    MAX_SCALE n)."""
+    if min_seconds <= 0 or seconds >= min_seconds:
+        return n
+    return n * min(MAX_SCALE, math.ceil(min_seconds / max(seconds, 1e-6)))
+
+
 @dataclass(frozen=True)
 class Mode:
     n: int
@@ -68,15 +93,18 @@ class Mode:
     kinds: Tuple[str, ...]
     timeout: float        # seconds, per program invocation (one cell)
     quick: bool
+    min_seconds: float = 0.0  # size each cell to run at least this long
+    caps: Tuple[str, ...] = tuple(CAPS)
+    busy: bool = False    # a busy process beside the benchmark
 
 
 def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     """The parameters of quick and full mode, with environment overrides."""
     env = os.environ if env is None else env
     if mode == "quick":
-        m = dict(n=20_000, threads=4, reps=3, sizes=(8,))
+        m = dict(n=20_000, threads=4, reps=3, sizes=(8,), min_seconds=MIN_SECONDS)
     elif mode == "full":
-        m = dict(n=1_000_000, threads=4, reps=5, sizes=(8, 0, 64))
+        m = dict(n=1_000_000, threads=4, reps=5, sizes=(8, 0, 64), min_seconds=0.0)
     else:
         raise ValueError(f"unknown mode {mode!r}")
     if env.get("CANAL_CHAN_N"):
@@ -85,6 +113,8 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
         m["threads"] = int(env["CANAL_CHAN_T"])
     if env.get("CANAL_CHAN_REPS"):
         m["reps"] = int(env["CANAL_CHAN_REPS"])
+    if env.get("CANAL_CHAN_MIN_SECONDS"):
+        m["min_seconds"] = float(env["CANAL_CHAN_MIN_SECONDS"])
     if env.get("CANAL_CHAN_SIZES"):
         m["sizes"] = tuple(int(s) for s in env["CANAL_CHAN_SIZES"].split(","))
     kinds = tuple(KINDS)
@@ -93,6 +123,14 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     for k in kinds:
         if k not in KINDS:
             raise ValueError(f"unknown workload kind {k!r}")
+    caps = tuple(CAPS)
+    if env.get("CANAL_CHAN_CAPS"):
+        caps = tuple(c for c in env["CANAL_CHAN_CAPS"].split(",") if c)
+    for c in caps:
+        if c not in CAPS:
+            raise ValueError(f"unknown capacity {c!r}")
+    m["caps"] = caps
+    m["busy"] = env.get("CANAL_CHAN_BUSY", "") not in ("", "0")
     for s in m["sizes"]:
         if s not in SIZES:
             raise ValueError(f"message size must be one of {SIZES}, not {s}")
@@ -200,6 +238,7 @@ class Row:
     workload: str
     ns: Dict[str, Optional[float]] = field(default_factory=dict)   # median ns/msg
     runs: Dict[str, int] = field(default_factory=dict)
+    samples: Dict[str, List[float]] = field(default_factory=dict)  # ns/msg per run
     ratio: Optional[float] = None       # canal / best peer
     best: Optional[str] = None          # best peer's key
 
@@ -212,18 +251,19 @@ def sort_key(workload: str) -> Tuple[int, int, int]:
 def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
     """Rows of medians from raw runs (dicts with workload, impl, seconds):
     median seconds -> ns per message; canal / best peer; best peer."""
-    by: Dict[Tuple[str, str], List[float]] = {}
+    by: Dict[Tuple[str, str], List[float]] = {}  # ns per message of each run
     for r in runs:
-        by.setdefault((r["workload"], r["impl"]), []).append(float(r["seconds"]))
+        msgs = r.get("messages") or messages(r["workload"], n, threads)
+        by.setdefault((r["workload"], r["impl"]), []).append(float(r["seconds"]) * 1e9 / msgs)
     rows = []
     for wl in sorted({w for w, _ in by}, key=sort_key):
         row = Row(wl)
-        msgs = messages(wl, n, threads)
         for impl in IMPLS:
-            secs = by.get((wl, impl.key))
-            if secs:
-                row.ns[impl.key] = stats.median(secs) * 1e9 / msgs
-                row.runs[impl.key] = len(secs)
+            ns = by.get((wl, impl.key))
+            if ns:
+                row.ns[impl.key] = stats.median(ns)
+                row.runs[impl.key] = len(ns)
+                row.samples[impl.key] = ns
         best = stats.argmin({k: row.ns.get(k) for k in PEERS})
         if best is not None:
             row.best = best
@@ -234,11 +274,18 @@ def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
 
 def cell(row: Row, impl: Impl, status: Dict, reps: Optional[int] = None) -> str:
     """A table cell: the median ns (with `*` when fewer than reps runs
-    completed), or why there is none."""
+    completed) and the range of the runs ("unstable" when they differ by
+    more than 3x), or why there is none."""
     v = row.ns.get(impl.key)
     if v is not None:
         short = reps is not None and row.runs.get(impl.key, 0) < reps
-        return stats.fmt_ns(v) + ("*" if short else "")
+        text = stats.fmt_ns(v) + ("*" if short else "")
+        xs = row.samples.get(impl.key, [])
+        if len(xs) > 1:
+            text += f" ({stats.fmt_ns(min(xs))}-{stats.fmt_ns(max(xs))})"
+            if stats.is_unstable(xs):
+                text += " unstable"
+        return text
     if status.get(impl.key) == "SKIPPED":
         return "SKIPPED"
     cap, kind, _ = split_workload(row.workload)
@@ -262,9 +309,12 @@ def render_table(rows: Sequence[Row], status: Dict, reps: Optional[int] = None) 
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
     sizes = ", ".join(f"{s} B" for s in m.sizes)
+    sized = (f" or more, each cell sized to at least {m.min_seconds:g} s"
+             if m.min_seconds > 0 else "")
+    busy = ", a busy process beside" if m.busy else ""
     return (f"Channels: canal vs Go, crossbeam-channel, flume ({what}: "
-            f"N = {m.n:,} messages, T = {m.threads}, {sizes} messages, "
-            f"median of {m.reps} interleaved repetitions)")
+            f"N = {m.n:,} messages{sized}, T = {m.threads}, {sizes} messages, "
+            f"median of {m.reps} interleaved repetitions{busy})")
 
 
 # ---------------------------------------------------------------------------
@@ -281,26 +331,24 @@ def available(build_dir: str) -> Dict[str, Optional[str]]:
 
 
 def command(impl: Impl, path: str, m: Mode, kind: str, size: int,
-            caps: Optional[Sequence[str]] = None) -> List[str]:
+            caps: Optional[Sequence[str]] = None, n: Optional[int] = None) -> List[str]:
     """The command running one kind at the given capacities (default: all
-    of the implementation's)."""
+    of the implementation's), with n messages (default: the mode's)."""
     caps = impl.caps if caps is None else caps
-    return [path, *impl.args, "-n", str(m.n), "-t", str(m.threads), "-s", str(size),
+    n = m.n if n is None else n
+    return [path, *impl.args, "-n", str(n), "-t", str(m.threads), "-s", str(size),
             "-w", kind, "-c", ",".join(CAP_FLAGS[c] for c in caps)]
 
 
 def run_once(cmd: List[str], timeout: float) -> Tuple[List[Result], Optional[str]]:
-    """Run one program; its results and an error word (None, TIMEOUT,
-    FAILED). A timed-out or failed run still yields the lines it printed."""
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return parse_output(out), "TIMEOUT"
-    if p.returncode != 0:
-        report.progress(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[:200]}")
-        return parse_output(p.stdout), "FAILED"
-    return parse_output(p.stdout), None
+    """Run one program (runner.run); its results and an error word (None,
+    TIMEOUT, FAILED, SKIPPED). A timed-out or failed run still yields the
+    lines it printed."""
+    o = runner.run(cmd, timeout)
+    if o.status != "ok" and o.status != "timeout":
+        report.progress(f"{' '.join(cmd)}: {o.status}: {o.note[:200]}")
+    err = {"ok": None, "timeout": "TIMEOUT", "failed": "FAILED", "skipped": "SKIPPED"}[o.status]
+    return parse_output(o.stdout), err
 
 
 CSV_HEADER = ["rep", "workload", "impl", "lang", "name", "seconds", "messages",
@@ -326,30 +374,46 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
     runs: List[dict] = []
     slowest: Dict[Tuple[str, int, str, str], float] = {}  # (impl, size, kind, cap) -> s
     hung = set()                                           # keys that timed out
+    n_for: Dict[Tuple[str, int, str, str], int] = {}     # N of each cell, once sized
     out = open(csv_path, "w", newline="") if csv_path else None
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(CSV_HEADER)
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if m.busy else None
     try:
         for rep in range(m.reps):
             report.progress(f"repetition {rep + 1}/{m.reps}")
             # One program invocation per cell, every implementation in
             # turn: a hang costs one cell, and the interleaving is fine.
-            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, CAPS, IMPLS):
+            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, m.caps, IMPLS):
                 path = paths[impl.key]
                 wls = [w for w in expected_workloads(impl, [kind], size)
                        if split_workload(w)[0] == cap]
                 if path is None or not wls:
                     continue
                 key = (impl.key, size, kind, cap)
-                res, err = run_once(command(impl, path, m, kind, size, [cap]),
-                                    cell_timeout(m.n, slowest.get(key), key in hung))
+                n = n_for.get(key, m.n)
+                res, err = run_once(command(impl, path, m, kind, size, [cap], n),
+                                    cell_timeout(n, slowest.get(key), key in hung))
                 got = [r for r in res if impl_of(r) == impl.key]
+                if key not in n_for and got and err is None:
+                    # Sizing by time: a run too short to trust is only a
+                    # calibration; the cell runs again with more messages.
+                    took = max(r.seconds for r in got)
+                    n_for[key] = scaled_n(m.n, took, m.min_seconds)
+                    if n_for[key] != n:
+                        # Bounded by what the calibration predicts (a hang
+                        # costs seconds, as in later repetitions).
+                        expect = took * n_for[key] / n
+                        n = n_for[key]
+                        res, err = run_once(command(impl, path, m, kind, size, [cap], n),
+                                            cell_timeout(n, expect))
+                        got = [r for r in res if impl_of(r) == impl.key]
                 for r in got:
                     run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
                                lang=r.lang, name=r.impl, seconds=r.seconds,
-                               messages=messages(r.workload, m.n, m.threads),
-                               n=m.n, threads=m.threads, size=size)
+                               messages=messages(r.workload, n, m.threads),
+                               n=n, threads=m.threads, size=size)
                     runs.append(run)
                     slowest[key] = max(slowest.get(key, 0.0), r.seconds)
                     if writer:
@@ -365,6 +429,9 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
         report.progress(f"interrupted: reporting the {len(runs)} runs completed")
         return runs, status, False
     finally:
+        if busy:
+            busy.kill()
+            busy.wait()
         if out:
             out.close()
 
@@ -404,9 +471,12 @@ def write_plots(rows: Sequence[Row], out_dir: str, m: Mode) -> List[str]:
 
 
 NOTES = """Notes:
-- ns per message = median seconds / messages; ping_pong counts 2 messages
-  per round trip (N / 2 round trips).
+- ns per message = seconds / messages of each run, then the median;
+  ping_pong counts 2 messages per round trip (N / 2 round trips).
 - canal / best peer < 1 means canal is faster than every peer measured.
+- Cells: median (min-max of the repetitions); "unstable" when the
+  repetitions differ by more than 3x (blocking cells on a busy machine):
+  compare those with care.
 - "—": the implementation has no such channel (canal and Go have no
   unbounded channel). SKIPPED: the peer was not built (go or cargo absent).
   TIMEOUT / FAILED: the program hung or failed on that workload in every
@@ -432,6 +502,7 @@ def run(build_dir: str, mode: str) -> str:
     finally:
         signal.signal(signal.SIGTERM, old)
     rows = summarize(runs, m.n, m.threads)
+    headlines(rows)
     table = render_table(rows, status, m.reps)
     md = "\n".join(report.header_lines(title(m))) + "\n"
     if not complete:
@@ -447,3 +518,30 @@ def run(build_dir: str, mode: str) -> str:
     print(title(m))
     print(table)
     return md
+
+
+# ---------------------------------------------------------------------------
+# Headlines (the summary screen)
+# ---------------------------------------------------------------------------
+
+HEADLINE_KINDS = ("spsc", "mpmc", "select_rx", "ping_pong")
+HEADLINE_CAPS = ("bounded0", "bounded1", "boundedN")
+# Issue 5: at or below the best peer at capacity 1 and N, within 1.2x at 0.
+TARGET = {"bounded0": 1.2, "bounded1": 1.0, "boundedN": 1.0}
+
+
+def headlines(rows: Sequence[Row]) -> None:
+    """canal against the best peer, 8-byte messages, on HEADLINE_KINDS at
+    each capacity that this run measured."""
+    label = {i.key: i.label for i in IMPLS}
+    by = {r.workload: r for r in rows}
+    for kind in HEADLINE_KINDS:
+        for cap in HEADLINE_CAPS:
+            r = by.get(workload_name(cap, kind, 8))
+            if r is None or "canal" not in r.samples:
+                continue
+            best = r.best
+            report.headline("chan", f"{cap}_{kind}", r.samples["canal"],
+                            label.get(best, "peers"),
+                            r.samples.get(best) if best else None, "ns/msg", TARGET[cap],
+                            note="none ran (go, cargo absent?)")

@@ -201,6 +201,45 @@ def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
     return rows
 
 
+_OVERHEAD = re.compile(r"engine ([0-9.]+) ns .*raw ([0-9.]+) ns .*overhead (-?[0-9.]+) ns")
+
+
+def parse_overhead(text: str) -> Optional[Tuple[float, float, float]]:
+    """(engine, raw, overhead) ns per message from engine_overhead."""
+    m = _OVERHEAD.search(text)
+    return (float(m.group(1)), float(m.group(2)), float(m.group(3))) if m else None
+
+
+def overhead_table(build_dir: str, skipped: List[str]) -> List[str]:
+    """CPU cost per message of the engine over its raw driver, one thread
+    (no scheduling, no cross-core transfer in the figure)."""
+    prog = os.path.join(build_dir, OUT, "engine_overhead")
+    if not os.access(prog, os.X_OK):
+        skipped.append("engine_overhead not built")
+        return []
+    rows = []
+    for drv, rounds in (("shm", "50000"), ("tcp", "5000")):
+        report.progress(f"engine overhead {drv}")
+        try:
+            p = subprocess.run([prog, "--driver", drv, "--rounds", rounds],
+                               capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            skipped.append(f"engine overhead {drv}: timeout")
+            continue
+        v = parse_overhead(p.stdout)
+        if v is None:
+            skipped.append(f"engine overhead {drv}: exit {p.returncode}")
+            continue
+        verdict = ("met" if v[2] <= RAW_OVERHEAD_TARGET_US * 1000 else "MISSED") if drv == "shm" else ""
+        rows.append([drv, f"{v[0]:.0f}", f"{v[1]:.0f}", f"{v[2]:.0f}", verdict])
+    if not rows:
+        return []
+    return ["CPU cost per 8-byte message, send and receive in one thread (median of 7 runs; "
+            "target on shm: overhead <= 150 ns):\n",
+            report.markdown_table(["driver", "engine ns", "raw driver ns", "overhead ns", "target"],
+                                  rows), ""]
+
+
 _PAGE = re.compile(r"series of \d+ pages:\s+([0-9.]+) us")
 
 
@@ -331,6 +370,7 @@ def run(build_dir: str, mode: str) -> str:
                 md.append("\nTargets of issue 15:\n")
                 md.append(report.markdown_table(["target", "measured", "verdict"], rows))
         md.append("")
+    md += overhead_table(build_dir, skipped)
     md += seed_experiments(build_dir, quick, reps, timeout, out_dir, skipped, raw_rows)
     if skipped:
         md.append("Not run or failed:\n")

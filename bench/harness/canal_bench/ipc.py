@@ -14,13 +14,13 @@ full:  sizes 1 B .. 1 MiB, round trips and one-way streams; Markdown, CSV,
 from __future__ import annotations
 
 import json
+import math
 import os
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import report
+from . import report, runner
 
 # Table order: kernel byte streams, sockets, shared memory, queues and
 # notifications, then canal, then the rest.
@@ -149,7 +149,7 @@ class Result:
     count: int
     launch: str = "processes"     # or "threads"
     mode: str = "pingpong"        # or "stream"
-    status: str = "ok"            # ok, skipped, unsupported, missing, failed
+    status: str = "ok"            # runner's (ok, failed, timeout, skipped), or unsupported
     reason: str = ""
     stats: Dict[str, object] = field(default_factory=dict)
 
@@ -237,12 +237,12 @@ def run_one(build_dir: str, method: str, size: int, count: int, *,
         r.reason = f"{method} not built (no {os.path.relpath(path, build_dir)})"
         return r
     cmd = command(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Result(method, size, count, launch, mode, "failed",
+    o = runner.run(cmd, timeout, skip_codes=(EXIT_SKIPPED, EXIT_SIZE))
+    if o.status == "timeout":
+        return Result(method, size, count, launch, mode, "timeout",
                       f"timed out after {timeout:.0f} s")
-    return classify(method, size, count, launch, mode, p.returncode, p.stdout, p.stderr)
+    code = o.exit if o.exit is not None else -(o.signal or 0)
+    return classify(method, size, count, launch, mode, code, o.stdout, o.stderr)
 
 
 # ---------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def seed_rows(results: Iterable[Result]) -> List[List[str]]:
                          fmt_us(r.get("max_us")), fmt_rate(r.get("rate_msg_s"))])
         else:
             word = {"skipped": "SKIPPED", "unsupported": "N/A (size)",
-                    "failed": "FAILED"}.get(r.status, r.status)
+                    "failed": "FAILED", "timeout": "TIMEOUT"}.get(r.status, r.status)
             rows.append([r.method, word, "", "", ""])
     return rows
 
@@ -402,13 +402,33 @@ def series_by_method(results: Iterable[Result], metric: str, mode: str
 # ---------------------------------------------------------------------------
 # The family entry point
 
+MIN_MS = 200.0   # quick runs: the least a run should take ...
+MAX_SCALE = 50   # ... with at most this many times the round trips
+
+
+def sized_count(count: int, total_ms: Optional[float], min_ms: float = MIN_MS) -> int:
+    """The count for a run whose `count` round trips took total_ms: count
+    when long enough, else scaled to take about min_ms (at most MAX_SCALE
+    times count)."""
+    if not total_ms or total_ms >= min_ms:
+        return count
+    return count * min(MAX_SCALE, math.ceil(min_ms / total_ms))
+
+
 def _sweep(build_dir: str, runs: List[Tuple[str, int, int, bool, str]],
-           pin: Optional[str]) -> List[Result]:
+           pin: Optional[str], min_ms: float = 0.0) -> List[Result]:
+    """Run every (method, size, count, threads, mode). With min_ms, a run
+    shorter than that was a calibration: it runs again, counted, with the
+    count scaled to take about min_ms (sizing by time)."""
     results = []
     for method, size, count, threads, mode in runs:
         r = run_one(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
+        if min_ms and r.ok:
+            n = sized_count(count, r.get("total_ms"), min_ms)
+            if n != count:
+                r = run_one(build_dir, method, size, n, threads=threads, mode=mode, pin=pin)
         results.append(r)
-        if r.status == "failed":
+        if r.status in ("failed", "timeout"):
             report.progress(f"{method} {size_label(size)} {mode}"
                             f"{' threads' if threads else ''}: FAILED ({r.reason})")
     return results
@@ -452,11 +472,12 @@ def run(build_dir: str, mode: str) -> str:
                 runs += [(m, size, n, False, stream_mode) for m in METHODS]
                 runs += [(m, size, n, True, stream_mode) for m in THREAD_METHODS]
     report.progress(f"{len(runs)} runs, sides pinned to CPUs {pin or '(not pinned)'}")
-    results = _sweep(build_dir, runs, pin)
+    results = _sweep(build_dir, runs, pin, MIN_MS if mode == "quick" else 0.0)
     elapsed = time.monotonic() - t0
 
     md = report.header_lines("IPC methods (issue 6)")
-    counts = (f"{QUICK_COUNT} round trips per size" if mode == "quick" else
+    counts = (f"{QUICK_COUNT} round trips per size, or more: each run sized to take at "
+              f"least {MIN_MS:.0f} ms (ipc.csv has every count)" if mode == "quick" else
               f"{QUICK_COUNT} round trips or messages per size up to 4 KiB, "
               f"fewer above (ipc.csv has every count)")
     md += [f"{'Quick' if mode == 'quick' else 'Full'} run: {counts}, warm-up "
@@ -472,6 +493,7 @@ def run(build_dir: str, mode: str) -> str:
         md += _size_tables(results, sizes, "processes", "stream", METHODS)
         md += ["## One-way stream, threads", ""]
         md += _size_tables(results, sizes, "threads", "stream", thread_methods)
+    headlines(results)
     md += ["## Targets", "",
            report.markdown_table(["target", "ratio", "verdict", "basis"],
                                  check_targets(results)), ""]
@@ -512,3 +534,19 @@ def run(build_dir: str, mode: str) -> str:
         print(line)
     print(f"(ipc: {elapsed:.0f} s; {os.path.join(out, 'ipc.md')})", flush=True)
     return text
+
+
+def headlines(results: Sequence[Result], size: int = 64) -> None:
+    """The lead's targets as summary rows (processes when both methods ran
+    there, else threads; one run of QUICK_COUNT round trips each)."""
+    for label, num, den, metric, bound, kind in TARGETS:
+        for launch in ("processes", "threads"):
+            a, b = _find(results, num, size, launch), _find(results, den, size, launch)
+            if a and b:
+                unit = "msg/s" if metric == "rate_msg_s" else "us/round trip"
+                what = "rate" if metric == "rate_msg_s" else "round trip"
+                report.headline("ipc", f"{num} {what}, {size_label(size)}, {launch}",
+                                a.get(metric),
+                                den, b.get(metric), unit, bound,
+                                higher_is_better=(kind == "min"))
+                break

@@ -14,18 +14,18 @@ of issue 2: spsc and mpmc at capacity 1024 <= 50 ns per message, ping-pong
 round trip <= 2x the cache-line round trip (the line bounce measured in the
 same runs); and between processes: proc_spsc_1024 <= 60 ns per message,
 proc_ping_pong_1 <= 2x proc_cacheline_rt, proc_ping_pong_sleep <= 1.3x
-proc_futex_rt_delayed. Environment overrides: CANAL_MICRO_N, CANAL_MICRO_ROUNDS,
-CANAL_MICRO_REPS.
+proc_futex_rt_delayed. Quick runs size the thread cells by time: canal-micro
+-T 0.2 runs each again until it has taken 0.2 s. Environment overrides:
+CANAL_MICRO_N, CANAL_MICRO_ROUNDS, CANAL_MICRO_REPS, CANAL_MICRO_MIN_SECONDS.
 """
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import report, stats
+from . import report, runner, stats
 
 BINARY = "bench/canal-micro"
 TESTS = ["seq", "spsc", "mpsc", "mpmc", "select", "ping_pong"]
@@ -59,12 +59,13 @@ class Mode:
     reps: int
     timeout: float
     quick: bool
+    min_seconds: float = 0.0
 
 
 def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     env = os.environ if env is None else env
     if mode == "quick":
-        m = dict(n=100_000, rounds=20_000, reps=3, timeout=60.0)
+        m = dict(n=100_000, rounds=20_000, reps=3, timeout=120.0, min_seconds=0.2)
     elif mode == "full":
         m = dict(n=1_000_000, rounds=200_000, reps=5, timeout=600.0)
     else:
@@ -73,6 +74,8 @@ def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
                      ("reps", "CANAL_MICRO_REPS")):
         if env.get(var):
             m[key] = int(env[var])
+    if env.get("CANAL_MICRO_MIN_SECONDS"):
+        m["min_seconds"] = float(env["CANAL_MICRO_MIN_SECONDS"])
     return Mode(quick=(mode == "quick"), **m)
 
 
@@ -134,7 +137,29 @@ def checks(med: Dict[str, float]) -> List[Check]:
     return out
 
 
-def render(med: Dict[str, float], m: Mode) -> str:
+def samples(runs: Sequence[Dict[str, Tuple[float, str]]]) -> Dict[str, List[float]]:
+    """Every run's value of each result."""
+    vals: Dict[str, List[float]] = {}
+    for r in runs:
+        for name, (v, _) in r.items():
+            vals.setdefault(name, []).append(v)
+    return vals
+
+
+def fmt(name: str, med: Dict[str, float], spread: Optional[Dict[str, List[float]]]) -> str:
+    """The median of a result, with the range of its runs and "unstable"
+    when they differ by more than 3x (when the runs are given)."""
+    v = med.get(name)
+    if v is None:
+        return "n/a"
+    xs = (spread or {}).get(name, [])
+    if len(xs) < 2:
+        return stats.fmt_ns(v)
+    return stats.fmt_spread(xs, stats.fmt_ns)
+
+
+def render(med: Dict[str, float], m: Mode,
+           spread: Optional[Dict[str, List[float]]] = None) -> str:
     header = ["workload"] + [f"capacity {c}" for c in CAPS] + ["unit"]
     rows = []
     for t in TESTS:
@@ -142,13 +167,13 @@ def render(med: Dict[str, float], m: Mode) -> str:
         cells = []
         for c in CAPS:
             v = med.get(f"{t}_{c}")
-            cells.append(stats.fmt_ns(v) if v is not None
+            cells.append(fmt(f"{t}_{c}", med, spread) if v is not None
                          else ("impossible" if t == "seq" and c == 0 else "n/a"))
         rows.append([t] + cells + [unit])
-    rows.append(["cache-line round trip (floor)", stats.fmt_ns(med.get("cacheline_rt")),
+    rows.append(["cache-line round trip (floor)", fmt("cacheline_rt", med, spread),
                  "", "", "ns/round trip"])
     table = report.markdown_table(header, rows)
-    prows = [[name, what, stats.fmt_ns(med.get(name)), unit]
+    prows = [[name, what, fmt(name, med, spread), unit]
              for name, what, unit in PROC_ROWS]
     table += ("\nBetween two processes (parent and forked child, CANAL_SHARED "
               "channels, 8-byte messages):\n\n"
@@ -166,8 +191,16 @@ def render(med: Dict[str, float], m: Mode) -> str:
 
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
-    return (f"canal micro benchmark ({what}: {m.n:,} messages, {m.rounds:,} round trips, "
-            f"8-byte messages, median of {m.reps} runs)")
+    sized = f" or more (each cell at least {m.min_seconds:g} s)" if m.min_seconds > 0 else ""
+    return (f"canal micro benchmark ({what}: {m.n:,} messages, {m.rounds:,} round trips"
+            f"{sized}, 8-byte messages, median of {m.reps} runs)")
+
+
+def command(path: str, m: Mode) -> List[str]:
+    cmd = [path, "-n", str(m.n), "-r", str(m.rounds)]
+    if m.min_seconds > 0:
+        cmd += ["-T", f"{m.min_seconds:g}"]
+    return cmd
 
 
 def run(build_dir: str, mode: str) -> str:
@@ -180,15 +213,15 @@ def run(build_dir: str, mode: str) -> str:
     raw = []
     for rep in range(m.reps):
         report.progress(f"canal-micro run {rep + 1}/{m.reps}")
-        p = subprocess.run([path, "-n", str(m.n), "-r", str(m.rounds)],
-                           capture_output=True, text=True, timeout=m.timeout)
-        if p.returncode != 0:
-            raise RuntimeError(f"canal-micro failed ({p.returncode}): {p.stderr.strip()[:300]}")
-        res = parse_output(p.stdout)
+        o = runner.run(command(path, m), m.timeout, parse=parse_output)
+        if not o.ok:
+            raise RuntimeError(f"canal-micro {o.status}: {o.note[:300]}")
+        res = o.value
         runs.append(res)
         raw += [[rep + 1, k, v, u] for k, (v, u) in res.items()]
     med = medians(runs)
-    body = render(med, m)
+    headlines(samples(runs))
+    body = render(med, m, samples(runs))
     md = "\n".join(report.header_lines(title(m))) + "\n" + body
     md += ("\nping-pong and the cache-line bounce pin their two threads to two CPUs "
            "when the process may use two; so do the two processes of the proc_ rows. "
@@ -202,3 +235,28 @@ def run(build_dir: str, mode: str) -> str:
     print(title(m))
     print(body)
     return md
+
+
+# (workload, canal's result, peer's result or None, peer's name, target, unit)
+HEADLINES = [
+    ("spsc, capacity 1024", "spsc_1024", None, None, THROUGHPUT_TARGET_NS, "ns/msg"),
+    ("mpmc 4x4, capacity 1024", "mpmc_1024", None, None, THROUGHPUT_TARGET_NS, "ns/msg"),
+    ("ping-pong, capacity 1", "ping_pong_1", "cacheline_rt", "cache-line floor",
+     PING_PONG_FACTOR, "ns/round trip"),
+    ("processes: spsc, capacity 1024", "proc_spsc_1024", None, None, PROC_SPSC_TARGET_NS,
+     "ns/msg"),
+    ("processes: ping-pong, polling", "proc_ping_pong_1", "proc_cacheline_rt",
+     "cache-line floor", PING_PONG_FACTOR, "ns/round trip"),
+    ("processes: ping-pong, sleeping", "proc_ping_pong_sleep", "proc_futex_rt_delayed",
+     "raw futex", PROC_SLEEP_FACTOR, "ns/round trip"),
+]
+
+
+def headlines(spread: Dict[str, List[float]]) -> None:
+    """The targets of issues 2 and 3 as summary rows."""
+    for label, name, base, peer_name, target, unit in HEADLINES:
+        if name not in spread:
+            continue
+        report.headline("micro", label, spread[name], peer_name,
+                        spread.get(base) if base else None, unit, target,
+                        note=f"no {base} result")

@@ -7,15 +7,19 @@ of the machine does not land on one variant only. Each run's real time is
 measured around the child, user and sys come from the child's rusage
 (os.wait4; it includes the grandchildren of the process variants, which
 their parent waits for). A run counts only if it exits with 0 and, for fwd,
-prints "End of program"; a failed or killed run makes its configuration
-"FAILED", never timed. Exit status 77 means SKIPPED (e.g. canal shared
-channels not supported yet; a binary not built). Configurations whose
+prints "End of program"; a failed, killed or timed-out run makes its
+configuration "FAILED", never timed. Exit status 77 means SKIPPED (a
+binary not built, a variant that cannot run here). Programs are run by
+runner.run, as in every family. Configurations whose
 estimated memory exceeds MemAvailable (or whose task count exceeds what the
 kernel allows) are refused with a message instead of run.
 
-Cells show the median real / sys time in seconds (user is in the detail
-table and the CSV). "Facteur canal/pipe" is t(pipe) / t(canal), as in the
-seed: x30 means canal is 30 times faster, x(1/3) 3 times slower.
+Cells show the median real time with its range over the runs, and the
+median sys time, in seconds (user is in the detail table and the CSV); a
+cell whose runs differ by more than 3x says "unstable". "factor canal/pipe"
+is t(pipe) / t(canal), as in the seed: x30 means canal is 30 times faster,
+x(1/3) 3 times slower. The seed's own names for the tables are kept as
+references ("the seed's fwd 1000/1000").
 """
 from __future__ import annotations
 
@@ -23,14 +27,10 @@ import dataclasses
 import filecmp
 import os
 import resource
-import signal
-import subprocess
 import tempfile
-import threading
-import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import report, stats
+from . import report, runner, stats
 
 # --------------------------------------------------------------------------
 # The matrix
@@ -46,11 +46,11 @@ CC_VARIANTS = ["canal", "pipe", "socket", "canal-proc", "pipe-proc", "socket-pro
 Config = Tuple[int, int]  # (writers, readers)
 
 GROUPS: List[Tuple[str, str, List[Config]]] = [
-    ("equal", "Autant d'écrivains que de lecteurs",
+    ("equal", "as many writers as readers",
      [(1, 1), (10, 10), (100, 100), (1000, 1000), (5000, 5000), (10000, 10000)]),
-    ("writers", "Plus d'écrivains que de lecteurs",
+    ("writers", "more writers than readers",
      [(10, 1), (100, 1), (1000, 1), (10000, 1)]),
-    ("readers", "Plus de lecteurs que d'écrivains",
+    ("readers", "more readers than writers",
      [(1, 10), (1, 100), (1, 1000), (1, 10000)]),
 ]
 QUICK_THREAD_CONFIGS = {(1, 1), (100, 100), (1000, 1000), (10000, 1), (1, 10000)}
@@ -59,8 +59,8 @@ QUICK_PROC_CONFIGS = {(1, 1), (100, 100), (1000, 1000)}
 RUNS = {"quick": 3, "full": 8}
 TIMEOUT = {"quick": 30.0, "full": 600.0}
 # cat/copy input files: (label, bytes)
-CC_FILES = {"quick": [("petit (64 KiB)", 64 << 10), ("gros (16 MiB)", 16 << 20)],
-            "full": [("petit (64 KiB)", 64 << 10), ("gros (256 MiB)", 256 << 20)]}
+CC_FILES = {"quick": [("small (64 KiB)", 64 << 10), ("big (16 MiB)", 16 << 20)],
+            "full": [("small (64 KiB)", 64 << 10), ("big (256 MiB)", 256 << 20)]}
 
 # Memory estimate per task, deliberately pessimistic (measured here: about
 # 10 KiB per 64 KiB-stack thread and 100 KiB per forked process, both
@@ -160,7 +160,7 @@ class Run:
     variant: str
     config: str       # "W/R" or a file label
     index: int        # 1-based run number
-    status: str       # ok, failed, skipped, refused
+    status: str       # runner's statuses (ok, failed, timeout, skipped), or refused
     real: Optional[float] = None
     user: Optional[float] = None
     sys: Optional[float] = None
@@ -170,78 +170,19 @@ class Run:
 
 def classify(exit_code: Optional[int], term_signal: Optional[int], timed_out: bool,
              stdout: str, stderr: str, expect_end: bool) -> Tuple[str, str]:
-    """(status, note) of a finished run from how it ended and what it printed.
-    exit_code is None when the process was killed by term_signal."""
-    if timed_out:
-        return "failed", "killed: timeout"
-    if term_signal is not None:
-        return "failed", f"killed by signal {term_signal}"
-    if exit_code == 77:
-        reason = "exit status 77"
-        for line in stdout.splitlines():
-            if line.startswith("SKIPPED:"):
-                reason = line[len("SKIPPED:"):].strip()
-                break
-        return "skipped", reason
-    if exit_code != 0:
-        tail = stderr.strip().splitlines()[-1:] or [""]
-        return "failed", f"exit status {exit_code}" + (f": {tail[0]}" if tail[0] else "")
-    if expect_end and "End of program" not in [ln.strip() for ln in stdout.splitlines()]:
-        return "failed", "no 'End of program' line"
-    return "ok", ""
+    """(status, note) of a finished run (runner.classify; fwd must print
+    "End of program")."""
+    return runner.classify(exit_code, term_signal, timed_out, stdout, stderr,
+                           "End of program" if expect_end else None)
 
 
 def run_program(argv: Sequence[str], timeout: float, expect_end: bool,
                 stdout_path: Optional[str] = None) -> Tuple[str, str, str, float, float, float]:
-    """Run argv once; returns (status, note, exit, real, user, sys). The child
-    gets its own process group, killed as a whole on timeout. stdout goes to
-    stdout_path if given (cat), else to a temporary file that is parsed."""
-    with tempfile.TemporaryFile() as err_f, tempfile.TemporaryFile() as tmp_out:
-        out_f = open(stdout_path, "wb") if stdout_path else tmp_out
-        try:
-            t0 = time.monotonic()
-            proc = subprocess.Popen(list(argv), stdout=out_f, stderr=err_f,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-            timed_out = threading.Event()
-
-            def kill() -> None:
-                timed_out.set()
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-
-            timer = threading.Timer(timeout, kill)
-            timer.start()
-            try:
-                _, status, ru = os.wait4(proc.pid, 0)
-            finally:
-                timer.cancel()
-            real = time.monotonic() - t0
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            # Leftover grandchildren of a failed process variant: kill them.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        finally:
-            if stdout_path:
-                out_f.close()
-        err_f.seek(0)
-        stderr = err_f.read().decode(errors="replace")
-        stdout = ""
-        if not stdout_path:
-            tmp_out.seek(0)
-            stdout = tmp_out.read().decode(errors="replace")
-    code = signo = None
-    if os.WIFSIGNALED(status):
-        signo = os.WTERMSIG(status)
-        exit_s = f"signal {signo}"
-    else:
-        code = os.WEXITSTATUS(status)
-        exit_s = str(code)
-    st, note = classify(code, signo, timed_out.is_set(), stdout, stderr, expect_end)
-    return st, note, exit_s, real, ru.ru_utime, ru.ru_stime
+    """Run argv once with runner.run; returns (status, note, exit, real,
+    user, sys). stdout goes to stdout_path if given (cat)."""
+    o = runner.run(argv, timeout, expect_line="End of program" if expect_end else None,
+                   stdout_path=stdout_path)
+    return o.status, o.note, o.exit_text, o.real, o.user, o.sys
 
 
 # --------------------------------------------------------------------------
@@ -257,6 +198,7 @@ class Summary:
     ok: int = 0
     total: int = 0
     note: str = ""
+    reals: Tuple[float, ...] = ()   # real time of every run, for the spread
 
 
 def summarize(runs: Sequence[Run]) -> Summary:
@@ -265,7 +207,7 @@ def summarize(runs: Sequence[Run]) -> Summary:
     or a hang is worse than no time."""
     if not runs:
         return Summary("missing")
-    failed = [r for r in runs if r.status == "failed"]
+    failed = [r for r in runs if r.status in ("failed", "timeout")]
     if failed:
         return Summary("failed", ok=len(runs) - len(failed), total=len(runs),
                        note=failed[0].note)
@@ -276,7 +218,8 @@ def summarize(runs: Sequence[Run]) -> Summary:
     ok = [r for r in runs if r.status == "ok"]
     return Summary("ok", real=stats.median(r.real for r in ok),
                    user=stats.median(r.user for r in ok),
-                   sys=stats.median(r.sys for r in ok), ok=len(ok), total=len(runs))
+                   sys=stats.median(r.sys for r in ok), ok=len(ok), total=len(runs),
+                   reals=tuple(r.real for r in ok))
 
 
 def fmt_factor(r: Optional[float]) -> str:
@@ -295,7 +238,9 @@ def cell(s: Optional[Summary]) -> str:
     if s is None or s.status == "missing":
         return "—"
     if s.status == "ok":
-        return f"{stats.fmt_seconds(s.real)} / {stats.fmt_seconds(s.sys)}"
+        real = (stats.fmt_spread(s.reals, stats.fmt_seconds) if s.reals
+                else stats.fmt_seconds(s.real))
+        return f"{real} / {stats.fmt_seconds(s.sys)}"
     if s.status == "failed":
         return f"FAILED ({s.total - s.ok}/{s.total})"
     return s.status.upper()
@@ -318,25 +263,26 @@ Key = Tuple[str, str, str]  # (family, variant, config)
 def comparison_table(configs: Sequence[str], variants: Sequence[str], family: str,
                      summaries: Dict[Key, Summary],
                      factors: Sequence[Tuple[str, str, str]],
-                     first_col: str = "Écrivains/Lecteurs") -> str:
+                     first_col: str = "writers/readers") -> str:
     """The seed's comparison layout: one column per configuration, one row
-    per variant (cells: real / sys), then "Facteur" rows: for each
+    per variant (cells: real / sys), then "factor" rows: for each
     (label, reference, subject), t(reference) / t(subject) on real, then sys.
+    Real times show the median (min-max) of the runs.
     Variants absent from summaries everywhere are left out."""
     header = [first_col] + list(configs)
     rows: List[List[str]] = []
     for v in variants:
         if not any((family, v, c) in summaries for c in configs):
             continue
-        rows.append([f"{v} (réel / sys)"] + [cell(summaries.get((family, v, c))) for c in configs])
+        rows.append([f"{v} (real / sys)"] + [cell(summaries.get((family, v, c))) for c in configs])
     for label, ref, subj in factors:
-        for field, word in (("real", "réel"), ("sys", "sys")):
+        for field, word in (("real", "real"), ("sys", "sys")):
             vals = [fmt_factor(factor(summaries.get((family, ref, c)),
                                       summaries.get((family, subj, c)), field))
                     for c in configs]
             if all(v == "n/a" for v in vals):
                 continue
-            rows.append([f"Facteur {label} ({word})"] + vals)
+            rows.append([f"factor {label} ({word})"] + vals)
     return report.markdown_table(header, rows)
 
 
@@ -344,16 +290,17 @@ def extension_table(configs: Sequence[str], variants: Sequence[str], family: str
                     summaries: Dict[Key, Summary]) -> str:
     """The seed's layout for the extensions: one row per configuration, two
     columns (real, sys) per variant."""
-    header = ["Écrivains/Lecteurs"]
+    header = ["writers/readers"]
     for v in variants:
-        header += [f"{v} (réel)", f"{v} (sys)"]
+        header += [f"{v} (real)", f"{v} (sys)"]
     rows = []
     for c in configs:
         row = [c]
         for v in variants:
             s = summaries.get((family, v, c))
             if s is not None and s.status == "ok":
-                row += [f"{s.real:.3f}s", f"**{s.sys:.3f}s**"]
+                flag = " unstable" if stats.is_unstable(s.reals) else ""
+                row += [f"{s.real:.3f}s{flag}", f"**{s.sys:.3f}s**"]
             else:
                 row += [cell(s), ""]
         rows.append(row)
@@ -364,10 +311,11 @@ def detail_table(summaries: Dict[Key, Summary]) -> str:
     rows = []
     for (fam, v, c), s in summaries.items():
         rows.append([fam, v, c, s.status,
-                     stats.fmt_seconds(s.real), stats.fmt_seconds(s.user),
+                     stats.fmt_spread(s.reals, stats.fmt_seconds) if s.reals
+                     else stats.fmt_seconds(s.real), stats.fmt_seconds(s.user),
                      stats.fmt_seconds(s.sys), f"{s.ok}/{s.total}", s.note])
     return report.markdown_table(
-        ["programme", "variante", "config", "état", "réel (s)", "user (s)", "sys (s)",
+        ["program", "variant", "config", "status", "real (s)", "user (s)", "sys (s)",
          "runs ok", "note"], rows)
 
 
@@ -432,9 +380,9 @@ def _plot(out_dir: str, summaries: Dict[Key, Summary]) -> List[str]:
                 continue
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_xlabel({"equal": "écrivains = lecteurs", "writers": "écrivains (1 lecteur)",
-                           "readers": "lecteurs (1 écrivain)"}[key])
-            ax.set_ylabel("temps réel médian (s)")
+            ax.set_xlabel({"equal": "writers = readers", "writers": "writers (1 reader)",
+                           "readers": "readers (1 writer)"}[key])
+            ax.set_ylabel("median real time (s)")
             ax.set_title(f"fwd, {title} ({kind})")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
@@ -495,9 +443,9 @@ def _verify_cc(jobs: Sequence[Job], files: Dict[str, str], work: str, timeout: f
 
 
 def run(build_dir: str, mode: str) -> str:
-    """Run the seed benchmarks, write report.md (appended), seed-runs.csv and
-    the plots into report.results_dir(), print the tables, return the
-    Markdown."""
+    """Run the seed benchmarks, write seed.md, seed-runs.csv and the plots
+    into report.results_dir(), report the headlines, print the tables,
+    return the Markdown."""
     if mode not in RUNS:
         raise ValueError(f"mode {mode!r}: quick or full")
     out_dir = report.results_dir()
@@ -565,15 +513,13 @@ def run(build_dir: str, mode: str) -> str:
     summaries = group_runs(runs)
     plots = _plot(out_dir, summaries)
     if plots:
-        md += "\nGraphiques : " + ", ".join(os.path.basename(p) for p in plots) + "\n"
-    path = os.path.join(out_dir, "report.md")
-    new = not os.path.exists(path)
-    with open(path, "a") as f:
-        if new:
-            f.write("\n".join(report.header_lines("canal benchmarks")) + "\n")
+        md += "\nPlots: " + ", ".join(os.path.basename(p) for p in plots) + "\n"
+    headlines(summaries)
+    path = os.path.join(out_dir, "seed.md")
+    with open(path, "w") as f:
         f.write(md + "\n")
     print(md)
-    print(f"seed: report in {path}, raw runs in seed-runs.csv"
+    print(f"seed: tables in {path}, raw runs in seed-runs.csv"
           + ("" if plots else " (no plots: matplotlib not available)"))
     return md
 
@@ -588,13 +534,15 @@ def group_runs(runs: Sequence[Run]) -> Dict[Key, Summary]:
 def build_report(runs: Sequence[Run], mode: str, n_runs: int, file_labels: Sequence[str]) -> str:
     """The Markdown of the seed family from raw runs (pure: no I/O)."""
     s = group_runs(runs)
-    out = [f"## Programmes du seed (cat, copy, fwd) — mode {mode}", "",
-           f"Médiane de {n_runs} exécutions entrelacées ; cellules : temps réel / temps "
-           "système en secondes (user : tableau détaillé et CSV). « Facteur A/B » = "
-           "t(B) / t(A) : x30 = A est 30 fois plus rapide, x(1/3) = 3 fois plus lent. "
-           "Écrivains/Lecteurs = W/R (arguments de fwd). FAILED : au moins une exécution "
-           "a échoué ou a été tuée (jamais chronométrée) ; SKIPPED : variante non "
-           "disponible ; REFUSED : mémoire estimée > MemAvailable.", ""]
+    out = [f"# The seed programs (cat, copy, fwd), {mode} run", "",
+           f"{n_runs} interleaved runs of each configuration; cells: median real time "
+           "(min-max of the runs; \"unstable\" when they differ by more than 3x) / median "
+           "system time, in seconds (user time: detail table and CSV). \"factor A/B\" = "
+           "t(B) / t(A): x30 = A is 30 times faster, x(1/3) = 3 times slower. "
+           "writers/readers = W/R, fwd's arguments (the seed's \"Écrivains/Lecteurs\"). "
+           "FAILED: at least one run failed, was killed or timed out (never timed); "
+           "SKIPPED: variant not available here; REFUSED: estimated memory > MemAvailable.",
+           ""]
     thread_factors = [("canal/pipe", "pipe", "canal"), ("canal/Go", "go", "canal")]
     proc_factors = [("canal/pipe", "pipe-proc", "canal-proc")]
     present = {k[2] for k in s if k[0] == "fwd"}
@@ -602,24 +550,65 @@ def build_report(runs: Sequence[Run], mode: str, n_runs: int, file_labels: Seque
         labels = [config_label(c) for c in cfgs if config_label(c) in present]
         if not labels:
             continue
-        out += [f"### fwd — {title} (threads)", "",
+        out += [f"## fwd, {title} (threads)", "",
                 comparison_table(labels, THREAD_VARIANTS, "fwd", s, thread_factors)]
         plabels = [c for c in labels if any(("fwd", v, c) in s for v in PROC_VARIANTS)]
         if plabels:
-            out += [f"### fwd — {title} (processus)", "",
+            out += [f"## fwd, {title} (processes)", "",
                     comparison_table(plabels, PROC_VARIANTS, "fwd", s, proc_factors)]
     all_labels = [config_label(c) for _, _, cfgs in GROUPS for c in cfgs
                   if config_label(c) in present]
     if all_labels:
-        out += ["### fwd — extensions des canaux (threads)", "",
+        out += ["## fwd, the channel variants (threads)", "",
                 extension_table(all_labels, CANAL_EXTENSIONS, "fwd", s)]
     for prog in ("cat", "copy"):
         if any(k[0] == prog for k in s):
-            out += [f"### {prog} (threads et processus)", "",
+            out += [f"## {prog} (threads and processes)", "",
                     comparison_table(list(file_labels), CC_VARIANTS, prog, s,
                                      [("canal/pipe", "pipe", "canal"),
                                       ("canal/socket", "socket", "canal"),
                                       ("canal/pipe (proc)", "pipe-proc", "canal-proc")],
-                                     first_col="Fichier")]
-    out += ["### Détail (médianes)", "", detail_table(s)]
+                                     first_col="file")]
+    out += ["## Detail (medians)", "", detail_table(s)]
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------
+# Headlines (the summary screen)
+# --------------------------------------------------------------------------
+
+# (workload label, family, config, canal variant, peers, target on t(canal) / t(peer))
+HEADLINES = [
+    ("fwd 1/1, threads", "fwd", "1/1", "canal", ["pipe", "socket", "go"], 1.0),
+    ("fwd 100/100, threads", "fwd", "100/100", "canal", ["pipe", "socket", "go"], 1.0),
+    ("fwd 1000/1000, threads", "fwd", "1000/1000", "canal", ["pipe", "socket", "go"], 1.0),
+    ("fwd 10000/1, threads", "fwd", "10000/1", "canal", ["pipe", "socket", "go"], 1.0),
+    ("fwd 1/10000, threads", "fwd", "1/10000", "canal", ["pipe", "socket", "go"], 1.0),
+    ("fwd 1000/1000 vs the floor", "fwd", "1000/1000", "canal", ["floor"], 1.3),
+    ("fwd 100/100, processes", "fwd", "100/100", "canal-proc",
+     ["pipe-proc", "socket-proc"], 1.0),
+]
+
+
+def headlines(summaries: Dict[Key, Summary]) -> None:
+    """canal against the fastest peer (median real time) on the headline
+    configurations of issue 4 (fwd-canal at least as fast as pipes, within
+    1.3x of the thread floor; cat and copy not slower than pipes), for the
+    configurations this run measured."""
+    rows = list(HEADLINES)
+    for prog in ("cat", "copy"):
+        big = sorted({k[2] for k in summaries if k[0] == prog and k[2].startswith("big")})
+        for cfg in big:
+            rows.append((f"{prog} {cfg.split('(')[-1].rstrip(')')} file, threads", prog, cfg,
+                         "canal", ["pipe", "socket"], 1.0))
+    for label, fam, cfg, subject, peers, target in rows:
+        c = summaries.get((fam, subject, cfg))
+        if c is None:
+            continue  # not in this run's matrix
+        done = {p: summaries[(fam, p, cfg)] for p in peers
+                if (fam, p, cfg) in summaries and summaries[(fam, p, cfg)].status == "ok"}
+        best = stats.argmin({p: s.real for p, s in done.items()})
+        name = {"go": "Go", "floor": "thread floor"}.get(best or "", best)
+        report.headline("seed", label, c.reals if c.status == "ok" else None, name or peers[0],
+                        done[best].reals if best else None, "s", target,
+                        note=(c.note or c.status) if c.status != "ok" else "no peer ran")

@@ -72,3 +72,71 @@ def argmin(values: Mapping[str, Optional[float]]) -> Optional[str]:
         if v is not None and (best is None or v < values[best]):
             best = k
     return best
+
+
+# Spread of repetitions ------------------------------------------------------
+
+UNSTABLE_FACTOR = 3.0
+"""Repetitions whose largest value is more than this times the smallest are
+flagged "unstable": their median says little."""
+
+
+class Spread:
+    """min, median and max of the repetitions of one cell."""
+
+    __slots__ = ("lo", "median", "hi", "n")
+
+    def __init__(self, values: Iterable[float]):
+        xs = sorted(float(v) for v in values)
+        if not xs:
+            raise ValueError("spread of an empty sequence")
+        self.lo, self.hi, self.n = xs[0], xs[-1], len(xs)
+        self.median = median(xs)
+
+    @property
+    def unstable(self) -> bool:
+        return is_unstable([self.lo, self.hi])
+
+    def __repr__(self) -> str:
+        return f"Spread({self.lo}, {self.median}, {self.hi}, n={self.n})"
+
+
+def spread(values: Iterable[float]) -> Spread:
+    return Spread(values)
+
+
+def is_unstable(values: Iterable[float], factor: float = UNSTABLE_FACTOR) -> bool:
+    """True when the repetitions differ by more than factor (max > factor *
+    min). Zero or negative values are compared by absolute difference from
+    zero: a cell with a 0 and a positive value is unstable."""
+    xs = [float(v) for v in values]
+    if len(xs) < 2:
+        return False
+    lo, hi = min(xs), max(xs)
+    if lo <= 0:
+        return hi > 0 and lo != hi
+    return hi > factor * lo
+
+
+def fmt_spread(values: Sequence[float], fmt=None, unstable_word: str = "unstable") -> str:
+    """"median (min-max)" of the repetitions, with ", unstable" when they
+    differ by more than UNSTABLE_FACTOR; just the value for one repetition."""
+    fmt = fmt or (lambda x: f"{x:.3g}")
+    s = Spread(values)
+    if s.n == 1:
+        return fmt(s.median)
+    text = f"{fmt(s.median)} ({fmt(s.lo)}-{fmt(s.hi)})"
+    return text + (f" {unstable_word}" if s.unstable else "")
+
+
+def ratio_spread(a: Sequence[float], b: Sequence[float]) -> Optional[Spread]:
+    """Spread of a / b over the repetitions: pairwise when both have the same
+    number of repetitions (interleaved runs: repetition i of a beside
+    repetition i of b), else over every pair. None when b has a zero."""
+    if not a or not b or any(x == 0 for x in b):
+        return None
+    if len(a) == len(b):
+        rs = [x / y for x, y in zip(a, b)]
+    else:
+        rs = [x / y for x in a for y in b]
+    return Spread(rs)

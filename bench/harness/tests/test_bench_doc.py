@@ -57,3 +57,12 @@ def test_main_error_leaves_doc_unchanged(tmp_path):
     # --quick needs four files: three are missing.
     assert bench_doc.main(["--doc", str(doc), "--quick", str(tmp_path)]) == 1
     assert doc.read_text() == DOC
+
+
+def test_blocks_go_to_their_family_page():
+    assert bench_doc.doc_for("seed-quick").endswith(os.path.join("docs", "results", "seed.md"))
+    assert bench_doc.doc_for("chan-full").endswith("chan.md")
+    for name in ("seed-quick", "chan-quick", "chan-full", "ipc-quick", "micro-quick"):
+        with open(bench_doc.doc_for(name)) as f:
+            text = f.read()
+        assert f"<!-- {name} begin" in text and f"<!-- {name} end -->" in text, name

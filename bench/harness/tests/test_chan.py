@@ -267,3 +267,74 @@ def test_stats_argmin():
     assert stats.argmin({"a": None}) is None
     assert stats.argmin({}) is None
     assert stats.argmin({"x": 2.0, "y": 2.0}) == "x"
+
+
+def test_cells_show_the_range_and_flag_unstable_repetitions():
+    runs = _runs([("bounded1_spsc", "canal", [0.001, 0.002, 0.010]),
+                  ("bounded1_spsc", "go", [0.001, 0.0011, 0.0012])])
+    rows = chan.summarize(runs, 1000, 4)
+    md = chan.render_table(rows, {}, reps=3)
+    line = next(ln for ln in md.splitlines() if ln.startswith("| bounded1_spsc "))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "2000 (1000-10000) unstable"
+    assert cells[2] == "1100 (1000-1200)"
+
+
+def test_headlines_report_canal_against_the_best_peer():
+    from canal_bench import report
+    report.reset_headlines()
+    runs = _runs([("bounded1_spsc", "canal", [0.001, 0.002, 0.003]),
+                  ("bounded1_spsc", "go", [0.004, 0.004, 0.004]),
+                  ("bounded1_spsc", "crossbeam", [0.003, 0.003, 0.003]),
+                  ("bounded1_seq", "canal", [0.001])])
+    chan.headlines(chan.summarize(runs, 1000, 4))
+    assert [h.workload for h in report.HEADLINES] == ["bounded1_spsc"]  # seq: not a headline
+    h = report.HEADLINES[0]
+    assert h.peer_name == "crossbeam-channel" and h.ratio == pytest.approx(2 / 3)
+    assert h.target == 1.0 and h.met
+    report.reset_headlines()
+
+
+def test_scaled_n_sizes_short_cells_by_time():
+    assert chan.scaled_n(20_000, 0.5, 0.2) == 20_000       # long enough
+    assert chan.scaled_n(20_000, 0.02, 0.2) == 200_000     # 10x
+    assert chan.scaled_n(20_000, 0.0001, 0.2) == 20_000 * chan.MAX_SCALE
+    assert chan.scaled_n(20_000, 0.02, 0.0) == 20_000      # sizing off
+
+
+def test_collect_sizes_quick_cells_by_time(tmp_path, monkeypatch):
+    """A cell whose first run takes 0.01 s runs again at once with 20x N;
+    later repetitions keep that N; runs record their own message count."""
+    calls = []
+    inner = _fake_runner(calls)
+
+    def fast(cmd, timeout):
+        lines, err = inner(cmd, timeout)
+        n = int(cmd[cmd.index("-n") + 1])
+        return [chan.Result(r.workload, r.lang, r.impl, 0.01 * n / 20_000) for r in lines], err
+    monkeypatch.setattr(chan, "run_once", fast)
+    m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
+    assert m.min_seconds == pytest.approx(0.2)
+    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    canal = [c for c, _ in calls if os.path.basename(c[0]) == "chanbench-canal"]
+    ns = [int(c[c.index("-n") + 1]) for c in canal]
+    assert ns[:2] == [20_000, 400_000]                  # calibration, then sized
+    sized = [t for c, t in calls if os.path.basename(c[0]) == "chanbench-canal"][1]
+    assert sized == pytest.approx(20.0)  # bounded by the calibration, not 80 s
+    assert ns[-1] == 400_000 and ns.count(20_000) == 3  # one calibration per capacity
+    r = next(r for r in runs if r["impl"] == "canal")
+    assert r["n"] == 400_000 and r["messages"] == 400_000
+    rows = chan.summarize(runs, m.n, m.threads)
+    assert rows[0].ns["canal"] == pytest.approx(0.2 * 1e9 / 400_000)
+
+
+def test_caps_and_busy_overrides():
+    m = chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded0,bounded1",
+                                   "CANAL_CHAN_BUSY": "1"})
+    assert m.caps == ("bounded0", "bounded1")
+    assert m.busy
+    assert "busy process" in chan.title(m)
+    m = chan.mode_params("quick", {})
+    assert m.caps == tuple(chan.CAPS) and not m.busy
+    with pytest.raises(ValueError):
+        chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded7"})

@@ -95,3 +95,9 @@ def test_two_rails_row():
     assert cmd[:2] == ["env", "CANAL_ENGINE_BIND=127.0.0.1,127.0.0.1"]
     assert cmd[2] == "/b/bin/canal-launch" and "--driver" in cmd and "tcp" in cmd
     assert "canal tcp 2 rails" not in {i.name for i in engine.implementations("latency")}
+
+
+def test_parse_overhead():
+    text = "# Engine CPU cost\nengine 104.4 ns [103.1-123.6]  raw 13.1 ns [12.9-13.7]  overhead 91.3 ns\n"
+    assert engine.parse_overhead(text) == (104.4, 13.1, 91.3)
+    assert engine.parse_overhead("nothing") is None

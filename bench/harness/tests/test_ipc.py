@@ -222,3 +222,11 @@ def test_series_by_method():
     s = ipc.series_by_method(results, "avg_us", "pingpong")
     assert s["pipe"] == [(1, 10), (64, 20)]
     assert s["canal (threads)"] == [(64, 1)]
+
+
+def test_sized_count_by_time():
+    assert ipc.sized_count(10000, 500.0) == 10000
+    assert ipc.sized_count(10000, 50.0) == 40000
+    assert ipc.sized_count(10000, 0.5) == 10000 * ipc.MAX_SCALE
+    assert ipc.sized_count(10000, None) == 10000
+    assert ipc.sized_count(10000, 50.0, 0.0) == 10000

@@ -129,3 +129,11 @@ def test_render_proc_rows():
     md = micro.render({k: v for k, (v, _) in micro.parse_output(SAMPLE).items()},
                       micro.mode_params("quick", env={}))
     assert "| proc_spsc_1024 | spsc, capacity 1024 | n/a | ns/message |" in md
+
+
+def test_quick_sizes_cells_by_time():
+    q = micro.mode_params("quick", env={})
+    f = micro.mode_params("full", env={})
+    assert micro.command("x", q)[-2:] == ["-T", "0.2"] and "0.2 s" in micro.title(q)
+    assert "-T" not in micro.command("x", f)
+    assert micro.mode_params("quick", env={"CANAL_MICRO_MIN_SECONDS": "0"}).min_seconds == 0

@@ -63,7 +63,7 @@ def test_skipped_and_refused_have_no_time():
     ((0, None, False, "", "", False), "ok"),                          # cat/copy
     ((1, None, False, "Working...\nEnd of program\n", "boom", True), "failed"),
     ((None, 9, False, "Working...\n", "", True), "failed"),
-    ((None, 9, True, "Working...\n", "", True), "failed"),
+    ((None, 9, True, "Working...\n", "", True), "timeout"),
     ((77, None, False, "SKIPPED: no shared channels\n", "", True), "skipped"),
 ])
 def test_classify(args, expected):
@@ -105,16 +105,16 @@ def test_comparison_table_layout():
     md = seed.comparison_table(["1/1", "10/10"], ["canal", "pipe", "socket", "go"], "fwd", s,
                                [("canal/pipe", "pipe", "canal"), ("canal/Go", "go", "canal")])
     lines = md.strip().splitlines()
-    assert lines[0] == "| Écrivains/Lecteurs | 1/1 | 10/10 |"
+    assert lines[0] == "| writers/readers | 1/1 | 10/10 |"
     assert lines[1] == "|---|---|---|"
-    assert lines[2] == "| canal (réel / sys) | 0.010 / 0.020 | 0.200 / 0.400 |"
-    assert lines[3] == "| pipe (réel / sys) | 0.020 / 0.040 | 0.200 / 0.400 |"
-    assert lines[4] == "| go (réel / sys) | 0.005 / 0.001 | FAILED (1/1) |"
+    assert lines[2] == "| canal (real / sys) | 0.010 / 0.020 | 0.200 / 0.400 |"
+    assert lines[3] == "| pipe (real / sys) | 0.020 / 0.040 | 0.200 / 0.400 |"
+    assert lines[4] == "| go (real / sys) | 0.005 / 0.001 | FAILED (1/1) |"
     assert not any("socket" in ln for ln in lines)  # never run: no row
-    assert lines[5] == "| Facteur canal/pipe (réel) | x2.0 | x1.0 |"
-    assert lines[6] == "| Facteur canal/pipe (sys) | x2.0 | x1.0 |"
-    assert lines[7] == "| Facteur canal/Go (réel) | x(1/2.0) | n/a |"
-    assert lines[8] == "| Facteur canal/Go (sys) | x(1/20) | n/a |"
+    assert lines[5] == "| factor canal/pipe (real) | x2.0 | x1.0 |"
+    assert lines[6] == "| factor canal/pipe (sys) | x2.0 | x1.0 |"
+    assert lines[7] == "| factor canal/Go (real) | x(1/2.0) | n/a |"
+    assert lines[8] == "| factor canal/Go (sys) | x(1/20) | n/a |"
     assert len(lines) == 9
     # every row has as many cells as the header
     assert {ln.count("|") for ln in lines} == {4}
@@ -124,8 +124,8 @@ def test_extension_table_layout():
     s = seed.group_runs([ok("canal", "1/1", 0.015, 0.012), ok("canal-sync", "1/1", 1.1, 0.94)])
     md = seed.extension_table(["1/1"], ["canal", "canal-sync"], "fwd", s)
     lines = md.strip().splitlines()
-    assert lines[0] == ("| Écrivains/Lecteurs | canal (réel) | canal (sys) | "
-                        "canal-sync (réel) | canal-sync (sys) |")
+    assert lines[0] == ("| writers/readers | canal (real) | canal (sys) | "
+                        "canal-sync (real) | canal-sync (sys) |")
     assert lines[2] == "| 1/1 | 0.015s | **0.012s** | 1.100s | **0.940s** |"
 
 
@@ -133,17 +133,17 @@ def test_build_report_has_a_section_per_group_and_the_floor():
     runs = [ok(v, c, 0.1, 0.05) for v in ("canal", "pipe", "go", "floor")
             for c in ("1/1", "1000/1000", "10000/1", "1/10000")]
     runs.append(Run("fwd", "canal-proc", "1/1", 1, "skipped", note="unsupported"))
-    runs += [ok("canal", "petit", 0.01, family="cat"), ok("pipe", "petit", 0.02, family="cat")]
-    md = seed.build_report(runs, "quick", 3, ["petit"])
-    for title in ("Autant d'écrivains que de lecteurs (threads)",
-                  "Plus d'écrivains que de lecteurs (threads)",
-                  "Plus de lecteurs que d'écrivains (threads)",
-                  "Autant d'écrivains que de lecteurs (processus)",
-                  "### cat", "floor (réel / sys)", "SKIPPED", "Facteur canal/Go (réel)"):
+    runs += [ok("canal", "small", 0.01, family="cat"), ok("pipe", "small", 0.02, family="cat")]
+    md = seed.build_report(runs, "quick", 3, ["small"])
+    for title in ("as many writers as readers (threads)",
+                  "more writers than readers (threads)",
+                  "more readers than writers (threads)",
+                  "as many writers as readers (processes)",
+                  "## cat", "floor (real / sys)", "SKIPPED", "factor canal/Go (real)"):
         assert title in md, title
-    assert "### copy" not in md
+    assert "## copy" not in md
     # configurations in the seed's order within a group
-    eq = md.split("Autant d'écrivains que de lecteurs (threads)")[1]
+    eq = md.split("as many writers as readers (threads)")[1]
     assert eq.index("1/1") < eq.index("1000/1000")
 
 
@@ -194,4 +194,31 @@ def test_run_program_times_and_classifies_real_processes(tmp_path):
     st, note, ex, *_ = seed.run_program(["sh", "-c", "kill -9 $$"], 10, True)
     assert st == "failed" and ex == "signal 9"
     st, note, ex, real, *_ = seed.run_program(["sleep", "5"], 0.3, True)
-    assert st == "failed" and "timeout" in note and real < 4
+    assert st == "timeout" and "timeout" in note and real < 4
+
+
+# ------------------------------------------------------------------ spread and headlines
+
+def test_cells_show_the_spread_and_flag_unstable_runs():
+    s = seed.summarize([ok("canal", "1/1", x, 0.01) for x in (0.01, 0.02, 0.5)])
+    assert seed.cell(s) == "0.020 (0.010-0.500) unstable / 0.010"
+    s = seed.summarize([ok("canal", "1/1", x, 0.01) for x in (0.01, 0.02, 0.025)])
+    assert seed.cell(s) == "0.020 (0.010-0.025) / 0.010"
+
+
+def test_headlines_compare_canal_with_the_fastest_peer():
+    from canal_bench import report
+    report.reset_headlines()
+    runs = [ok("canal", "1000/1000", x) for x in (0.1, 0.2, 0.3)]
+    runs += [ok("pipe", "1000/1000", x) for x in (0.4, 0.4, 0.4)]
+    runs += [ok("go", "1000/1000", x) for x in (0.05, 0.05, 0.06)]
+    runs += [ok("floor", "1000/1000", x) for x in (0.1, 0.1, 0.1)]
+    seed.headlines(seed.group_runs(runs))
+    rows = {h.workload: h for h in report.HEADLINES}
+    h = rows["fwd 1000/1000, threads"]
+    assert h.peer_name == "Go" and h.ratio == pytest.approx(0.2 / 0.05)
+    assert h.met is False and h.verdict == "MISSED"
+    f = rows["fwd 1000/1000 vs the floor"]
+    assert f.peer_name == "thread floor" and f.ratio == pytest.approx(2.0) and f.met is False
+    assert "fwd 1/1, threads" not in rows  # not measured in this run: no row
+    report.reset_headlines()

@@ -3,12 +3,17 @@
  * schedule/strategy.c - the strategies: how the next packet is built from
  * a gate's window when the driver can take one. Both are made of the same
  * tactics (the seed's vocabulary): "express first" (control pieces and
- * EXPRESS data lead), "skip the blocked" (a piece waiting for credit does
- * not hold back the pieces behind it: the receiver matches by sequence
- * number, so the wire order within a flow does not matter) and, for
- * aggregate, "aggregate" (pack every eligible piece that fits one packet)
- * and "wait while busy" (while the driver still has a packet in flight,
- * hold small pieces back so that more can join them).
+ * EXPRESS data lead), "control passes" (a data piece waiting for credit
+ * holds back the data behind it, never the control pieces: RTR, FIN and
+ * CREDIT are what unblocks the peers) and, for aggregate, "aggregate" (pack
+ * the eligible pieces that fit one packet) and "wait while busy" (while
+ * the driver still has a packet in flight, hold small pieces back so that
+ * more can join them).
+ *
+ * Data pieces take credit strictly in queue order (express queue, then
+ * normal). Letting a later piece take the credit an earlier one waits for
+ * can deadlock: the later piece sits unexpected at a receiver that frees it
+ * only after the earlier one has arrived (seen by test_engine_stress).
  *
  *   default    one piece per packet, sent as soon as the driver has room.
  *   aggregate  while the driver is busy, pieces accumulate (until
@@ -26,31 +31,57 @@
 /* Above this many queued bytes, aggregate stops waiting for idle. */
 #define AGGREGATE_FLUSH ((size_t)32768)
 
-static inline bool eligible(const struct canal__gate *g,
-			    const struct canal__piece *p)
+/* Walk the window in order (express queue, then normal, at most
+ * SCAN_LIMIT pieces each) and call take() on each piece that may go now:
+ * control pieces always, data pieces in order while they have credit and
+ * take() accepts them; the first data piece refused stops the data.
+ * Returns the number taken. */
+struct selection {
+	struct canal__piece **out;
+	int k, max;
+	int64_t credits;
+	size_t room;
+};
+
+static bool take(struct selection *sel, struct canal__piece *p)
 {
-	return (int64_t)p->credit_cost <= g->credits;
+	size_t sz = (size_t)p->hdr_len + p->payload_len;
+	if (sel->k >= sel->max || sz > sel->room ||
+	    (int64_t)p->credit_cost > sel->credits)
+		return false;
+	sel->out[sel->k++] = p;
+	sel->room -= sz;
+	sel->credits -= p->credit_cost;
+	return true;
+}
+
+static int walk(struct canal__gate *g, struct selection *sel, int limit)
+{
+	bool data_blocked = false;
+	struct canal__list *qs[2] = { &g->express, &g->normal };
+	for (int q = 0; q < 2; q++) {
+		int seen = 0;
+		for (struct canal__list *l = qs[q]->next;
+		     l != qs[q] && seen < SCAN_LIMIT && sel->k < limit;
+		     l = l->next, seen++) {
+			struct canal__piece *p =
+				canal__container_of(l, struct canal__piece, link);
+			bool data = p->credit_cost > 0 || p->payload_len > 0;
+			if (data && data_blocked)
+				continue;
+			if (!take(sel, p) && data)
+				data_blocked = true;
+		}
+	}
+	return sel->k;
 }
 
 static int select_default(struct canal_engine *e, struct canal__gate *g,
 			  struct canal__piece **out, int max)
 {
 	(void)e;
-	(void)max;
-	struct canal__list *qs[2] = { &g->express, &g->normal };
-	for (int q = 0; q < 2; q++) {
-		int seen = 0;
-		for (struct canal__list *l = qs[q]->next;
-		     l != qs[q] && seen < SCAN_LIMIT; l = l->next, seen++) {
-			struct canal__piece *p =
-				canal__container_of(l, struct canal__piece, link);
-			if (eligible(g, p)) {
-				out[0] = p;
-				return 1;
-			}
-		}
-	}
-	return 0;
+	struct selection sel = { out, 0, max, g->credits, g->drv->caps.max_packet };
+	return walk(g, &sel, 1);
 }
 
 static int select_aggregate(struct canal_engine *e, struct canal__gate *g,
@@ -61,26 +92,8 @@ static int select_aggregate(struct canal_engine *e, struct canal__gate *g,
 	if (!d->ops->idle(d) && g->queued_bytes < AGGREGATE_FLUSH &&
 	    canal__list_empty(&g->express))
 		return 0;
-	size_t room = d->caps.max_packet;
-	int k = 0;
-	int64_t credits = g->credits;
-	struct canal__list *qs[2] = { &g->express, &g->normal };
-	for (int q = 0; q < 2 && k < max; q++) {
-		int seen = 0;
-		for (struct canal__list *l = qs[q]->next;
-		     l != qs[q] && seen < SCAN_LIMIT && k < max;
-		     l = l->next, seen++) {
-			struct canal__piece *p =
-				canal__container_of(l, struct canal__piece, link);
-			size_t sz = (size_t)p->hdr_len + p->payload_len;
-			if ((int64_t)p->credit_cost > credits || sz > room)
-				continue;
-			out[k++] = p;
-			room -= sz;
-			credits -= p->credit_cost;
-		}
-	}
-	return k;
+	struct selection sel = { out, 0, max, g->credits, d->caps.max_packet };
+	return walk(g, &sel, max);
 }
 
 static const struct canal__strategy strategies[] = {

@@ -310,6 +310,10 @@ int canal__sched_poll(struct canal_engine *e, int gi,
 	while (!g->error && got < POLL_BUDGET) {
 		const unsigned char *pkt;
 		size_t len;
+		/* After a packet, read on only what is already here: an empty
+		 * read is a system call on TCP, one more per message. */
+		if (got > 0 && !d->ops->buffered(d))
+			break;
 		int r = d->ops->recv(d, &pkt, &len);
 		if (r == 0)
 			break;

@@ -44,6 +44,10 @@ struct canal__driver_ops {
 	int (*recv)(struct canal__driver *d, const unsigned char **pkt,
 		    size_t *len);
 	void (*release)(struct canal__driver *d);
+	/* true when recv() would return a packet without a system call (one
+	 * is already in the ring or in the input buffer): lets the poller stop
+	 * without a last, empty read per packet. */
+	bool (*buffered)(struct canal__driver *d);
 	/* true when nothing sent is waiting to be taken by the peer. */
 	bool (*idle)(struct canal__driver *d);
 	/* 0 while the peer is alive, -ECONNRESET once it is known dead. */

@@ -345,6 +345,15 @@ static void rails_release(struct canal__driver *d_)
 		send_ack(d);
 }
 
+static bool rails_buffered(struct canal__driver *d_)
+{
+	struct rails_driver *d = (struct rails_driver *)d_;
+	for (int r = 0; r < d->n; r++)
+		if (!d->dead[r] && d->sub[r]->ops->buffered(d->sub[r]))
+			return true;
+	return false;
+}
+
 static bool rails_idle(struct canal__driver *d_)
 {
 	struct rails_driver *d = (struct rails_driver *)d_;
@@ -395,6 +404,7 @@ static const struct canal__driver_ops rails_ops = {
 	.flush = rails_flush,
 	.recv = rails_recv,
 	.release = rails_release,
+	.buffered = rails_buffered,
 	.idle = rails_idle,
 	.health = rails_health,
 	.read_peer = NULL,

@@ -208,6 +208,13 @@ static void shm_release(struct canal__driver *d_)
  * take a largest packet: then the strategy may as well aggregate. (Waiting
  * for the peer to *consume* would tie our sends to its scheduling: measured
  * 50 us per round of two packs under load, against 0.6 us.) */
+static bool shm_buffered(struct canal__driver *d_)
+{
+	struct shm_driver *d = (struct shm_driver *)d_;
+	return atomic_load_explicit(&d->rx->head, memory_order_relaxed) !=
+	       d->rx_tail;
+}
+
 static bool shm_idle(struct canal__driver *d_)
 {
 	struct shm_driver *d = (struct shm_driver *)d_;
@@ -268,6 +275,7 @@ static const struct canal__driver_ops shm_ops = {
 	.flush = shm_flush,
 	.recv = shm_recv,
 	.release = shm_release,
+	.buffered = shm_buffered,
 	.idle = shm_idle,
 	.health = shm_health,
 	.read_peer = shm_read_peer,

@@ -182,6 +182,19 @@ static void tcp_release(struct canal__driver *d_)
 		d->in_start = d->in_end = 0;
 }
 
+static bool tcp_buffered(struct canal__driver *d_)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	size_t have = d->in_end - d->in_start;
+	if (have < 4)
+		return false;
+	uint32_t l;
+	memcpy(&l, d->in + d->in_start, 4);
+	l = le32toh(l);
+	/* a bad length is reported by recv() */
+	return l == 0 || l > d->base.caps.max_packet || have >= 4 + (size_t)l;
+}
+
 static bool tcp_idle(struct canal__driver *d_)
 {
 	struct tcp_driver *d = (struct tcp_driver *)d_;
@@ -209,6 +222,7 @@ static const struct canal__driver_ops tcp_ops = {
 	.flush = tcp_flush,
 	.recv = tcp_recv,
 	.release = tcp_release,
+	.buffered = tcp_buffered,
 	.idle = tcp_idle,
 	.health = tcp_health,
 	.read_peer = NULL,

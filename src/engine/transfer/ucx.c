@@ -254,6 +254,13 @@ static void ucx_release(struct canal__driver *d_)
 	d->have = false;
 }
 
+/* A probe is a user-space call (no system call): always worth one more. */
+static bool ucx_buffered(struct canal__driver *d_)
+{
+	(void)d_;
+	return true;
+}
+
 static bool ucx_idle(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
@@ -323,6 +330,7 @@ static const struct canal__driver_ops ucx_ops = {
 	.flush = ucx_flush,
 	.recv = ucx_recv,
 	.release = ucx_release,
+	.buffered = ucx_buffered,
 	.idle = ucx_idle,
 	.health = ucx_health,
 	.read_peer = NULL,

@@ -30,53 +30,27 @@
  * No wake syscall when nobody sleeps: notify only reads `waiters` (a plain
  * load on x86) when it is 0.
  *
- * Back-ends: sleeping goes through struct canal_parker, so that a later
- * task runtime can park a task (and run others) instead of a thread. The
- * default parker uses futex(2) and futex_waitv(2).
+ * Back-ends: sleeping and waking go through the calling thread's parker
+ * (base/park.h), so that a task runtime parks a task (and runs others)
+ * instead of a thread.
  */
-#ifndef CANAL_WAIT_H
-#define CANAL_WAIT_H
+#ifndef CANAL_BASE_WAIT_H
+#define CANAL_BASE_WAIT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "base/clock.h"
+#include "base/compiler.h"
+#include "base/park.h"
+#include "base/spin.h"
 
 struct canal_waitq {
 	_Atomic uint32_t seq;	  /* the futex word: bumped by every notify */
 	_Atomic uint32_t waiters; /* threads between prepare and finish */
 	_Atomic uint32_t spinners; /* 0, or the one spinner (1, or a lease) */
 };
-
-/* No deadline: wait forever. Deadlines are canal_now_ns() values. */
-#define CANAL_NO_DEADLINE UINT64_MAX
-
-/*
- * A parker puts the calling thread (or, later, task) to sleep until a word
- * changes or a deadline passes. Returns 0 when woken or the word already
- * differed, -ETIMEDOUT past the deadline. Spurious returns are allowed:
- * callers always re-check their condition.
- */
-struct canal_parker {
-	int (*wait)(_Atomic uint32_t *word, uint32_t key, bool shared,
-		    uint64_t deadline_ns);
-	/* Wait until any of n words differs from its key (n <= 128);
-	 * shared[i] says whether words[i] is process-shared. */
-	int (*wait_many)(_Atomic uint32_t *const *words, const uint32_t *keys,
-			 const bool *shared, unsigned n, uint64_t deadline_ns);
-	void (*wake)(_Atomic uint32_t *word, uint32_t count, bool shared);
-};
-
-/* The parker in use (the futex one unless a runtime installs its own). */
-extern const struct canal_parker *canal_parker_current;
-
-static inline void canal_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 static inline uint32_t waitq_prepare(struct canal_waitq *q)
 {
@@ -92,7 +66,8 @@ static inline void waitq_finish(struct canal_waitq *q)
 static inline int waitq_sleep(struct canal_waitq *q, uint32_t key, bool shared,
 			      uint64_t deadline_ns)
 {
-	return canal_parker_current->wait(&q->seq, key, shared, deadline_ns);
+	const struct canal__parker *p = canal__parker_get();
+	return p->ops->wait(p->self, &q->seq, key, shared, deadline_ns);
 }
 
 /* Slow paths, out of line. */
@@ -136,8 +111,6 @@ static inline bool waitq_has_waiters(struct canal_waitq *q)
  * dead spinner's lease looks young again for 1 ms every 73 minutes, which
  * delays at most the wake-ups of that millisecond to the periodic re-check.
  */
-uint64_t canal_now_ns(void);
-
 #define SPIN_LEASE_SHIFT 10
 #define SPIN_LEASE_UNITS 1000u
 
@@ -151,16 +124,24 @@ static inline bool spin_lease_live(uint32_t lease)
 	return (uint32_t)(spin_lease_now() - lease) <= SPIN_LEASE_UNITS;
 }
 
+/* Thread channels: the spinner role holds the process's fork generation
+ * (odd, never 0), so that a role copied into a child by fork() - whose
+ * spinner thread does not exist there - is not trusted by the child's
+ * notifiers, and is taken over by the child's first spinner. */
+uint32_t canal__fork_generation(void);
+
 static inline bool waitq_spin_begin(struct canal_waitq *q, bool shared)
 {
 	uint32_t cur = atomic_load_explicit(&q->spinners, memory_order_relaxed);
-	uint32_t mine = 1;
+	uint32_t mine;
 	if (shared) {
 		mine = spin_lease_now();
 		if (cur != 0 && (uint32_t)(mine - cur) <= SPIN_LEASE_UNITS)
 			return false; /* a live lease */
-	} else if (cur != 0) {
-		return false;
+	} else {
+		mine = canal__fork_generation();
+		if (cur == mine)
+			return false;
 	}
 	return atomic_compare_exchange_strong_explicit(
 		&q->spinners, &cur, mine, memory_order_seq_cst,
@@ -173,39 +154,91 @@ static inline void waitq_spin_end(struct canal_waitq *q)
 }
 
 /* A wake-up is needed: someone sleeps (or is about to) and nobody spins
- * (between processes: nobody holds a live lease). */
+ * (between processes: nobody holds a live lease; in a forked child: no
+ * spinner of this generation). */
 static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 {
 	if (atomic_load_explicit(&q->waiters, memory_order_seq_cst) == 0)
 		return false;
 	uint32_t s = atomic_load_explicit(&q->spinners, memory_order_seq_cst);
-	return s == 0 || (shared && !spin_lease_live(s));
+	if (s == 0)
+		return true;
+	return shared ? !spin_lease_live(s) : s != canal__fork_generation();
 }
 
 /*
- * The yield phase. Before a thread sleeps, it gives the CPU away
- * (sched_yield) and re-checks, for up to CANAL_YIELD_NS. Two cases make
- * this pay: with more threads than cores, the thread we wait for may be
- * waiting for our CPU; and in a conversation (ping-pong, a synchronous
- * hand-off) the reply often comes a few microseconds later because its
- * sender was itself asleep. Sleeping then costs a futex wake-up, which on a
- * virtual machine takes 5 to 40 us (an inter-processor interrupt through
- * the hypervisor), and the conversation can settle into one sleep and one
- * wake-up per message on both sides. Measured on this 2-core VM: ping-pong
- * at capacity 1 from 480-840 ns to 280-320 ns a round trip, a synchronous
- * spsc from 1.8-3 us to 0.4 us a message. When nobody else is runnable,
- * sched_yield returns at once, so this is a spin of bounded length; when
- * others are, they run. Threads far outnumbering cores (waiters >=
- * canal_yield_limit()) skip it and sleep at once.
+ * THE ONE WAIT. Every blocking operation of canal waits here (or, for a
+ * select, in canal__wait_many), with its condition passed in:
+ *   ready(arg)  the condition the protocol above needs: seq_cst loads of the
+ *               indices the notifier's N1 writes (the W2);
+ *   probe(arg)  a cheap read-only poll for the spin phases (the slot line
+ *               the other side writes with the data); may be ready itself.
+ * canal__wait returns 0 when the caller should try its operation again
+ * (the condition held, or a wake-up, or a spurious return) and -ETIMEDOUT
+ * once the deadline has passed.
+ *
+ * Phases, cheapest first (a thread; a task, whose parker says is_task,
+ * only polls briefly and then parks, since it holds its loop's thread):
+ *  1. if nobody sleeps on the queue, poll a little without writing anything
+ *     shared (a reply already on its way, as in a ping-pong, costs no
+ *     cache-line transfer for our bookkeeping);
+ *  2. take the queue's one spinner role if it is free: notifiers then skip
+ *     the wake syscall, because the spinner will see their change. If
+ *     nobody sleeps, spin longer;
+ *  3. the yield phase: give the CPU away through the parker and re-check,
+ *     for up to CANAL_YIELD_NS. With more threads than cores, the thread we
+ *     wait for may be waiting for this CPU; and a reply a few microseconds
+ *     away (its sender was itself woken) is met awake, not with a sleep
+ *     and a wake-up that costs 20-45 us on a VM (an inter-processor
+ *     interrupt through the hypervisor). The spinner yields even when many
+ *     others sleep (it is then the one awake waiter, taking the next
+ *     element without a wake-up: fwd-canal 1/1000 0.07 -> 0.03 s); others
+ *     yield only while waiters do not far outnumber cores. The phase is cut
+ *     short when the CPU proves contended (a yield that let another thread
+ *     run for longer than CANAL__YIELD_SLICE_NS: a busy process shares our
+ *     CPU, and every further yield would hand it a time slice); the thread
+ *     then skips yield phases for CANAL__CONTENDED_NS and parks at once;
+ *  4. park on the queue's futex word through the parker. The spinner leaves
+ *     its role first (spin_end before prepare: the pairing above). Shared
+ *     queues sleep at most CANAL__SHARED_RECHECK_NS at a time.
  */
 #define CANAL_YIELD_NS 20000u
-uint32_t canal_yield_limit(void);
+#define CANAL__YIELD_SLICE_NS 50000u
+#define CANAL__CONTENDED_NS 20000000u
 
-/* The one yield loop: yield, then call done(arg), until it returns true
- * (true), CANAL_YIELD_NS have passed or the deadline (false). */
-bool canal_yield_phase(bool (*done)(void *), void *arg, uint64_t deadline_ns);
+/* Between processes, a notifier may be killed between its change and its
+ * wake-up: sleepers on shared queues re-check their condition at least
+ * this often, so that such a lost wake-up costs at most this delay. Not
+ * shorter: with thousands of sleeping processes the re-checks themselves
+ * would take the CPU (10 000 sleepers at 100 ms made the seed's fwd 2.5x
+ * slower). */
+#define CANAL__SHARED_RECHECK_NS 500000000u
 
-/* Deadline helpers. */
-uint64_t canal_deadline_from_timeout(int64_t timeout_ns);
+struct canal__wait_cond {
+	bool (*ready)(void *arg);
+	bool (*probe)(void *arg);
+	void *arg;
+};
 
-#endif /* CANAL_WAIT_H */
+int canal__wait(struct canal_waitq *q, bool shared,
+		const struct canal__wait_cond *c, uint64_t deadline_ns);
+
+/*
+ * A select's wait, after it registered on n queues (keys from prepare) and
+ * found no case ready: the yield phase (unless crowded), then a sleep on
+ * all the words at once. Returns 0 when woken (or a word was bumped),
+ * -ETIMEDOUT at the deadline. The caller unregisters (waitq_finish).
+ */
+int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
+		     const bool *shared, unsigned n, bool crowded,
+		     uint64_t deadline_ns);
+
+/* Adaptive spinning (wait.c): whether the calling thread's spins have
+ * been paying lately, and the outcome of a spin phase it ran. */
+bool canal__spin_pays(void);
+void canal__spin_outcome(bool success);
+
+/* Threads far outnumbering cores (waiters >= this) skip the yield phase. */
+uint32_t canal__yield_limit(void);
+
+#endif /* CANAL_BASE_WAIT_H */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* strerror.c - descriptions of canal's error codes. */
-#include <canal/channel.h>
+#include "base/compiler.h"
+
+#include <canal/base.h>
 
 #include <errno.h>
 
-__attribute__((visibility("default"))) const char *canal_strerror(int err)
+CANAL_EXPORT const char *canal_strerror(int err)
 {
 	switch (err) {
 	case 0:
@@ -20,7 +22,7 @@ __attribute__((visibility("default"))) const char *canal_strerror(int err)
 	case -ENOMEM:
 		return "out of memory";
 	case -ENOENT:
-		return "no channel to wait on";
+		return "no such channel (or, from canal_select, no case to wait on)";
 	case -EOPNOTSUPP:
 		return "operation not supported";
 	case -EBADMSG:
@@ -36,7 +38,27 @@ __attribute__((visibility("default"))) const char *canal_strerror(int err)
 	case -EACCES:
 		return "permission denied";
 	case -ECONNRESET:
-		return "the peer closed the socket";
+		return "the peer closed the connection";
+	case -ELOOP:
+		return "too many symbolic links";
+	case -EBADF:
+		return "bad file descriptor";
+	case -EMFILE:
+		return "too many open files in this process";
+	case -ENFILE:
+		return "too many open files in the system";
+	case -EPERM:
+		return "operation not permitted";
+	case -ECANCELED:
+		return "operation canceled";
+	case -ENOSYS:
+		return "function not implemented by this kernel";
+	case -EINTR:
+		return "interrupted";
+	case -ENAMETOOLONG:
+		return "name too long";
+	case -ENOSPC:
+		return "no space left";
 	default:
 		return "unknown error";
 	}

@@ -1,0 +1,652 @@
+"""The web servers (issue 14): canal's styles (bench/web/<style>) against
+nginx (Debian's, configured as its users configure it for static files)
+and a Go net/http file server, loaded by wrk (keep-alive throughput and
+latency) and ab (apacheBench, one connection per request: the seed's
+method).
+
+Placement: the server is pinned to CPU 0 with --cores 1 (nginx: one
+worker; Go: GOMAXPROCS=1), the client to CPU 1 (taskset), when the
+machine has two CPUs or more. Every server serves the same file of the
+same directory; each (concurrency, server) cell starts a fresh server, and
+the servers take turns within each concurrency (interleaved).
+
+  quick: wrk 5 s at 10/100/1000 connections, ab 20 000 requests at
+         concurrency 100/1000, once.
+  full:  wrk 10 s at 10/100/1000/10 000 connections, ab 50 000 requests at
+         10..10 000, 3 repetitions (medians, min-max spread).
+
+Tables per client and server: requests/s, mean, p50, p99, p99.9 response
+time (ms), errors by kind. web.csv (every run), web.md and PNG plots (mean
+response time and requests/s against concurrency) in results/<stamp>/."""
+from __future__ import annotations
+
+import math
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import report
+
+STYLES = ["threads", "pool", "select", "poll", "epoll", "uring", "tasks"]
+PAGE = "page.html"
+PAGE_SIZE = 1024
+
+QUICK = {"wrk": [10, 100, 1000], "ab": [100, 1000], "wrk_secs": 5,
+         "ab_requests": 20000, "reps": 1,
+         # canal's load generator at a fixed rate (latency from the intended start)
+         "load": [100], "load_rate": 5000, "load_secs": 3}
+FULL = {"wrk": [10, 100, 1000, 10000],
+        "ab": [10, 100, 200, 500, 1000, 2000, 5000, 10000], "wrk_secs": 10,
+        "ab_requests": 50000, "reps": 3,
+        "load": [100, 1000], "load_rate": 20000, "load_secs": 10,
+        # the seed's Figures 2-3: a connection per request, 50 000 requests
+        # at concurrency 1000, every request's completion over the run
+        "scatter_servers": ["threads", "epoll", "uring", "nginx"], "scatter_conc": 1000}
+
+WRK_LUA = """\
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "CANAL_WRK requests=%d duration_us=%d connect=%d read=%d write=%d status=%d timeout=%d mean_us=%.1f p50_us=%d p99_us=%d p999_us=%d max_us=%d\\n",
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status,
+    e.timeout, latency.mean, latency:percentile(50), latency:percentile(99),
+    latency:percentile(99.9), latency.max))
+end
+"""
+
+ERROR_KINDS = ["connect", "read", "write", "timeout", "non2xx", "length", "exceptions"]
+
+
+# ---------------------------------------------------------------------------
+# Parsing (pure; tested by tests/test_web.py)
+
+def parse_wrk(text: str) -> Dict[str, object]:
+    """wrk's output with the CANAL_WRK line of WRK_LUA: requests/s, mean and
+    percentiles in ms, errors by kind. Raises ValueError without it."""
+    m = re.search(r"^CANAL_WRK (.*)$", text, re.M)
+    if not m:
+        raise ValueError("no CANAL_WRK line in wrk's output")
+    kv = dict(item.split("=", 1) for item in m.group(1).split())
+    num = {k: float(v) for k, v in kv.items()}
+    dur = num["duration_us"] / 1e6
+    if num["requests"] == 0:  # no latency sample: wrk prints zeros
+        for k in ("mean_us", "p50_us", "p99_us", "p999_us"):
+            num[k] = float("nan")
+    return {
+        "requests": int(num["requests"]),
+        "rps": num["requests"] / dur if dur > 0 else 0.0,
+        "mean_ms": num["mean_us"] / 1000, "p50_ms": num["p50_us"] / 1000,
+        "p99_ms": num["p99_us"] / 1000, "p999_ms": num["p999_us"] / 1000,
+        "errors": {"connect": int(num["connect"]), "read": int(num["read"]),
+                   "write": int(num["write"]), "timeout": int(num["timeout"]),
+                   "non2xx": int(num["status"])},
+    }
+
+
+def _ab_number(text: str, label: str) -> Optional[float]:
+    m = re.search(r"^" + re.escape(label) + r":\s+([0-9.]+)", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def parse_ab(text: str) -> Dict[str, object]:
+    """ab's report: requests/s, mean time per request (ms, the per-request
+    figure, not the across-all one), complete requests, failures by kind,
+    non-2xx responses. Raises ValueError when the run did not finish."""
+    rps = _ab_number(text, "Requests per second")
+    if rps is None:
+        raise ValueError("no 'Requests per second' in ab's output")
+    m = re.search(r"^Time per request:\s+([0-9.]+) \[ms\] \(mean\)$", text, re.M)
+    errors = {"connect": 0, "read": 0, "length": 0, "exceptions": 0, "non2xx": 0}
+    f = re.search(r"^Failed requests:\s+(\d+)\s*\n\s+\(Connect: (\d+), Receive: (\d+), "
+                  r"Length: (\d+), Exceptions: (\d+)\)", text, re.M)
+    if f:
+        errors.update(connect=int(f.group(2)), read=int(f.group(3)),
+                      length=int(f.group(4)), exceptions=int(f.group(5)))
+    n2 = _ab_number(text, "Non-2xx responses")
+    if n2 is not None:
+        errors["non2xx"] = int(n2)
+    return {"rps": rps, "mean_ms": float(m.group(1)) if m else None,
+            "requests": int(_ab_number(text, "Complete requests") or 0),
+            "failed": int(_ab_number(text, "Failed requests") or 0),
+            "errors": errors}
+
+
+def parse_ab_gnuplot(text: str) -> List[float]:
+    """ab -g's per-request file (starttime, seconds, ctime, dtime, ttime,
+    wait): the total times (ttime, ms) of every request."""
+    out = []
+    for line in text.splitlines()[1:]:
+        parts = line.split("\t")
+        if len(parts) >= 6:
+            try:
+                out.append(float(parts[4]))
+            except ValueError:
+                pass
+    return out
+
+
+def parse_load(text: str) -> Dict[str, object]:
+    """The CANAL_LOAD line of bench/web/load: requests/s, mean and
+    percentiles in ms (from each request's intended start), errors."""
+    m = re.search(r"^CANAL_LOAD (.*)$", text, re.M)
+    if not m:
+        raise ValueError("no CANAL_LOAD line in load's output")
+    num = {k: float(v) for k, v in (item.split("=", 1) for item in m.group(1).split())}
+    return {"requests": int(num["requests"]), "rps": num["rps"],
+            "mean_ms": num["mean_us"] / 1000, "p50_ms": num["p50_us"] / 1000,
+            "p99_ms": num["p99_us"] / 1000, "p999_ms": num["p999_us"] / 1000,
+            "errors": {"connect": int(num["connect"]), "read": int(num["read"]),
+                       "timeout": int(num["timeout"]), "non2xx": int(num["non2xx"])}}
+
+
+def parse_load_csv(text: str) -> List[Tuple[float, float, int]]:
+    """load --csv: (completion s, response time ms, error) per request,
+    response time from the intended start."""
+    out = []
+    for line in text.splitlines()[1:]:
+        f = line.split(",")
+        if len(f) == 5:
+            out.append((int(f[2]) / 1e9, (int(f[2]) - int(f[0])) / 1e6, int(f[4])))
+    return out
+
+
+def inflight_series(rows: Sequence[Tuple[float, float, int]]) -> List[Tuple[float, int]]:
+    """Requests in flight over time (client side) from (done s, ms, err)."""
+    ev = []
+    for done, ms, _ in rows:
+        ev.append((done - ms / 1000, 1))
+        ev.append((done, -1))
+    ev.sort()
+    n, out = 0, []
+    for t, d in ev:
+        n += d
+        out.append((t, n))
+    return out
+
+
+def percentile(sorted_xs: Sequence[float], p: float) -> Optional[float]:
+    """Nearest-rank percentile of a sorted list (None when empty)."""
+    if not sorted_xs:
+        return None
+    k = max(0, min(len(sorted_xs) - 1, math.ceil(p / 100 * len(sorted_xs) - 1e-9) - 1))
+    return sorted_xs[k]
+
+
+def errors_text(errors: Dict[str, int]) -> str:
+    parts = [f"{k} {errors[k]}" for k in ERROR_KINDS if errors.get(k)]
+    return ", ".join(parts) if parts else "0"
+
+
+# ---------------------------------------------------------------------------
+# Servers
+
+@dataclass
+class Server:
+    name: str
+    argv_fn: object  # (port, root, tmp) -> argv, or None when missing
+    missing: str = ""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def nginx_conf(port: int, root: str, prefix: str, workers: int) -> str:
+    """nginx as its users configure it for static files: one worker per
+    core, access log off, sendfile, tcp_nopush, keep-alive."""
+    return f"""\
+worker_processes {workers};
+worker_rlimit_nofile 20000;
+daemon off;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{
+    worker_connections 20000;
+    use epoll;
+}}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65;
+    keepalive_requests 100000;
+    types {{ text/html html; text/plain txt; }}
+    default_type application/octet-stream;
+    client_body_temp_path {prefix}/client_body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        root {root};
+    }}
+}}
+"""
+
+
+def servers(build_dir: str, cores: int) -> List[Server]:
+    out: List[Server] = []
+    for style in STYLES:
+        path = os.path.join(build_dir, "bench", "web", style)
+        if os.access(path, os.X_OK):
+            out.append(Server(style, lambda port, root, tmp, p=path:
+                              [p, "--port", str(port), "--root", root,
+                               "--cores", str(cores)]))
+        elif style != "tasks":
+            out.append(Server(style, None, f"no {path}"))
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if nginx:
+        def nginx_argv(port, root, tmp, n=nginx):
+            with open(os.path.join(tmp, "nginx.conf"), "w") as f:
+                f.write(nginx_conf(port, root, tmp, cores))
+            return [n, "-p", tmp, "-e", os.path.join(tmp, "error.log"),
+                    "-c", os.path.join(tmp, "nginx.conf")]
+        out.append(Server("nginx", nginx_argv))
+    else:
+        out.append(Server("nginx", None, "nginx not installed (apt-get install nginx-light)"))
+    go = os.path.join(build_dir, "bench", "webserver-go")
+    if os.access(go, os.X_OK):
+        out.append(Server("go", lambda port, root, tmp, p=go:
+                          [p, "--port", str(port), "--root", root, "--cores", str(cores)]))
+    else:
+        out.append(Server("go", None, f"no {go} (Go not installed or the peer did not build)"))
+    return out
+
+
+def _pin(cpu: Optional[int]) -> List[str]:
+    return ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
+
+
+class Running:
+    """A started server; stop() sends SIGTERM and waits."""
+
+    def __init__(self, srv: Server, root: str, cpu: Optional[int]):
+        self.tmp = tempfile.mkdtemp(prefix=f"canal-web-{srv.name}-")
+        self.port = _free_port()
+        argv = _pin(cpu) + srv.argv_fn(self.port, root, self.tmp)
+        self.log = open(os.path.join(self.tmp, "server.log"), "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     preexec_fn=_raise_nofile)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{srv.name} exited: {self._log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{srv.name} did not listen on {self.port}")
+
+    def _log_tail(self) -> str:
+        try:
+            with open(os.path.join(self.tmp, "server.log")) as f:
+                return f.read()[-500:]
+        except OSError:
+            return ""
+
+    def stop(self) -> Optional[int]:
+        rc = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        else:
+            rc = self.proc.returncode
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return rc
+
+
+# ---------------------------------------------------------------------------
+# Clients
+
+@dataclass
+class Run:
+    tool: str
+    server: str
+    concurrency: int
+    rep: int
+    ok: bool
+    rps: Optional[float] = None
+    mean_ms: Optional[float] = None
+    p50_ms: Optional[float] = None
+    p99_ms: Optional[float] = None
+    p999_ms: Optional[float] = None
+    requests: int = 0
+    errors: Dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+
+def run_wrk(port: int, conns: int, secs: int, cpu: Optional[int], tmp: str) -> Dict[str, object]:
+    script = os.path.join(tmp, "canal.lua")
+    with open(script, "w") as f:
+        f.write(WRK_LUA)
+    argv = _pin(cpu) + ["wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--timeout", "10s",
+                        "-s", script, f"http://127.0.0.1:{port}/{PAGE}"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=secs + 120,
+                       preexec_fn=_raise_nofile)
+    return parse_wrk(p.stdout)
+
+
+def run_ab(port: int, conc: int, n: int, cpu: Optional[int], tmp: str) -> Dict[str, object]:
+    gp = os.path.join(tmp, "ab.tsv")
+    argv = _pin(cpu) + ["ab", "-q", "-r", "-s", "10", "-n", str(n), "-c", str(conc),
+                        "-g", gp, f"http://127.0.0.1:{port}/{PAGE}"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                       preexec_fn=_raise_nofile)
+    res = parse_ab(p.stdout)
+    try:
+        with open(gp) as f:
+            times = sorted(parse_ab_gnuplot(f.read()))
+    except OSError:
+        times = []
+    res["p50_ms"] = percentile(times, 50)
+    res["p99_ms"] = percentile(times, 99)
+    res["p999_ms"] = percentile(times, 99.9)
+    return res
+
+
+def run_load(port: int, conns: int, cfg: dict, cpu: Optional[int], tmp: str,
+             build_dir: str, csv: Optional[str] = None, close: bool = False,
+             requests: int = 0) -> Dict[str, object]:
+    argv = _pin(cpu) + [os.path.join(build_dir, "bench", "web", "load"), "--port", str(port),
+                        "--path", "/" + PAGE, "--connections", str(conns)]
+    if requests:
+        argv += ["--requests", str(requests)]
+    else:
+        argv += ["--duration", str(cfg["load_secs"]), "--rate", str(cfg["load_rate"])]
+    if close:
+        argv.append("--close")
+    if csv:
+        argv += ["--csv", csv]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                       preexec_fn=_raise_nofile)
+    return parse_load(p.stdout)
+
+
+def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
+            cpus: Tuple[Optional[int], Optional[int]], build_dir: str = "",
+            csv: Optional[str] = None) -> Run:
+    r = Run(tool, srv.name, conc, rep, False)
+    try:
+        running = Running(srv, root, cpus[0])
+    except RuntimeError as e:
+        r.note = str(e)
+        return r
+    tmp = tempfile.mkdtemp(prefix="canal-web-client-")
+    try:
+        if tool == "wrk":
+            res = run_wrk(running.port, conc, cfg["wrk_secs"], cpus[1], tmp)
+        elif tool == "load":
+            res = run_load(running.port, conc, cfg, cpus[1], tmp, build_dir)
+        elif tool == "scatter":
+            res = run_load(running.port, conc, cfg, cpus[1], tmp, build_dir, csv=csv,
+                           close=True, requests=cfg["ab_requests"])
+        else:
+            res = run_ab(running.port, conc, cfg["ab_requests"], cpus[1], tmp)
+        r.ok = True
+        r.rps = res["rps"]
+        r.mean_ms = res.get("mean_ms")
+        r.p50_ms, r.p99_ms, r.p999_ms = res.get("p50_ms"), res.get("p99_ms"), res.get("p999_ms")
+        r.requests = int(res.get("requests") or 0)
+        r.errors = dict(res["errors"])
+    except (ValueError, subprocess.TimeoutExpired, OSError) as e:
+        r.note = f"{tool} failed: {e}"
+    finally:
+        rc = running.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        if rc not in (0, None) and srv.name != "nginx":
+            r.note = (r.note + "; " if r.note else "") + f"server exit status {rc}"
+    return r
+
+
+# ---------------------------------------------------------------------------
+# Tables and plots
+
+CSV_HEADER = ["tool", "server", "concurrency", "rep", "ok", "requests_s", "mean_ms",
+              "p50_ms", "p99_ms", "p999_ms", "requests"] + [f"err_{k}" for k in ERROR_KINDS] + ["note"]
+
+
+def csv_rows(runs: Sequence[Run]) -> List[List[object]]:
+    return [[r.tool, r.server, r.concurrency, r.rep, int(r.ok), r.rps, r.mean_ms, r.p50_ms,
+             r.p99_ms, r.p999_ms, r.requests] + [r.errors.get(k, 0) for k in ERROR_KINDS]
+            + [r.note] for r in runs]
+
+
+def _fmt(x: Optional[float], digits: int = 2) -> str:
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def _med(xs: List[Optional[float]]) -> Optional[float]:
+    v = [x for x in xs if x is not None and x == x]  # not None, not NaN
+    return statistics.median(v) if v else None
+
+
+def table_rows(runs: Sequence[Run], tool: str, server_names: Sequence[str],
+               concs: Sequence[int]) -> List[List[str]]:
+    rows = []
+    for name in server_names:
+        for c in concs:
+            sel = [r for r in runs if r.tool == tool and r.server == name and r.concurrency == c]
+            if not sel:
+                continue
+            ok = [r for r in sel if r.ok]
+            if not ok:
+                rows.append([name, str(c), "FAILED", "-", "-", "-", "-", sel[0].note or "-"])
+                continue
+            rps = [r.rps for r in ok if r.rps is not None]
+            spread = f" ({min(rps):.0f}-{max(rps):.0f})" if len(rps) > 1 else ""
+            errs: Dict[str, int] = {}
+            for r in ok:
+                for k, v in r.errors.items():
+                    errs[k] = errs.get(k, 0) + v
+            rows.append([name, str(c), f"{_med(rps):.0f}{spread}",
+                         _fmt(_med([r.mean_ms for r in ok])), _fmt(_med([r.p50_ms for r in ok])),
+                         _fmt(_med([r.p99_ms for r in ok])), _fmt(_med([r.p999_ms for r in ok])),
+                         errors_text(errs)])
+    return rows
+
+
+TABLE_HEADER = ["server", "concurrency", "requests/s", "mean ms", "p50 ms", "p99 ms",
+                "p99.9 ms", "errors (summed over repetitions)"]
+
+
+def plot(path: str, title: str, ylabel: str, runs: Sequence[Run], tool: str,
+         metric: str, server_names: Sequence[str]) -> bool:
+    if not report.have_matplotlib():
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5))
+    any_line = False
+    for name in server_names:
+        pts: Dict[int, List[float]] = {}
+        for r in runs:
+            v = getattr(r, metric)
+            if r.tool == tool and r.server == name and r.ok and v is not None:
+                pts.setdefault(r.concurrency, []).append(v)
+        if pts:
+            xs = sorted(pts)
+            ax.plot(xs, [statistics.median(pts[x]) for x in xs], marker="o", label=name)
+            any_line = True
+    if not any_line:
+        plt.close(fig)
+        return False
+    ax.set_xscale("log")
+    ax.set_xlabel("concurrency (connections)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------
+
+def make_root() -> str:
+    root = tempfile.mkdtemp(prefix="canal-web-root-")
+    os.chmod(root, 0o755)  # nginx's workers run as nobody when started as root
+    body = ("<!DOCTYPE html>\n<html><body><p>" + "canal " * 200)[:PAGE_SIZE - 20] + "</p></body></html>\n"
+    body = body[:PAGE_SIZE - 1] + "\n"
+    path = os.path.join(root, PAGE)
+    with open(path, "w") as f:
+        f.write(body)
+    os.chmod(path, 0o644)
+    return root
+
+
+TOOLS = (("wrk", "wrk (keep-alive)"), ("ab", "ab (a connection per request)"),
+         ("load", "canal load generator, fixed rate (keep-alive; latency from each "
+                  "request's intended start)"))
+
+
+def plot_scatter(path: str, series: Dict[str, List[Tuple[float, float, int]]]) -> bool:
+    """The seed's Figures 2-3: each request's response time at its
+    completion, with the requests in flight over time, one panel per server."""
+    if not report.have_matplotlib() or not series:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(series), 1, figsize=(9, 3 * len(series)), squeeze=False)
+    for ax, (name, rows) in zip(axes[:, 0], series.items()):
+        ok = [(t, ms) for t, ms, e in rows if e == 0]
+        bad = [(t, ms) for t, ms, e in rows if e != 0]
+        ax.scatter([t for t, _ in ok], [ms for _, ms in ok], s=1, label="completed")
+        if bad:
+            ax.scatter([t for t, _ in bad], [ms for _, ms in bad], s=4, c="red", label="errors")
+        ax.set_ylabel("response time (ms)")
+        ax.set_title(name)
+        ax2 = ax.twinx()
+        inf = inflight_series(rows)
+        ax2.plot([t for t, _ in inf], [n for _, n in inf], c="gray", lw=0.5, label="in flight")
+        ax2.set_ylabel("in flight")
+        ax.legend(loc="upper left", fontsize=7)
+    axes[-1, 0].set_xlabel("time since start (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def run(build_dir: str, mode: str) -> str:
+    cfg = QUICK if mode == "quick" else FULL
+    missing_tools = [t for t in ("wrk", "ab") if not shutil.which(t)]
+    if missing_tools:
+        msg = (f"SKIPPED: {', '.join(missing_tools)} not installed "
+               "(apt-get install wrk apache2-utils; scripts/bootstrap.sh does it)")
+        print(msg)
+        return msg + "\n"
+    have_load = os.access(os.path.join(build_dir, "bench", "web", "load"), os.X_OK)
+    tools = [t for t, _ in TOOLS if t != "load" or have_load]
+    ncpu = os.cpu_count() or 1
+    cpus: Tuple[Optional[int], Optional[int]] = (0, 1) if ncpu >= 2 else (None, None)
+    srvs = servers(build_dir, 1)
+    present = [s for s in srvs if s.argv_fn]
+    absent = [s for s in srvs if not s.argv_fn]
+    out = report.results_dir()
+    root = make_root()
+    t0 = time.monotonic()
+    runs: List[Run] = []
+    cells = sum(len(cfg[t]) for t in tools) * len(present) * cfg["reps"]
+    place = ("server on CPU 0 (--cores 1, nginx 1 worker, GOMAXPROCS=1), client on CPU 1"
+             if cpus[0] is not None else "not pinned (one CPU)")
+    report.progress(f"{cells} runs; {place}")
+    scatter: Dict[str, List[Tuple[float, float, int]]] = {}
+    try:
+        for rep in range(cfg["reps"]):
+            for tool in tools:
+                for conc in cfg[tool]:
+                    for srv in present:
+                        r = one_run(tool, srv, conc, rep, root, cfg, cpus, build_dir)
+                        runs.append(r)
+                        report.progress(
+                            f"{tool} c={conc} {srv.name}: "
+                            + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
+                               if r.ok else f"FAILED {r.note}"))
+        if have_load and cfg.get("scatter_servers"):
+            for srv in present:
+                if srv.name not in cfg["scatter_servers"]:
+                    continue
+                csv = os.path.join(out, f"web-requests-{srv.name}.csv")
+                r = one_run("scatter", srv, cfg["scatter_conc"], 0, root, cfg, cpus,
+                            build_dir, csv=csv)
+                runs.append(r)
+                if r.ok and os.path.exists(csv):
+                    with open(csv) as f:
+                        scatter[srv.name] = parse_load_csv(f.read())
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    elapsed = time.monotonic() - t0
+
+    names = [s.name for s in present]
+    report.write_csv(os.path.join(out, "web.csv"), CSV_HEADER, csv_rows(runs))
+    md = report.header_lines("Web servers (issue 14)")
+    md += [f"{'Quick' if mode == 'quick' else 'Full'} run, {elapsed:.0f} s: {place}. "
+           f"GET /{PAGE} ({PAGE_SIZE} bytes) from a fresh server per cell; "
+           f"wrk -t1 for {cfg['wrk_secs']} s (keep-alive); ab -n {cfg['ab_requests']} "
+           f"(a connection per request, -r); canal's load generator at "
+           f"{cfg['load_rate']} requests/s for {cfg['load_secs']} s; "
+           f"{cfg['reps']} repetition(s), medians"
+           + (" with the min-max of requests/s" if cfg["reps"] > 1 else "") + ". "
+           "Response times in ms: wrk's from its histogram, ab's from every request (-g, "
+           "whole milliseconds), load's from every request's intended start.", ""]
+    for tool, title in TOOLS:
+        if tool in tools:
+            md += [f"## {title}", "",
+                   report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])), ""]
+    if absent or not have_load:
+        md += ["## Not measured", ""] + [f"- {s.name}: SKIPPED ({s.missing})" for s in absent]
+        if not have_load:
+            md += ["- canal load generator: SKIPPED (no bench/web/load)"]
+        md += [""]
+    made = []
+    for tool in ("wrk", "ab"):
+        for metric, fname, yl in (("mean_ms", f"web-{tool}-mean.png", "mean response time (ms)"),
+                                  ("rps", f"web-{tool}-rps.png", "requests/s")):
+            if plot(os.path.join(out, fname), f"{tool}: {yl} vs concurrency", yl, runs, tool,
+                    metric, names):
+                made.append(fname)
+    if plot_scatter(os.path.join(out, "web-scatter.png"), scatter):
+        made.append("web-scatter.png")
+    md += [f"Plots: {', '.join(made)}" if made else "Plots: none (matplotlib not importable).", ""]
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(out, "web.md"), "w") as f:
+        f.write(text)
+    for tool, title in TOOLS:
+        if tool in tools:
+            print(f"\n{title}:")
+            print(report.markdown_table(TABLE_HEADER, table_rows(runs, tool, names, cfg[tool])),
+                  end="")
+    for s in absent:
+        print(f"{s.name}: SKIPPED ({s.missing})")
+    print(f"(web: {elapsed:.0f} s; {os.path.join(out, 'web.md')})", flush=True)
+    return text

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Set two results directories side by side: `make bench-compare A B`
+(before and after a change). Reads each directory's summary.json (written
+by run.py) and prints, per headline workload present in either, canal's
+median and its ratio to the peer in A and in B, and the change of canal's
+median from A to B. Also lists the files each directory has.
+
+Usage: compare.py results/<stamp-A> results/<stamp-B> [--markdown]"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from canal_bench import report, stats  # noqa: E402
+
+Key = Tuple[str, str]
+
+
+def load(d: str) -> Tuple[dict, Dict[Key, report.Headline]]:
+    path = os.path.join(d, "summary.json")
+    if not os.path.exists(path):
+        raise SystemExit(f"compare: {path} not found (a results directory of run.py "
+                         f"writes it; runs before this summary existed have none)")
+    with open(path) as f:
+        data = json.load(f)
+    rows = {}
+    for h in data.get("headlines", []):
+        fields = {k: h[k] for k in ("family", "workload", "canal", "peer_name", "peer",
+                                    "unit", "target", "higher_is_better", "note")}
+        rows[(h["family"], h["workload"])] = report.Headline(**fields)
+    return data, rows
+
+
+def _median(xs: List[float]) -> Optional[float]:
+    return stats.median(xs) if xs else None
+
+
+def change(a: Optional[float], b: Optional[float], higher_is_better: bool) -> str:
+    """"1.25x faster" / "1.10x slower" from a to b, or "—"."""
+    if not a or not b:
+        return "—"
+    r = b / a if higher_is_better else a / b
+    if abs(r - 1) < 0.005:
+        return "same"
+    return f"{r:.3g}x faster" if r > 1 else f"{1 / r:.3g}x slower"
+
+
+def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
+    (ma, ra), (mb, rb) = load(a_dir), load(b_dir)
+    keys = list(ra) + [k for k in rb if k not in ra]
+    rows = []
+    for k in keys:
+        ha, hb = ra.get(k), rb.get(k)
+        any_h = ha or hb
+        unit = any_h.unit
+        ca = _median(ha.canal) if ha else None
+        cb = _median(hb.canal) if hb else None
+        rows.append([k[0], k[1],
+                     f"{report._g(ca)} {unit}" if ca is not None else "—",
+                     f"{report._g(cb)} {unit}" if cb is not None else "—",
+                     change(ca, cb, any_h.higher_is_better),
+                     ha.comparison() if ha else "—", hb.comparison() if hb else "—",
+                     hb.verdict if hb else "—"])
+    header = ["family", "workload", "canal in A", "canal in B", "B against A",
+              "A: canal vs peer", "B: canal vs peer", "B: verdict"]
+    intro = [f"A: {a_dir} (canal {ma.get('revision', '?')}, {ma.get('machine', '?')})",
+             f"B: {b_dir} (canal {mb.get('revision', '?')}, {mb.get('machine', '?')})"]
+    if ma.get("machine") != mb.get("machine"):
+        intro.append("WARNING: the two runs are from different machines: compare ratios, "
+                     "not figures.")
+    return intro, [header] + rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    args = ap.parse_args(argv)
+    intro, table = compare(args.a, args.b)
+    print("\n".join(intro) + "\n")
+    if args.markdown:
+        print(report.markdown_table(table[0], table[1:]), end="")
+    else:
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        for j, r in enumerate(table):
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+            if j == 0:
+                print("  ".join("-" * w for w in widths))
+    for d in (args.a, args.b):
+        files = sorted(f for f in os.listdir(d) if not f.endswith(".log"))
+        print(f"\n{d}: {', '.join(files)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

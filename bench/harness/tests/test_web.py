@@ -1,0 +1,172 @@
+"""Unit tests of the web harness (canal_bench/web.py): wrk's and ab's
+output parsers, percentiles, error text, tables, nginx's configuration.
+Pure: no program is run (the outputs below are real ones, trimmed)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from canal_bench import web  # noqa: E402
+
+WRK = """\
+Running 1s test @ http://127.0.0.1:38415/page.html
+  1 threads and 10 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    96.27us   72.63us   1.09ms   77.11%
+    Req/Sec    95.32k    14.33k  109.33k    80.00%
+  94575 requests in 1.00s, 102.91MB read
+Requests/sec:  94501.95
+Transfer/sec:    102.83MB
+CANAL_WRK requests=94575 duration_us=1000773 connect=0 read=0 write=0 status=0 timeout=0 mean_us=96.3 p50_us=90 p99_us=347 p999_us=797 max_us=1089
+"""
+
+WRK_ERRORS = """\
+  Socket errors: connect 3, read 11385, write 2, timeout 7
+Requests/sec:  39105.98
+CANAL_WRK requests=39106 duration_us=2000000 connect=3 read=11385 write=2 status=5 timeout=7 mean_us=1500.0 p50_us=1000 p99_us=9000 p999_us=20000 max_us=30000
+"""
+
+AB = """\
+Server Software:        canal
+Document Path:          /page.html
+Document Length:        1023 bytes
+
+Concurrency Level:      10
+Time taken for tests:   0.087 seconds
+Complete requests:      2000
+Failed requests:        0
+Total transferred:      2320000 bytes
+Requests per second:    22967.39 [#/sec] (mean)
+Time per request:       0.435 [ms] (mean)
+Time per request:       0.044 [ms] (mean, across all concurrent requests)
+"""
+
+AB_FAILED = """\
+Complete requests:      20000
+Failed requests:        12
+   (Connect: 1, Receive: 2, Length: 4, Exceptions: 5)
+Non-2xx responses:      200
+Requests per second:    26788.11 [#/sec] (mean)
+Time per request:       37.330 [ms] (mean)
+Time per request:       0.037 [ms] (mean, across all concurrent requests)
+"""
+
+GNUPLOT = ("starttime\tseconds\tctime\tdtime\tttime\twait\n"
+           + "".join(f"Mon Nov 23 18:00:51 2026\t1795456851\t0\t{t}\t{t}\t0\n"
+                     for t in range(1, 1001)))
+
+
+def test_parse_wrk():
+    r = web.parse_wrk(WRK)
+    assert r["requests"] == 94575
+    assert r["rps"] == pytest.approx(94575 / 1.000773)
+    assert r["mean_ms"] == pytest.approx(0.0963)
+    assert (r["p50_ms"], r["p99_ms"], r["p999_ms"]) == pytest.approx((0.090, 0.347, 0.797))
+    assert r["errors"] == {"connect": 0, "read": 0, "write": 0, "timeout": 0, "non2xx": 0}
+
+
+def test_parse_wrk_errors():
+    r = web.parse_wrk(WRK_ERRORS)
+    assert r["errors"] == {"connect": 3, "read": 11385, "write": 2, "timeout": 7, "non2xx": 5}
+    assert r["rps"] == pytest.approx(39106 / 2.0)
+
+
+def test_parse_wrk_without_script_line():
+    with pytest.raises(ValueError):
+        web.parse_wrk("Requests/sec:  94501.95\n")
+
+
+def test_parse_ab():
+    r = web.parse_ab(AB)
+    assert r["rps"] == pytest.approx(22967.39)
+    assert r["mean_ms"] == pytest.approx(0.435)  # per request, not across all
+    assert r["requests"] == 2000 and r["failed"] == 0
+    assert all(v == 0 for v in r["errors"].values())
+
+
+def test_parse_ab_failures():
+    r = web.parse_ab(AB_FAILED)
+    assert r["failed"] == 12
+    assert r["errors"] == {"connect": 1, "read": 2, "length": 4, "exceptions": 5, "non2xx": 200}
+    assert r["mean_ms"] == pytest.approx(37.33)
+
+
+def test_parse_ab_unfinished():
+    with pytest.raises(ValueError):
+        web.parse_ab("apr_socket_recv: Connection reset by peer (104)\nTotal of 17 requests completed\n")
+
+
+def test_gnuplot_and_percentiles():
+    times = sorted(web.parse_ab_gnuplot(GNUPLOT))
+    assert len(times) == 1000
+    assert web.percentile(times, 50) == 500
+    assert web.percentile(times, 99) == 990
+    assert web.percentile(times, 99.9) == 999
+    assert web.percentile(times, 100) == 1000
+    assert web.percentile([], 50) is None
+
+
+def test_errors_text():
+    assert web.errors_text({"connect": 0, "read": 0}) == "0"
+    assert web.errors_text({"read": 3, "timeout": 1, "connect": 0}) == "read 3, timeout 1"
+
+
+def test_table_rows_medians_and_failures():
+    runs = [web.Run("wrk", "epoll", 10, i, True, rps=float(x), mean_ms=1.0 * i, p50_ms=1.0,
+                    p99_ms=2.0, p999_ms=3.0, errors={"read": 1})
+            for i, x in enumerate((100, 300, 200))]
+    runs.append(web.Run("wrk", "nginx", 10, 0, False, note="nginx exited"))
+    rows = web.table_rows(runs, "wrk", ["epoll", "nginx"], [10])
+    assert rows[0][:4] == ["epoll", "10", "200 (100-300)", "1.00"]
+    assert rows[0][-1] == "read 3"
+    assert rows[1][2] == "FAILED" and rows[1][-1] == "nginx exited"
+
+
+def test_nginx_conf_is_what_users_write():
+    conf = web.nginx_conf(8080, "/srv/www", "/tmp/p", 2)
+    for line in ("worker_processes 2;", "access_log off;", "sendfile on;", "tcp_nopush on;",
+                 "keepalive_timeout 65;", "listen 127.0.0.1:8080", "root /srv/www;",
+                 "daemon off;"):
+        assert line in conf
+
+
+LOAD = ("CANAL_LOAD requests=5000 ok=4990 duration_s=1.001 rps=4985.0 mean_us=795.5 p50_us=640 "
+        "p99_us=4941 p999_us=12365 max_us=13259 connect=1 read=2 timeout=3 non2xx=4 "
+        "max_inflight=50\n")
+
+
+def test_parse_load():
+    r = web.parse_load(LOAD)
+    assert r["requests"] == 5000 and r["rps"] == pytest.approx(4985.0)
+    assert (r["mean_ms"], r["p50_ms"], r["p99_ms"], r["p999_ms"]) == pytest.approx(
+        (0.7955, 0.640, 4.941, 12.365))
+    assert r["errors"] == {"connect": 1, "read": 2, "timeout": 3, "non2xx": 4}
+    with pytest.raises(ValueError):
+        web.parse_load("usage: load ...\n")
+
+
+def test_load_csv_and_inflight():
+    csv = ("intended_ns,start_ns,done_ns,status,error\n"
+           "0,0,2000000,200,0\n"
+           "1000000,1000000,3000000,200,0\n"
+           "5000000,5000000,6000000,0,2\n")
+    rows = web.parse_load_csv(csv)
+    assert rows == [(0.002, 2.0, 0), (0.003, 2.0, 0), (0.006, 1.0, 2)]
+    inf = web.inflight_series(rows)
+    assert max(n for _, n in inf) == 2
+    assert inf[-1][1] == 0
+
+
+def test_wrk_without_any_response_has_no_latency():
+    text = ("CANAL_WRK requests=0 duration_us=5000000 connect=0 read=0 write=0 status=0 "
+            "timeout=0 mean_us=0.0 p50_us=0 p99_us=0 p999_us=0 max_us=0\n")
+    r = web.parse_wrk(text)
+    assert r["rps"] == 0
+    run = web.Run("wrk", "threads", 1000, 0, True, rps=r["rps"], mean_ms=r["mean_ms"],
+                  p50_ms=r["p50_ms"], p99_ms=r["p99_ms"], p999_ms=r["p999_ms"])
+    row = web.table_rows([run], "wrk", ["threads"], [1000])[0]
+    assert row[2] == "0" and row[3:7] == ["-", "-", "-", "-"]

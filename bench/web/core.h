@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h - what every web server program shares besides HTTP (issue 14).
+ *
+ * Each program build/bench/web/<style> is core.c + http.c + one file
+ * <style>.c that defines `const struct web_style web_style`. core.c owns
+ * the fixed command line
+ *     <style> --port P --root DIR --cores N
+ *             [--bind ADDR] [--header-timeout MS] [--idle-timeout MS]
+ * (environment: CANAL_WEB_HEADER_TIMEOUT_MS, CANAL_WEB_IDLE_TIMEOUT_MS),
+ * raising RLIMIT_NOFILE's soft limit to the hard one, the listening socket,
+ * SIGTERM (sets web_stop; every style looks at it at least every
+ * WEB_TICK_MS and returns, and the program exits 0) and the line
+ *     web <style>: listening on ADDR:PORT
+ * on stdout once the server accepts (--port 0 picks a free port; tests
+ * read it from that line).
+ *
+ * Styles (see CMakeLists.txt): threads, pool, select, poll, epoll, uring.
+ * The "tasks" style (one task per connection on canal's runtime) belongs
+ * to the runtime's issue and will be one more file here, tasks.c, using
+ * the same http.h connection state machine.
+ */
+#ifndef CANAL_BENCH_WEB_CORE_H
+#define CANAL_BENCH_WEB_CORE_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include "http.h"
+
+#define WEB_TICK_MS 200
+/* Accept pauses this long after EMFILE/ENFILE/ENOBUFS/ENOMEM. */
+#define WEB_ACCEPT_BACKOFF_MS 50
+/* web_serve_conn: a connection that sent nothing yet counts as idle only
+ * after this long (its request is usually on its way). */
+#define WEB_FRESH_GRACE_MS 100
+
+struct web_ctx {
+	struct web_server srv;
+	int listen_fd;		 /* non-blocking, SO_REUSEPORT */
+	struct sockaddr_in addr; /* bound address, port filled in */
+	int cores;		 /* --cores N */
+	const char *style;
+};
+
+struct web_style {
+	const char *name;
+	/* Serve until web_stop; return 0 (or -errno on a fatal setup error). */
+	int (*run)(struct web_ctx *ctx);
+};
+
+extern const struct web_style web_style;
+/* Set by SIGTERM/SIGINT; read by every thread (a lock-free atomic: async-signal-safe
+ * and race-free; plain reads and writes are sequentially consistent). */
+extern atomic_int web_stop;
+
+/* Another non-blocking listener on ctx's address (SO_REUSEPORT), for a
+ * style with one listener per loop. Returns the fd or -errno. */
+int web_listen_again(const struct web_ctx *ctx);
+
+/* accept4 (non-blocking, close-on-exec, TCP_NODELAY). Returns the fd, or
+ * -EAGAIN, or -EMFILE for every resource shortage (EMFILE, ENFILE,
+ * ENOBUFS, ENOMEM: the caller backs off WEB_ACCEPT_BACKOFF_MS), or another
+ * negative errno to ignore (ECONNABORTED, EPERM...). */
+int web_accept(int listen_fd);
+
+/* Prepare an accepted fd (from io_uring): non-blocking, TCP_NODELAY. */
+void web_sock_setup(int fd);
+
+/* Close a connection's socket: for a connection closed by the server
+ * with unread input, shut down writing and drain what is there first, so
+ * the peer reads the last response instead of a reset. */
+void web_close(struct web_conn *c);
+
+/* Wait for events on one fd until deadline_ns (web_now_ns clock), in
+ * slices of WEB_TICK_MS. Returns 1 ready, 0 deadline passed, -1 stop. */
+int web_wait_fd(int fd, short events, uint64_t deadline_ns);
+
+/* Sleep ms milliseconds (accept back-off). */
+void web_sleep_ms(int ms);
+
+/*
+ * web_serve_conn - serve one connection with blocking waits (the threads
+ * and pool styles) until it closes (returns 0, socket closed). If watch_fd
+ * >= 0, while the connection is idle between requests and watch_fd becomes
+ * readable, returns 1 with the connection still open (the pool style then
+ * trades an idle keep-alive connection for a waiting client). Idle: no
+ * input buffered, no output pending, and either a response completed or
+ * nothing came for WEB_FRESH_GRACE_MS since the connection was accepted;
+ * and may_trade (if given, asked every WEB_TICK_MS) says yes.
+ */
+int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
+		   bool (*may_trade)(void));
+
+/*
+ * web_run_loops - run loop on ctx->cores threads: the first on
+ * ctx->listen_fd, the others each on its own SO_REUSEPORT listener (the
+ * kernel spreads connections). Announces the server once every loop called
+ * web_loop_ready(0). Returns when every loop returned: 0 or the first
+ * error.
+ */
+int web_run_loops(struct web_ctx *ctx, int (*loop)(struct web_ctx *ctx, int listen_fd));
+
+/* Print the "listening" line (once the server accepts). The threads and
+ * pool styles call it; web_run_loops calls it when every loop is ready. */
+void web_announce(const struct web_ctx *ctx);
+
+/* A loop run by web_run_loops reports its setup: 0, or the negative errno
+ * it then returns (the server exits 1 at once). Called once per loop. */
+void web_loop_ready(int err);
+
+/* Threads of the styles that make them: small stacks. */
+int web_thread_attr(void *attr /* pthread_attr_t * */);
+
+#endif

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * load.c - canal's HTTP load generator (issue 14): build/bench/web/load
+ *
+ *   load --port P [--host A] [--path /page.html] [--connections C]
+ *        (--duration S | --requests N) [--rate R] [--close]
+ *        [--timeout-ms T] [--csv FILE]
+ *
+ * One thread, one epoll loop, C connections (HTTP/1.1 keep-alive, or a
+ * connection per request with --close, as ab does). Every request's
+ * intended start, actual send and completion are recorded (preallocated
+ * array), so:
+ *   - closed loop (no --rate): each connection sends its next request when
+ *     the previous one completes; intended start == send time;
+ *   - fixed rate (--rate R requests/s in total): request k is due at
+ *     t0 + k/R whether or not a connection is free, and its latency counts
+ *     from that intended start, so a stalled server is not hidden by the
+ *     client waiting for it (no coordinated omission).
+ * Prints one summary line
+ *   CANAL_LOAD requests=.. ok=.. duration_s=.. rps=.. mean_us=.. p50_us=..
+ *              p99_us=.. p999_us=.. max_us=.. connect=.. read=.. timeout=..
+ *              non2xx=.. max_inflight=..
+ * and with --csv every request: intended_ns,start_ns,done_ns,status,error
+ * (ns from the run's start; error: 0 none, 1 connect, 2 read, 3 timeout).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum err { E_NONE, E_CONNECT, E_READ, E_TIMEOUT };
+
+struct rec {
+	uint64_t intended, start, done;
+	int16_t status;
+	uint8_t err;
+};
+
+enum cstate { C_IDLE, C_CONNECTING, C_BUSY, C_DEAD };
+
+struct conn {
+	int fd;
+	enum cstate st;
+	long req;	 /* index into recs, -1: none */
+	size_t sent;	 /* bytes of the request sent */
+	size_t have;	 /* bytes buffered */
+	long body_left;	 /* -1: head not complete */
+	bool server_close;
+	char buf[16384];
+};
+
+static struct sockaddr_in g_addr;
+static char g_req[512];
+static size_t g_req_len;
+static bool g_close;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int open_conn(int ep, struct conn *c)
+{
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	int r = connect(c->fd, (struct sockaddr *)&g_addr, sizeof g_addr);
+	if (r < 0 && errno != EINPROGRESS) {
+		int e = -errno;
+		close(c->fd);
+		c->fd = -1;
+		return e;
+	}
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP,
+				 .data.ptr = c};
+	epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+	c->st = C_CONNECTING;
+	c->have = 0;
+	c->server_close = false;
+	return 0;
+}
+
+static void close_conn(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->st = C_DEAD;
+}
+
+/* Parse the response head in c->buf: status, Content-Length, Connection.
+ * Returns the head length, 0 when incomplete, -1 when malformed. */
+static long parse_head(struct conn *c, int *status)
+{
+	char *end = memmem(c->buf, c->have, "\r\n\r\n", 4);
+	if (!end)
+		return c->have == sizeof c->buf ? -1 : 0;
+	size_t hl = (size_t)(end - c->buf) + 4;
+	if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1)
+		return -1;
+	long len = -1;
+	for (char *l = memmem(c->buf, hl, "\r\n", 2); l && l < end; l = memmem(l + 2, (size_t)(end - l), "\r\n", 2)) {
+		if (strncasecmp(l + 2, "Content-Length:", 15) == 0)
+			len = atol(l + 17);
+		else if (strncasecmp(l + 2, "Connection: close", 17) == 0)
+			c->server_close = true;
+	}
+	if (len < 0)
+		return -1;
+	c->body_left = len;
+	return (long)hl;
+}
+
+int main(int argc, char **argv)
+{
+	const char *host = "127.0.0.1", *path = "/", *csv = NULL;
+	long port = -1, conns = 10, requests = 0, timeout_ms = 10000;
+	double duration = 0, rate = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--close") == 0) {
+			g_close = true;
+			continue;
+		}
+		if (!v)
+			goto usage;
+		i++;
+		if (strcmp(a, "--port") == 0) port = atol(v);
+		else if (strcmp(a, "--host") == 0) host = v;
+		else if (strcmp(a, "--path") == 0) path = v;
+		else if (strcmp(a, "--connections") == 0) conns = atol(v);
+		else if (strcmp(a, "--requests") == 0) requests = atol(v);
+		else if (strcmp(a, "--duration") == 0) duration = atof(v);
+		else if (strcmp(a, "--rate") == 0) rate = atof(v);
+		else if (strcmp(a, "--timeout-ms") == 0) timeout_ms = atol(v);
+		else if (strcmp(a, "--csv") == 0) csv = v;
+		else goto usage;
+	}
+	if (port <= 0 || port > 65535 || conns < 1 || (requests <= 0 && duration <= 0) ||
+	    rate < 0 || timeout_ms < 1 || path[0] != '/' || strlen(path) > 256)
+		goto usage;
+	g_addr.sin_family = AF_INET;
+	g_addr.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &g_addr.sin_addr) != 1)
+		goto usage;
+	g_req_len = (size_t)snprintf(g_req, sizeof g_req, "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n",
+				     path, host, g_close ? "Connection: close\r\n" : "");
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+
+	/* Capacity of the record array. */
+	long cap = requests > 0 ? requests
+		   : rate > 0 ? (long)(rate * duration) + 1 : 20000000;
+	if (cap > 50000000)
+		cap = 50000000;
+	struct rec *recs = calloc((size_t)cap, sizeof *recs);
+	struct conn *cs = calloc((size_t)conns, sizeof *cs);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!recs || !cs || ep < 0) {
+		fprintf(stderr, "load: out of memory\n");
+		return 1;
+	}
+	uint64_t t0 = now_ns();
+	uint64_t end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : UINT64_MAX;
+	uint64_t tmo = (uint64_t)timeout_ms * 1000000u;
+	long issued = 0, completed = 0, inflight = 0, max_inflight = 0;
+	long next_due = 0; /* fixed rate: next request index to become due */
+	long queue_head = 0; /* fixed rate: due requests not yet sent: [queue_head, next_due) */
+
+	for (long i = 0; i < conns; i++) {
+		cs[i].fd = -1;
+		cs[i].req = -1;
+		cs[i].st = C_DEAD;
+	}
+
+	struct epoll_event evs[512];
+	for (;;) {
+		uint64_t now = now_ns();
+		bool stop_issuing = now >= end || (requests > 0 && issued >= requests) || issued >= cap;
+		/* Fixed rate: requests become due on the schedule. */
+		if (rate > 0 && !stop_issuing) {
+			long due = (long)((double)(now - t0) * rate / 1e9) + 1;
+			if (requests > 0 && due > requests)
+				due = requests;
+			if (due > cap)
+				due = cap;
+			for (; next_due < due; next_due++)
+				recs[next_due].intended = t0 + (uint64_t)((double)next_due * 1e9 / rate);
+		}
+		/* Give work to free connections. */
+		for (long i = 0; i < conns; i++) {
+			struct conn *c = &cs[i];
+			if (c->req >= 0 || (c->st != C_IDLE && c->st != C_DEAD))
+				continue;
+			long k;
+			if (rate > 0) {
+				if (queue_head >= next_due)
+					break;
+				k = queue_head++;
+			} else {
+				if (stop_issuing || (requests > 0 && issued >= requests) || issued >= cap)
+					break;
+				k = issued;
+				recs[k].intended = now;
+			}
+			issued = k + 1 > issued ? k + 1 : issued;
+			c->req = k;
+			c->sent = 0;
+			c->body_left = -1;
+			recs[k].start = now;
+			inflight++;
+			if (inflight > max_inflight)
+				max_inflight = inflight;
+			if (c->st == C_DEAD && open_conn(ep, c) < 0) {
+				recs[k].err = E_CONNECT;
+				recs[k].done = now;
+				c->req = -1;
+				inflight--;
+				completed++;
+				continue;
+			}
+			if (c->st == C_IDLE) {
+				c->st = C_BUSY;
+				ssize_t n = send(c->fd, g_req, g_req_len, MSG_NOSIGNAL);
+				if (n > 0)
+					c->sent = (size_t)n;
+			}
+		}
+		if (rate > 0)
+			stop_issuing = stop_issuing || (now >= end && queue_head >= next_due);
+		if (stop_issuing && inflight == 0 && (rate == 0 || queue_head >= next_due))
+			break;
+		int n = epoll_wait(ep, evs, 512, 1);
+		now = now_ns();
+		for (int e = 0; e < n; e++) {
+			struct conn *c = evs[e].data.ptr;
+			if (c->req < 0) { /* idle keep-alive closed by the server */
+				if (evs[e].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+					close_conn(c);
+				continue;
+			}
+			struct rec *r = &recs[c->req];
+			enum err fail = E_NONE;
+			if (c->st == C_CONNECTING) {
+				int so = 0;
+				socklen_t sl = sizeof so;
+				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so, &sl);
+				if (so) {
+					fail = E_CONNECT;
+					goto finish;
+				}
+				if (!(evs[e].events & EPOLLOUT))
+					continue;
+				c->st = C_BUSY;
+			}
+			while (c->sent < g_req_len) {
+				ssize_t s = send(c->fd, g_req + c->sent, g_req_len - c->sent, MSG_NOSIGNAL);
+				if (s < 0) {
+					if (errno == EAGAIN)
+						break;
+					fail = c->sent ? E_READ : E_CONNECT;
+					goto finish;
+				}
+				c->sent += (size_t)s;
+			}
+			for (;;) {
+				ssize_t got = recv(c->fd, c->buf + c->have, sizeof c->buf - c->have, 0);
+				if (got < 0 && errno == EAGAIN)
+					break;
+				if (got <= 0) {
+					fail = got < 0 && errno == ECONNREFUSED ? E_CONNECT : E_READ;
+					goto finish;
+				}
+				c->have += (size_t)got;
+				if (c->body_left < 0) {
+					int status = 0;
+					long hl = parse_head(c, &status);
+					if (hl < 0) {
+						fail = E_READ;
+						goto finish;
+					}
+					if (hl == 0)
+						continue;
+					r->status = (int16_t)status;
+					memmove(c->buf, c->buf + hl, c->have - (size_t)hl);
+					c->have -= (size_t)hl;
+				}
+				size_t take = c->have < (size_t)c->body_left ? c->have : (size_t)c->body_left;
+				c->body_left -= (long)take;
+				memmove(c->buf, c->buf + take, c->have - take);
+				c->have -= take;
+				if (c->body_left == 0)
+					goto finish;
+			}
+			continue;
+		finish:
+			r->done = now;
+			r->err = (uint8_t)fail;
+			c->req = -1;
+			inflight--;
+			completed++;
+			if (fail || g_close || c->server_close || c->have)
+				close_conn(c);
+			else
+				c->st = C_IDLE;
+		}
+		/* Timeouts. */
+		for (long i = 0; i < conns; i++) {
+			struct conn *c = &cs[i];
+			if (c->req >= 0 && now - recs[c->req].start > tmo) {
+				recs[c->req].done = now;
+				recs[c->req].err = E_TIMEOUT;
+				c->req = -1;
+				inflight--;
+				completed++;
+				close_conn(c);
+			}
+		}
+	}
+	uint64_t t1 = now_ns();
+
+	long ok = 0, nerr[4] = {0}, non2xx = 0;
+	uint64_t *lat = malloc(sizeof *lat * (size_t)(issued ? issued : 1));
+	double sum = 0;
+	for (long k = 0; k < issued; k++) {
+		struct rec *r = &recs[k];
+		if (r->err) {
+			nerr[r->err]++;
+			continue;
+		}
+		if (r->status < 200 || r->status > 299) {
+			non2xx++;
+			continue;
+		}
+		lat[ok++] = r->done - r->intended;
+		sum += (double)(r->done - r->intended);
+	}
+	qsort(lat, (size_t)ok, sizeof *lat, cmp_u64);
+#define PCT(p) (ok ? lat[(size_t)((double)(ok - 1) * (p) / 100.0 + 0.5)] / 1000 : 0)
+	double secs = (double)(t1 - t0) / 1e9;
+	printf("CANAL_LOAD requests=%ld ok=%ld duration_s=%.3f rps=%.1f mean_us=%.1f p50_us=%llu "
+	       "p99_us=%llu p999_us=%llu max_us=%llu connect=%ld read=%ld timeout=%ld non2xx=%ld "
+	       "max_inflight=%ld\n",
+	       issued, ok, secs, (double)ok / secs, ok ? sum / (double)ok / 1000 : 0.0,
+	       (unsigned long long)PCT(50), (unsigned long long)PCT(99),
+	       (unsigned long long)PCT(99.9), (unsigned long long)(ok ? lat[ok - 1] / 1000 : 0),
+	       nerr[E_CONNECT], nerr[E_READ], nerr[E_TIMEOUT], non2xx, max_inflight);
+	if (csv) {
+		FILE *f = fopen(csv, "w");
+		if (!f) {
+			perror(csv);
+			return 1;
+		}
+		fprintf(f, "intended_ns,start_ns,done_ns,status,error\n");
+		for (long k = 0; k < issued; k++)
+			fprintf(f, "%llu,%llu,%llu,%d,%d\n",
+				(unsigned long long)(recs[k].intended - t0),
+				(unsigned long long)(recs[k].start - t0),
+				(unsigned long long)(recs[k].done - t0), recs[k].status, recs[k].err);
+		fclose(f);
+	}
+	for (long i = 0; i < conns; i++)
+		if (cs[i].fd >= 0)
+			close(cs[i].fd);
+	free(lat);
+	free(recs);
+	free(cs);
+	close(ep);
+	return 0;
+usage:
+	fprintf(stderr,
+		"usage: %s --port P [--host A] [--path /p] [--connections C]\n"
+		"       (--duration S | --requests N) [--rate R] [--close] [--timeout-ms T] [--csv F]\n",
+		argv[0]);
+	return 2;
+}

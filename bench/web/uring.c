@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring.c - io_uring completion loops (issue 14), one per --cores, each
+ * with its own ring and SO_REUSEPORT listener. Nothing is shared between
+ * loops; each ring has one submitter (IORING_SETUP_SINGLE_ISSUER and
+ * DEFER_TASKRUN when the kernel has them).
+ *
+ *   accept: one multishot accept on the listener, registered as fixed
+ *           file 0, so accepts are always posted ahead; re-armed when its
+ *           CQE lacks IORING_CQE_F_MORE (after WEB_ACCEPT_BACKOFF_MS when
+ *           it ended on EMFILE/ENFILE).
+ *   recv:   one multishot recv per connection from a provided buffer ring
+ *           (group 0); each buffer goes back to the ring as soon as its
+ *           bytes are copied into the connection (web_conn_feed).
+ *   send:   headers with send(2) and bodies with sendfile(2) on the
+ *           non-blocking socket from the loop (web_conn_run): connection
+ *           sockets stay ordinary descriptors because sendfile needs them;
+ *           when the socket is full, a POLL_ADD(POLLOUT) waits.
+ *
+ * Lifetime: a connection is in conn[fd] while it has operations in flight
+ * (recv_armed, poll_armed). Closing cancels them (ASYNC_CANCEL by
+ * user_data) and the fd is closed only when both CQEs have come back, so
+ * no CQE ever names a reused fd.
+ */
+#define _GNU_SOURCE
+#include "core.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define RING_ENTRIES 4096
+#define NBUF 1024 /* provided buffers, power of two */
+#define BUF_SIZE 4096
+#define BGID 0
+
+enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL };
+
+struct uconn {
+	struct web_conn c;
+	bool recv_armed, poll_armed, closing;
+};
+
+struct loop {
+	struct io_uring ring;
+	struct io_uring_buf_ring *br;
+	char *bufs;
+	struct uconn **conn;
+	size_t cap, maxfd;
+	const struct web_ctx *ctx;
+	bool accept_armed;
+	uint64_t paused_until;
+};
+
+static inline uint64_t ud(int fd, enum op op)
+{
+	return ((uint64_t)(uint32_t)fd << 8) | (uint64_t)op;
+}
+
+static struct io_uring_sqe *sqe_get(struct loop *l)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(&l->ring);
+	if (!s) {
+		io_uring_submit(&l->ring);
+		s = io_uring_get_sqe(&l->ring);
+	}
+	return s; /* never NULL right after a submit of a full SQ */
+}
+
+static void arm_accept(struct loop *l)
+{
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_multishot_accept(s, 0, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	s->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(s, ud(0, OP_ACCEPT));
+	l->accept_armed = true;
+}
+
+static void arm_recv(struct loop *l, struct uconn *u)
+{
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_recv_multishot(s, u->c.fd, NULL, 0, 0);
+	s->flags |= IOSQE_BUFFER_SELECT;
+	s->buf_group = BGID;
+	io_uring_sqe_set_data64(s, ud(u->c.fd, OP_RECV));
+	u->recv_armed = true;
+}
+
+static void arm_poll(struct loop *l, struct uconn *u)
+{
+	if (u->poll_armed)
+		return;
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_poll_add(s, u->c.fd, POLLOUT);
+	io_uring_sqe_set_data64(s, ud(u->c.fd, OP_POLL));
+	u->poll_armed = true;
+}
+
+static void cancel(struct loop *l, int fd, enum op op)
+{
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_cancel64(s, ud(fd, op), IORING_ASYNC_CANCEL_ALL);
+	io_uring_sqe_set_data64(s, ud(fd, OP_IGNORE));
+}
+
+/* Free the connection once nothing of it is in flight. */
+static void maybe_free(struct loop *l, struct uconn *u)
+{
+	if (!u->closing || u->recv_armed || u->poll_armed)
+		return;
+	l->conn[u->c.fd] = NULL;
+	web_close(&u->c);
+	free(u);
+}
+
+static void conn_close(struct loop *l, struct uconn *u)
+{
+	if (u->closing)
+		return;
+	u->closing = true;
+	if (u->recv_armed)
+		cancel(l, u->c.fd, OP_RECV);
+	if (u->poll_armed)
+		cancel(l, u->c.fd, OP_POLL);
+	maybe_free(l, u);
+}
+
+static void progress(struct loop *l, struct uconn *u)
+{
+	switch (web_conn_run(&l->ctx->srv, &u->c)) {
+	case WEB_WANT_READ:
+		if (!u->recv_armed && !u->c.eof)
+			arm_recv(l, u);
+		break;
+	case WEB_WANT_WRITE:
+		arm_poll(l, u);
+		break;
+	case WEB_CLOSE:
+		conn_close(l, u);
+		break;
+	}
+}
+
+static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
+{
+	if (!(cqe->flags & IORING_CQE_F_MORE)) {
+		l->accept_armed = false;
+		if (cqe->res == -EMFILE || cqe->res == -ENFILE ||
+		    cqe->res == -ENOBUFS || cqe->res == -ENOMEM)
+			l->paused_until = web_now_ns() + WEB_ACCEPT_BACKOFF_MS * 1000000ull;
+	}
+	if (cqe->res < 0)
+		return;
+	int fd = cqe->res;
+	struct uconn *u = (size_t)fd < l->cap ? malloc(sizeof *u) : NULL;
+	if (!u) {
+		close(fd);
+		return;
+	}
+	web_sock_setup(fd);
+	web_conn_init(&u->c, fd, &l->ctx->srv);
+	u->recv_armed = u->poll_armed = u->closing = false;
+	l->conn[fd] = u;
+	if ((size_t)fd > l->maxfd)
+		l->maxfd = (size_t)fd;
+	arm_recv(l, u);
+}
+
+static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
+{
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	if (!more)
+		u->recv_armed = false;
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		char *buf = l->bufs + (size_t)bid * BUF_SIZE;
+		int fed = cqe->res > 0 && !u->closing
+				  ? web_conn_feed(&u->c, buf, (size_t)cqe->res) : 0;
+		io_uring_buf_ring_add(l->br, buf, BUF_SIZE, (unsigned short)bid,
+				      io_uring_buf_ring_mask(NBUF), 0);
+		io_uring_buf_ring_advance(l->br, 1);
+		if (fed < 0) {
+			u->c.in_len = 0;
+			conn_close(l, u);
+		}
+	}
+	if (u->closing) {
+		maybe_free(l, u);
+		return;
+	}
+	if (cqe->res == 0) {
+		u->c.eof = true;
+	} else if (cqe->res < 0 && cqe->res != -ENOBUFS) {
+		conn_close(l, u);
+		return;
+	}
+	progress(l, u);
+}
+
+static void on_poll(struct loop *l, struct uconn *u)
+{
+	u->poll_armed = false;
+	if (u->closing) {
+		maybe_free(l, u);
+		return;
+	}
+	progress(l, u);
+}
+
+static int setup(struct loop *l, int lfd)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	};
+	int r = io_uring_queue_init_params(RING_ENTRIES, &l->ring, &p);
+	if (r == -EINVAL) {
+		memset(&p, 0, sizeof p);
+		r = io_uring_queue_init_params(RING_ENTRIES, &l->ring, &p);
+	}
+	if (r < 0)
+		return r;
+	size_t brsz = NBUF * sizeof(struct io_uring_buf);
+	if (posix_memalign((void **)&l->br, 4096, brsz) ||
+	    posix_memalign((void **)&l->bufs, 4096, (size_t)NBUF * BUF_SIZE))
+		return -ENOMEM;
+	io_uring_buf_ring_init(l->br);
+	struct io_uring_buf_reg reg = {
+		.ring_addr = (uint64_t)(uintptr_t)l->br,
+		.ring_entries = NBUF,
+		.bgid = BGID,
+	};
+	r = io_uring_register_buf_ring(&l->ring, &reg, 0);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < NBUF; i++)
+		io_uring_buf_ring_add(l->br, l->bufs + (size_t)i * BUF_SIZE, BUF_SIZE,
+				      (unsigned short)i, io_uring_buf_ring_mask(NBUF), (int)i);
+	io_uring_buf_ring_advance(l->br, NBUF);
+	r = io_uring_register_files(&l->ring, &lfd, 1);
+	if (r < 0)
+		return r;
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	l->cap = rl.rlim_cur > 1 << 20 ? 1 << 20 : rl.rlim_cur;
+	l->conn = calloc(l->cap, sizeof *l->conn);
+	return l->conn ? 0 : -ENOMEM;
+}
+
+static int loop(struct web_ctx *ctx, int lfd)
+{
+	struct loop *l = calloc(1, sizeof *l);
+	if (!l)
+		return -ENOMEM;
+	l->ctx = ctx;
+	int r = setup(l, lfd);
+	web_loop_ready(r < 0 ? r : 0);
+	if (r < 0) {
+		fprintf(stderr, "web uring: setup: %s\n", strerror(-r));
+		web_stop = 1;
+		free(l);
+		return r;
+	}
+	arm_accept(l);
+	uint64_t next_scan = 0;
+	while (!web_stop) {
+		struct __kernel_timespec ts = {.tv_nsec = WEB_TICK_MS * 1000000ll};
+		struct io_uring_cqe *cqe;
+		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+		unsigned head, seen = 0;
+		io_uring_for_each_cqe(&l->ring, head, cqe) {
+			seen++;
+			uint64_t d = cqe->user_data;
+			int fd = (int)(d >> 8);
+			struct uconn *u = (size_t)fd < l->cap ? l->conn[fd] : NULL;
+			switch ((enum op)(d & 0xff)) {
+			case OP_ACCEPT:
+				on_accept(l, cqe);
+				break;
+			case OP_RECV:
+				if (u)
+					on_recv(l, u, cqe);
+				break;
+			case OP_POLL:
+				if (u)
+					on_poll(l, u);
+				break;
+			default:
+				break;
+			}
+		}
+		io_uring_cq_advance(&l->ring, seen);
+		uint64_t now = web_now_ns();
+		if (!l->accept_armed && now >= l->paused_until)
+			arm_accept(l);
+		if (now >= next_scan) {
+			next_scan = now + WEB_TICK_MS * 1000000ull;
+			for (size_t fd = 0; fd <= l->maxfd; fd++) {
+				struct uconn *u = l->conn[fd];
+				if (u && !u->closing && now >= u->c.deadline_ns)
+					conn_close(l, u);
+			}
+		}
+	}
+	io_uring_queue_exit(&l->ring); /* ends every operation in flight */
+	for (size_t fd = 0; fd <= l->maxfd; fd++)
+		if (l->conn[fd]) {
+			web_close(&l->conn[fd]->c);
+			free(l->conn[fd]);
+		}
+	free(l->conn);
+	free(l->br);
+	free(l->bufs);
+	free(l);
+	return 0;
+}
+
+static int run(struct web_ctx *ctx)
+{
+	return web_run_loops(ctx, loop);
+}
+
+const struct web_style web_style = {"uring", run};

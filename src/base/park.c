@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * park.c - the parker of each thread, the default (thread) parker on
+ * futex(2) / futex_waitv(2), and canal__wake(). See park.h.
+ */
+#include "base/park.h"
+#include "base/clock.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+#ifndef FUTEX_32
+#define FUTEX_32 2
+#endif
+
+static struct timespec to_timespec(uint64_t ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / 1000000000u),
+		.tv_nsec = (long)(ns % 1000000000u),
+	};
+	return ts;
+}
+
+static int thread_wait(void *self, _Atomic uint32_t *word, uint32_t key,
+		       bool shared, uint64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	int op = FUTEX_WAIT_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+
+	(void)self;
+	if (deadline_ns != CANAL_NO_DEADLINE) {
+		if (canal_now_ns() >= deadline_ns)
+			return -ETIMEDOUT;
+		ts = to_timespec(deadline_ns);
+		tsp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
+	long r = syscall(SYS_futex, (uint32_t *)word, op, key, tsp, NULL,
+			 FUTEX_BITSET_MATCH_ANY);
+	if (r == -1 && errno == ETIMEDOUT)
+		return -ETIMEDOUT;
+	return 0; /* woken, EAGAIN (word changed) or EINTR: caller re-checks */
+}
+
+/* futex_waitv(2): struct futex_waitv from <linux/futex.h> (6.1 headers). */
+static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
+			    const uint32_t *keys, const bool *shared,
+			    unsigned n, uint64_t deadline_ns)
+{
+	struct futex_waitv wv[CANAL__WAIT_MANY_MAX];
+	struct timespec ts, *tsp = NULL;
+	static _Atomic int no_waitv;
+
+	if (n == 0 || n > CANAL__WAIT_MANY_MAX)
+		return -EINVAL;
+	if (deadline_ns != CANAL_NO_DEADLINE) {
+		if (canal_now_ns() >= deadline_ns)
+			return -ETIMEDOUT;
+		ts = to_timespec(deadline_ns);
+		tsp = &ts;
+	}
+	if (!atomic_load_explicit(&no_waitv, memory_order_relaxed)) {
+		for (unsigned i = 0; i < n; i++) {
+			wv[i].val = keys[i];
+			wv[i].uaddr = (uint64_t)(uintptr_t)words[i];
+			wv[i].flags = FUTEX_32 |
+				      (shared[i] ? 0 : FUTEX_PRIVATE_FLAG);
+			wv[i].__reserved = 0;
+		}
+		long r = syscall(SYS_futex_waitv, wv, n, 0, tsp,
+				 CLOCK_MONOTONIC);
+		if (r >= 0)
+			return 0;
+		if (errno == ETIMEDOUT)
+			return -ETIMEDOUT;
+		if (errno != ENOSYS)
+			return 0; /* EAGAIN (a word changed), EINTR */
+		atomic_store_explicit(&no_waitv, 1, memory_order_relaxed);
+	}
+	/* Kernels before 5.16: no vectored wait. Sleep on the first word with
+	 * a short timeout and let the caller re-check all of them: still
+	 * mostly passive (at most 1000 wake-ups a second). */
+	uint64_t until = canal_now_ns() + 1000000u;
+	if (until > deadline_ns)
+		until = deadline_ns;
+	int r = thread_wait(self, words[0], keys[0], shared[0], until);
+	if (r == -ETIMEDOUT && until != deadline_ns)
+		return 0;
+	return r;
+}
+
+static void thread_yield(void *self)
+{
+	(void)self;
+	sched_yield();
+}
+
+static void thread_sleep_until(void *self, uint64_t deadline_ns)
+{
+	(void)self;
+	struct timespec ts = to_timespec(deadline_ns);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+}
+
+const struct canal__parker_ops canal__thread_parker_ops = {
+	.wait = thread_wait,
+	.wait_many = thread_wait_many,
+	.yield = thread_yield,
+	.sleep_until = thread_sleep_until,
+	.is_task = false,
+};
+
+static const struct canal__parker thread_parker = {
+	.ops = &canal__thread_parker_ops,
+	.self = NULL,
+};
+
+static _Thread_local const struct canal__parker *current_parker;
+
+const struct canal__parker *canal__parker_get(void)
+{
+	const struct canal__parker *p = current_parker;
+	return p ? p : &thread_parker;
+}
+
+void canal__parker_install(const struct canal__parker *p)
+{
+	current_parker = p;
+}
+
+static _Atomic(canal__local_waker_fn) local_waker;
+
+void canal__set_local_waker(canal__local_waker_fn fn)
+{
+	atomic_store_explicit(&local_waker, fn, memory_order_release);
+}
+
+void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
+{
+	if (!shared) {
+		canal__local_waker_fn fn = atomic_load_explicit(
+			&local_waker, memory_order_acquire);
+		if (fn) {
+			uint32_t woken = fn(word, count);
+			if (count != UINT32_MAX) {
+				if (woken >= count)
+					return;
+				count -= woken;
+			}
+		}
+	}
+	int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+	int n = count > INT_MAX ? INT_MAX : (int)count;
+
+	syscall(SYS_futex, (uint32_t *)word, op, n, NULL, NULL, 0);
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * park.h - how a caller of canal gives up the CPU: the parker.
+ *
+ * Every way the channel layer gives up the CPU goes through the parker of
+ * the calling thread: sleeping until a 32-bit word changes (one word, or any
+ * of several), yielding, and sleeping until a deadline. No channel code
+ * calls futex(2), sched_yield(2), nanosleep(2) or usleep(3) itself. A thread
+ * that never installs a parker uses the default one (futex(2),
+ * futex_waitv(2), sched_yield(2), clock_nanosleep(2)); a task runtime
+ * installs its own on each of its loop threads, so that a blocking channel
+ * operation called from a task parks the task and lets the loop run others
+ * (a loop's thread never blocks in a channel).
+ *
+ * Waking: a notifier changes the word, then calls canal__wake(). Whatever
+ * parker the notifier has, canal__wake() first asks the process's local
+ * waker (installed by the runtime, NULL otherwise) to wake tasks of this
+ * process parked on that word in user space, then wakes the rest through
+ * the kernel (FUTEX_WAKE: threads, and io_uring futex waits of tasks in any
+ * process). Words of process-shared memory (shared == true) are always
+ * woken through the kernel, since their waiters may be in other processes;
+ * a runtime parks tasks on such words with a kernel futex wait
+ * (IORING_OP_FUTEX_WAIT) or by polling, never only in its own table.
+ *
+ * Contract of wait / wait_many (the futex contract): return 0 at once if a
+ * word already differs from its key; otherwise sleep until a canal__wake()
+ * on a word, the deadline (-ETIMEDOUT), or spuriously (0). The check of the
+ * word against the key and the registration as a sleeper must be atomic
+ * with respect to canal__wake() on that word (as FUTEX_WAIT is): a waker
+ * that changed the word before our check is seen by the check, one that
+ * changes it after finds us registered. Callers always re-check their
+ * condition after a return.
+ */
+#ifndef CANAL_BASE_PARK_H
+#define CANAL_BASE_PARK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* No deadline: wait forever. Deadlines are canal_now_ns() values. */
+#define CANAL_NO_DEADLINE UINT64_MAX
+
+/* Most words one wait_many takes (CANAL_SELECT_MAX of channel.h). */
+#define CANAL__WAIT_MANY_MAX 128u
+
+struct canal__parker_ops {
+	/* Sleep until *word != key, a wake on word, or deadline_ns:
+	 * 0 or -ETIMEDOUT. shared: word is in process-shared memory. */
+	int (*wait)(void *self, _Atomic uint32_t *word, uint32_t key,
+		    bool shared, uint64_t deadline_ns);
+	/* The same on n words at once (1 <= n <= CANAL__WAIT_MANY_MAX):
+	 * returns when any differs from its key or is woken. */
+	int (*wait_many)(void *self, _Atomic uint32_t *const *words,
+			 const uint32_t *keys, const bool *shared, unsigned n,
+			 uint64_t deadline_ns);
+	/* Let others run for a moment (a thread: sched_yield; a task: the
+	 * other tasks of its loop, and the loop's completions). */
+	void (*yield)(void *self);
+	/* Sleep until deadline_ns (a caller backing off from a stalled
+	 * peer). */
+	void (*sleep_until)(void *self, uint64_t deadline_ns);
+	/* Spinning policy: a task holds its loop's thread while it spins,
+	 * so the wait layer spins only briefly for it and never runs the
+	 * yield phase as a thread does. */
+	bool is_task;
+};
+
+struct canal__parker {
+	const struct canal__parker_ops *ops;
+	void *self; /* the parker's own state, passed back to each op */
+};
+
+/* The calling thread's parker (the default one unless installed). */
+const struct canal__parker *canal__parker_get(void);
+
+/* Install p as the calling thread's parker (NULL: back to the default).
+ * p must stay valid while installed. */
+void canal__parker_install(const struct canal__parker *p);
+
+/*
+ * The process's local waker: wakes up to count tasks of this process parked
+ * on word (a process-private word) and returns how many it woke. Installed
+ * by a runtime while it runs (NULL: none). It must be callable from any
+ * thread, task or not, and must not block.
+ */
+typedef uint32_t (*canal__local_waker_fn)(_Atomic uint32_t *word,
+					  uint32_t count);
+void canal__set_local_waker(canal__local_waker_fn fn);
+
+/* Wake up to count sleepers on word (UINT32_MAX: all), after the caller
+ * changed it (with release ordering). See the top of this file. */
+void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
+
+/* The default parker's operations, for a parker that falls back to them
+ * (a detached task runs as a plain thread). */
+extern const struct canal__parker_ops canal__thread_parker_ops;
+
+#endif /* CANAL_BASE_PARK_H */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/* wait.c - the one wait of canal (wait.h), the snooze (spin.h) and the
+ * fork generation of spinner roles. */
+#include "base/wait.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+void waitq_wake(struct canal_waitq *q, uint32_t count, bool shared)
+{
+	/* Release: pairs with the acquire read of seq in waitq_prepare(), so
+	 * a waiter that reads the new key also sees the notifier's update. */
+	atomic_fetch_add_explicit(&q->seq, 1, memory_order_release);
+	canal__wake(&q->seq, count, shared);
+}
+
+/* ------------------------------------------------------------------ */
+/* Fork generation                                                     */
+/* ------------------------------------------------------------------ */
+
+static _Atomic uint32_t fork_generation = 1;
+
+static void fork_child(void)
+{
+	atomic_fetch_add_explicit(&fork_generation, 2, memory_order_relaxed);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+uint32_t canal__fork_generation(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	static _Atomic int registered;
+	if (unlikely(!atomic_load_explicit(&registered, memory_order_acquire))) {
+		pthread_once(&once, register_atfork);
+		atomic_store_explicit(&registered, 1, memory_order_release);
+	}
+	return atomic_load_explicit(&fork_generation, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------ */
+/* Policy                                                              */
+/* ------------------------------------------------------------------ */
+
+uint32_t canal__yield_limit(void)
+{
+	/* Yielding pays when a few threads share a few cores; with many more
+	 * sleepers than cores it only churns the run queues. */
+	static _Atomic uint32_t limit;
+	uint32_t l = atomic_load_explicit(&limit, memory_order_relaxed);
+	if (unlikely(l == 0)) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		l = n > 0 && n < 1024 ? 2 * (uint32_t)n : 8;
+		atomic_store_explicit(&limit, l, memory_order_relaxed);
+	}
+	return l;
+}
+
+/* Until when this thread skips yield phases: its CPU proved contended. */
+static _Thread_local uint64_t contended_until;
+
+/* The yield phase: yield, then call done(arg), until it returns true
+ * (true), CANAL_YIELD_NS have passed, the deadline, or the CPU proves
+ * contended (false). */
+static bool yield_phase(const struct canal__parker *p, bool (*done)(void *),
+			void *arg, uint64_t deadline_ns)
+{
+	uint64_t t0 = canal_now_ns();
+	if (t0 < contended_until)
+		return false;
+	for (uint64_t before = t0;;) {
+		p->ops->yield(p->self);
+		if (done(arg))
+			return true;
+		uint64_t now = canal_now_ns();
+		if (now - before > CANAL__YIELD_SLICE_NS) {
+			contended_until = now + CANAL__CONTENDED_NS;
+			return false;
+		}
+		if (now - t0 >= CANAL_YIELD_NS || now >= deadline_ns)
+			return false;
+		before = now;
+	}
+}
+
+/* Busy-wait budget of phase 2: 2^0 + ... + 2^(SPIN_ROUNDS-1) pauses, a few
+ * microseconds, shorter than a futex round trip. */
+#define SPIN_ROUNDS 8
+/* Phase 1: polls without any shared write. */
+#define QUIET_SPINS 64
+/* A task polls this many times before parking (it holds its loop). */
+#define TASK_SPINS 16
+
+/*
+ * Adaptive spinning. Spinning pays only while the thread we wait for runs
+ * on another CPU. When both share one (the scheduler put them together, or
+ * the machine is busy), every spin is time taken from that thread: on a
+ * 2-vCPU VM, a ping-pong whose two threads landed on one vCPU spent ~20 us
+ * a message in spins that could not succeed (the slow mode of issue 11).
+ * So each thread counts its spin phases that ended without the condition:
+ * after SPIN_MISS_LIMIT in a row it skips them (straight to the yield
+ * phase, whose first yield runs the other thread if it shares our CPU),
+ * trying a spin again every SPIN_PROBE_EVERY waits in case things moved.
+ */
+#define SPIN_MISS_LIMIT 4u
+#define SPIN_PROBE_EVERY 16u
+
+static _Thread_local unsigned spin_misses, spin_skips;
+
+bool canal__spin_pays(void)
+{
+	if (spin_misses < SPIN_MISS_LIMIT)
+		return true;
+	return ++spin_skips % SPIN_PROBE_EVERY == 0;
+}
+
+void canal__spin_outcome(bool success)
+{
+	if (success)
+		spin_misses = 0;
+	else if (spin_misses < SPIN_MISS_LIMIT)
+		spin_misses++;
+}
+
+static uint64_t sleep_limit(bool shared, uint64_t deadline)
+{
+	if (likely(!shared))
+		return deadline;
+	uint64_t limit = canal_now_ns() + CANAL__SHARED_RECHECK_NS;
+	return limit < deadline ? limit : deadline;
+}
+
+int canal__wait(struct canal_waitq *q, bool shared,
+		const struct canal__wait_cond *c, uint64_t deadline)
+{
+	const struct canal__parker *p = canal__parker_get();
+	uint32_t waiters = atomic_load_explicit(&q->waiters,
+						memory_order_relaxed);
+	bool spinner = false;
+
+	if (p->ops->is_task) {
+		for (unsigned i = 0; i < TASK_SPINS; i++) {
+			canal__cpu_relax();
+			if (c->probe(c->arg))
+				return 0;
+		}
+		goto park;
+	}
+	bool spin = canal__spin_pays();
+	if (!waiters && spin) {
+		for (unsigned i = 1; i <= QUIET_SPINS; i++) {
+			canal__cpu_relax();
+			if (c->probe(c->arg)) {
+				canal__spin_outcome(true);
+				return 0;
+			}
+		}
+	}
+	spinner = waitq_spin_begin(q, shared);
+	if (spinner && !waiters && spin) {
+		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+			for (unsigned i = 0; i < (1u << r); i++)
+				canal__cpu_relax();
+			if (c->probe(c->arg)) {
+				waitq_spin_end(q);
+				canal__spin_outcome(true);
+				return 0;
+			}
+		}
+	}
+	if (spin && !waiters)
+		canal__spin_outcome(false);
+	if ((spinner || waiters < canal__yield_limit()) &&
+	    yield_phase(p, c->ready, c->arg, deadline)) {
+		if (spinner)
+			waitq_spin_end(q);
+		return 0;
+	}
+	if (spinner)
+		waitq_spin_end(q);
+park:;
+	uint32_t key = waitq_prepare(q);
+	if (c->ready(c->arg)) {
+		waitq_finish(q);
+		return 0;
+	}
+	int w = p->ops->wait(p->self, &q->seq, key, shared,
+			     sleep_limit(shared, deadline));
+	waitq_finish(q);
+	return w == -ETIMEDOUT && canal_now_ns() < deadline ? 0 : w;
+}
+
+/* For the yield phase of a select: has a notifier bumped one of the words? */
+struct bumped_call {
+	struct canal_waitq *const *queues;
+	const uint32_t *keys;
+	unsigned n;
+};
+
+static bool any_bumped(void *arg)
+{
+	struct bumped_call *b = arg;
+	/* Acquire: pairs with the release increment of waitq_wake, as the
+	 * futex wait's own read of the word would. */
+	for (unsigned i = 0; i < b->n; i++)
+		if (atomic_load_explicit(&b->queues[i]->seq,
+					 memory_order_acquire) != b->keys[i])
+			return true;
+	return false;
+}
+
+int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
+		     const bool *shared, unsigned n, bool crowded,
+		     uint64_t deadline)
+{
+	const struct canal__parker *p = canal__parker_get();
+	struct bumped_call bc = { queues, keys, n };
+	_Atomic uint32_t *words[CANAL__WAIT_MANY_MAX];
+
+	if (n == 0 || n > CANAL__WAIT_MANY_MAX)
+		return -EINVAL;
+	if (!crowded && !p->ops->is_task &&
+	    yield_phase(p, any_bumped, &bc, deadline))
+		return 0;
+	/* Shared queues: re-check every CANAL__SHARED_RECHECK_NS, in case a
+	 * notifier died before its wake-up. */
+	uint64_t dl = deadline, now = canal_now_ns();
+	for (unsigned k = 0; k < n; k++) {
+		words[k] = &queues[k]->seq;
+		if (shared[k] && dl > now + CANAL__SHARED_RECHECK_NS)
+			dl = now + CANAL__SHARED_RECHECK_NS;
+	}
+	int w = p->ops->wait_many(p->self, words, keys, shared, n, dl);
+	if (w == -ETIMEDOUT && dl != deadline)
+		w = 0;
+	return w;
+}
+
+/* ------------------------------------------------------------------ */
+/* Snooze (spin.h)                                                     */
+/* ------------------------------------------------------------------ */
+
+uint64_t canal__snooze(struct canal__snooze *s)
+{
+	if (s->step <= CANAL__PAUSE_EXP_MAX) {
+		for (unsigned i = 0; i < (1u << s->step); i++)
+			canal__cpu_relax();
+		s->step++;
+		return 0;
+	}
+	const struct canal__parker *p = canal__parker_get();
+	uint64_t now = canal_now_ns();
+	if (!s->since)
+		s->since = now;
+	uint64_t waited = now - s->since;
+	if (waited < CANAL__SNOOZE_SLEEP_AFTER_NS)
+		p->ops->yield(p->self);
+	else
+		p->ops->sleep_until(p->self, now + CANAL__SNOOZE_SLEEP_NS);
+	return waited ? waited : 1;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batch.c - sending and receiving many elements with one claim of the
+ * index per group ("par lots"). Invariants and orderings: internal.h.
+ */
+#include "internal.h"
+#include "wake.h"
+
+#include <errno.h>
+
+/* Batches                                                             */
+/* ------------------------------------------------------------------ */
+
+static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
+			  bool try_only)
+{
+	const char *src = elts;
+	size_t done = 0;
+	long r = 0;
+
+	if (unlikely(!ch || (!elts && n && ch->elt_size)))
+		return -EINVAL;
+	if (ch->sync) {
+		/* A rendezvous per element. */
+		for (; done < n; done++) {
+			r = canal__send(ch, src + done * ch->elt_size, NULL,
+					CANAL_NO_DEADLINE, try_only);
+			if (r)
+				break;
+		}
+		return done ? (ssize_t)done : (n ? (ssize_t)r : 0);
+	}
+	while (done < n) {
+		uint64_t pos;
+		if (chan_damaged(ch)) {
+			r = -EBADMSG;
+			break;
+		}
+		r = canal__ring_claim_send(ch, n - done, &pos,
+					   try_only ? 0 : CANAL_NO_DEADLINE);
+		if (r == -EAGAIN && !try_only) {
+			canal__ring_wait_send(ch, CANAL_NO_DEADLINE);
+			continue;
+		}
+		if (r < 0)
+			break;
+		chain_senders(ch, pos + (uint64_t)r);
+		long ok = r;
+		for (long i = 0; i < r; i++) {
+			uint64_t p = pos + (uint64_t)i;
+			copy_elt(slot_data(ch, slot_at(ch, p)),
+				 src + (done + (size_t)i) * ch->elt_size,
+				 ch->elt_size);
+			/* After a slot lost to a repair (shared channels),
+			 * withdraw the rest: a batch is sent as a prefix. */
+			if (!canal__ring_publish(ch, p,
+						 ok < r ? STAMP_SKIP : STAMP_FULL) &&
+			    ok == r)
+				ok = i;
+		}
+		wake_receivers(ch, pos, (uint32_t)r);
+		done += (size_t)ok;
+		if (ok < r) {
+			r = -EOWNERDEAD;
+			break;
+		}
+	}
+	return done ? (ssize_t)done : (n ? (ssize_t)r : 0);
+}
+
+static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
+			  bool try_only)
+{
+	char *dst = elts;
+
+	if (unlikely(!ch || (!elts && max && ch->elt_size)))
+		return -EINVAL;
+	if (max == 0)
+		return 0;
+	if (ch->sync) {
+		int r = canal__recv(ch, dst, NULL, CANAL_NO_DEADLINE, try_only);
+		return r ? r : 1;
+	}
+	for (;;) {
+		uint64_t pos;
+		if (chan_damaged(ch))
+			return -EBADMSG;
+		long r = canal__ring_claim_recv(ch, max, &pos, try_only,
+						try_only ? 0 : CANAL_NO_DEADLINE);
+		if (r == -EAGAIN && !try_only) {
+			canal__ring_wait_recv(ch, CANAL_NO_DEADLINE);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		chain_receivers(ch, pos + (uint64_t)r);
+		size_t got = 0;
+		for (long i = 0; i < r; i++) {
+			uint64_t p = pos + (uint64_t)i;
+			struct canal_slot_hdr *s = slot_at(ch, p);
+			uint64_t st = atomic_load_explicit(&s->stamp,
+							   memory_order_acquire);
+			if (stamp_state(st) == STAMP_FULL) {
+				copy_elt(dst + got * ch->elt_size,
+					 slot_data(ch, s), ch->elt_size);
+				got++;
+			}
+			/* A slot repaired meanwhile (repair.c): what we
+			 * copied may be torn, drop it. Later ones are fine:
+			 * each slot is released on its own. */
+			if (!canal__ring_release(ch, p) &&
+			    stamp_state(st) == STAMP_FULL)
+				got--;
+		}
+		wake_senders(ch, pos, (uint32_t)r);
+		if (got)
+			return (ssize_t)got;
+	}
+}
+
+/* A shared channel whose mapping was lost meanwhile (sigbus.c). */
+static ssize_t damaged_or(const struct canal_chan *ch, ssize_t r)
+{
+	return ch && chan_damaged(ch) ? -EBADMSG : r;
+}
+
+CANAL_EXPORT ssize_t canal_send_batch(struct canal_chan *ch, const void *elts,
+				size_t n)
+{
+	return damaged_or(ch, send_batch(ch, elts, n, false));
+}
+
+CANAL_EXPORT ssize_t canal_recv_batch(struct canal_chan *ch, void *elts, size_t max)
+{
+	return damaged_or(ch, recv_batch(ch, elts, max, false));
+}
+
+CANAL_EXPORT ssize_t canal_try_send_batch(struct canal_chan *ch, const void *elts,
+				    size_t n)
+{
+	return damaged_or(ch, send_batch(ch, elts, n, true));
+}
+
+CANAL_EXPORT ssize_t canal_try_recv_batch(struct canal_chan *ch, void *elts,
+				    size_t max)
+{
+	return damaged_or(ch, recv_batch(ch, elts, max, true));
+}
+

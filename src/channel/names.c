@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * names.c - shared channels that unrelated processes find: named channels
+ * (POSIX shared-memory objects "/<name>") and the hand-over of a channel's
+ * memory file over a Unix socket (SCM_RIGHTS).
+ */
+#define _GNU_SOURCE 1
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NAME_MAX_LEN 200
+
+static int shm_path(const char *name, char *path, size_t size)
+{
+	if (!name)
+		return -EINVAL;
+	size_t n = strnlen(name, NAME_MAX_LEN + 1);
+	if (n == 0 || n > NAME_MAX_LEN || strchr(name, '/') ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	snprintf(path, size, "/%s", name);
+	return 0;
+}
+
+/* Where Linux keeps POSIX shared-memory objects (glibc's shm_open). */
+#define SHM_DIR "/dev/shm"
+
+/* A memory file of the channel's size with a fresh header, not yet named:
+ * an O_TMPFILE in SHM_DIR, so that a creator that dies before the end
+ * leaves nothing behind. Its mode is exactly mode (not reduced by the
+ * umask). Returns the fd or -errno; -EOPNOTSUPP where O_TMPFILE is not
+ * supported there. */
+static int make_unnamed(size_t elt_size, size_t capacity, unsigned mode,
+			const struct chan_geometry *g)
+{
+	int fd = open(SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EISDIR || errno == EINVAL || errno == ENOENT
+			       ? -EOPNOTSUPP
+			       : -errno;
+	int err = 0;
+	if (fchmod(fd, (mode_t)mode) < 0)
+		err = -errno;
+	else if (ftruncate(fd, (off_t)g->map_size) < 0)
+		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+	if (!err) {
+		struct chan_state *st = mmap(NULL, g->map_size,
+					     PROT_READ | PROT_WRITE, MAP_SHARED,
+					     fd, 0);
+		if (st == MAP_FAILED) {
+			err = -errno;
+		} else {
+			canal__chan_state_init(st, elt_size, capacity,
+					       CANAL_SHARED, g);
+			munmap(st, g->map_size);
+		}
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Without O_TMPFILE: create the object by name and fill it in place (an
+ * opener may then see it before its header: -EBADMSG, and a creator that
+ * dies there leaves a name to unlink by hand). */
+static int make_named_in_place(const char *path, size_t elt_size,
+			       size_t capacity, unsigned mode,
+			       const struct chan_geometry *g)
+{
+	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int err = 0;
+	if (fchmod(fd, (mode_t)mode) < 0)
+		err = -errno;
+	else if (ftruncate(fd, (off_t)g->map_size) < 0)
+		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+	if (!err) {
+		struct chan_state *st = mmap(NULL, g->map_size,
+					     PROT_READ | PROT_WRITE, MAP_SHARED,
+					     fd, 0);
+		if (st == MAP_FAILED) {
+			err = -errno;
+		} else {
+			canal__chan_state_init(st, elt_size, capacity,
+					       CANAL_SHARED, g);
+			munmap(st, g->map_size);
+		}
+	}
+	if (err) {
+		close(fd);
+		shm_unlink(path);
+		return err;
+	}
+	return fd;
+}
+
+CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
+					 size_t capacity, unsigned flags,
+					 unsigned mode, struct canal_chan **out)
+{
+	char path[NAME_MAX_LEN + 2];
+	struct chan_geometry g;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if ((err = shm_path(name, path, sizeof(path))))
+		return err;
+	if (flags != CANAL_SHARED || (mode & ~0777u))
+		return -EINVAL;
+	if (mode == 0)
+		mode = 0600;
+	if ((err = canal__chan_geometry(elt_size, capacity, true, &g)))
+		return err;
+	/* The name appears only once the channel is complete: linking the
+	 * unnamed file is atomic, and fails with EEXIST if the name is
+	 * taken. */
+	int fd = make_unnamed(elt_size, capacity, mode, &g);
+	if (fd >= 0) {
+		char proc[64], named[sizeof(SHM_DIR) + NAME_MAX_LEN + 2];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		snprintf(named, sizeof(named), SHM_DIR "%s", path);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, named,
+			   AT_SYMLINK_FOLLOW) < 0) {
+			err = -errno;
+			close(fd);
+			if (err != -ENOENT)
+				return err;
+			/* no /proc: fall back below */
+			fd = -EOPNOTSUPP;
+		}
+	}
+	if (fd == -EOPNOTSUPP)
+		fd = make_named_in_place(path, elt_size, capacity, mode, &g);
+	if (fd < 0)
+		return fd;
+	err = canal_chan_open_fd(fd, elt_size, capacity, CANAL_SHARED, out);
+	close(fd);
+	if (err)
+		shm_unlink(path);
+	return err;
+}
+
+CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
+			   unsigned flags, struct canal_chan **out)
+{
+	char path[NAME_MAX_LEN + 2];
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if ((err = shm_path(name, path, sizeof(path))))
+		return err;
+	if (flags != CANAL_SHARED)
+		return -EINVAL;
+	int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
+	close(fd);
+	return err;
+}
+
+CANAL_EXPORT int canal_chan_unlink(const char *name)
+{
+	char path[NAME_MAX_LEN + 2];
+	int err = shm_path(name, path, sizeof(path));
+	if (err)
+		return err;
+	return shm_unlink(path) < 0 ? -errno : 0;
+}
+
+CANAL_EXPORT int canal_chan_fd(const struct canal_chan *ch)
+{
+	if (!ch || !ch->shared || ch->fd < 0)
+		return -EINVAL;
+	return ch->fd;
+}
+
+CANAL_EXPORT int canal_chan_send_handle(int sock, const struct canal_chan *ch)
+{
+	int fd = canal_chan_fd(ch);
+	if (fd < 0)
+		return fd;
+	char byte = 'c';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	ssize_t r;
+	do
+		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : 0;
+}
+
+CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,
+				  unsigned flags, struct canal_chan **out)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	/* Room for a few descriptors, so that extra ones are received (and
+	 * closed) rather than left to MSG_CTRUNC. */
+	union {
+		char buf[CMSG_SPACE(16 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	ssize_t r;
+	do
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -ECONNRESET;
+	/* Every descriptor that came is ours to close, whatever else is
+	 * wrong with the message: exactly one is a channel. */
+	int fd = -1, nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c;
+	     c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int got;
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (nfds++ == 0)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
+		if (fd >= 0)
+			close(fd);
+		return -EBADMSG;
+	}
+	int err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
+	close(fd);
+	return err;
+}

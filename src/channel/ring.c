@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.c - the ring's primitives: claiming positions (send and receive),
+ * publishing and releasing slots, and the wait conditions on the indices.
+ * The layout, invariants and memory-ordering pairs are in internal.h.
+ *
+ * Waiting for a slot. A claimer finds the slot at its position in one of
+ * three states: ready (free for a sender, published for a receiver); held
+ * behind by the other side (a receiver copying out, a sender copying in,
+ * or a slot lent by reserve/borrow); or damaged (a stamp ahead of the
+ * index, indices that contradict each other: a hostile or buggy peer),
+ * which gives -EBADMSG. A held slot is snoozed on (spin.h), for as
+ * long as the caller's deadline allows: a try operation (deadline 0) gives
+ * up after the pause phase with -EAGAIN, a timed one at its deadline with
+ * -ETIMEDOUT. On a shared channel, a slot held for REPAIR_CHECK_NS (counted
+ * per slot, from the first snooze on that slot) is shown to the crash
+ * repair (repair.c).
+ */
+#include "internal.h"
+
+#include <errno.h>
+
+/* Time spent on one held slot before a shared channel suspects that its
+ * holder died (repair.c decides). */
+#define REPAIR_CHECK_NS 1000000u
+
+/* Waiting on the slot at pos, held by the other side. Returns 0 to look
+ * again, -EAGAIN (try: deadline 0) or -ETIMEDOUT. */
+struct held_wait {
+	struct canal__snooze snooze;
+	uint64_t pos; /* the held position (UINT64_MAX: none yet) */
+};
+
+static int wait_held(struct canal_chan *ch, struct held_wait *w, uint64_t pos,
+		     uint64_t deadline)
+{
+	if (w->pos != pos) {
+		/* A new slot: its grace period starts now. */
+		w->pos = pos;
+		w->snooze = (struct canal__snooze)CANAL__SNOOZE_INIT;
+	}
+	if (deadline == 0 && !canal__snooze_spinning(&w->snooze))
+		return -EAGAIN;
+	uint64_t held = canal__snooze(&w->snooze);
+	if (held && deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
+		return -ETIMEDOUT;
+	if (unlikely(ch->shared) && held >= REPAIR_CHECK_NS)
+		canal__repair_slot(ch, pos, held);
+	return 0;
+}
+
+/* The owner word right after a claim. The id is taken before the claim
+ * (canal__self_id may re-attach after fork: syscalls that must not widen
+ * the anonymous window between the CAS and this store, repair.c). */
+static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
+			     unsigned role)
+{
+	atomic_store_explicit(&slot_at(ch, pos)->owner[0],
+			      owner_word(id, pos, role), memory_order_release);
+}
+
+long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
+			    uint64_t deadline)
+{
+	struct held_wait hw = { CANAL__SNOOZE_INIT, UINT64_MAX };
+	unsigned ck = 0;
+	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
+
+	for (;;) {
+		if (unlikely(t & TAIL_CLOSED))
+			return -EPIPE;
+		uint64_t pos = tail_position(t);
+		struct canal_slot_hdr *s = slot_at(ch, pos);
+		uint64_t st = atomic_load_explicit(&s->stamp,
+						   memory_order_acquire);
+
+		if (likely(st == stamp_for(ch, pos, STAMP_FREE))) {
+			size_t k = 1;
+			while (k < n && k < ch->ring &&
+			       atomic_load_explicit(&slot_at(ch, pos + k)->stamp,
+						    memory_order_acquire) ==
+				       stamp_for(ch, pos + k, STAMP_FREE))
+				k++;
+			/* seq_cst: the "N1" of the wait protocol for
+			 * receivers, whose condition reads tail. */
+			if (atomic_compare_exchange_weak_explicit(
+				    &ch->st->tail, &t, t + tail_advance(k),
+				    memory_order_seq_cst, memory_order_relaxed)) {
+				if (unlikely(ch->shared))
+					for (size_t i = 0; i < k; i++)
+						set_owner(ch, id, pos + i,
+							  OWNER_SENDER);
+				*pos_out = pos;
+				return (long)k;
+			}
+			canal__pause_exp(&ck);
+			continue;
+		}
+		uint64_t sp = stamp_position(ch, pos, st);
+		uint64_t t2 = atomic_load_explicit(&ch->st->tail,
+						   memory_order_seq_cst);
+		if (t2 != t) {
+			t = t2; /* our tail was stale */
+			continue;
+		}
+		/* A stamp for pos or later was written after pos was claimed
+		 * (acquire on the stamp: that claim happens before our load
+		 * of tail), so with tail still at pos it is damage. Stamps
+		 * may lag any number of laps (senders queue behind a slow
+		 * receiver), so nothing is concluded from a lag. */
+		if (unlikely(sp >= pos))
+			return -EBADMSG;
+		/* The slot still holds an older position. */
+		uint64_t h = atomic_load_explicit(&ch->st->head,
+						  memory_order_seq_cst);
+		if (unlikely(h > pos)) {
+			/* head is never past tail: if tail has not moved
+			 * since, the indices contradict each other. */
+			if (atomic_load_explicit(&ch->st->tail,
+						 memory_order_seq_cst) == t)
+				return -EBADMSG;
+			t = atomic_load_explicit(&ch->st->tail,
+						 memory_order_relaxed);
+			continue;
+		}
+		if (pos - h >= ch->ring)
+			return -EAGAIN; /* full */
+		/* A receiver claimed it and is copying out, or holds it lent. */
+		int w = wait_held(ch, &hw, pos, deadline);
+		if (w)
+			return w;
+		t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
+	}
+}
+
+long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
+			    uint64_t *pos_out, bool try_only,
+			    uint64_t deadline)
+{
+	struct held_wait hw = { CANAL__SNOOZE_INIT, UINT64_MAX };
+	unsigned ck = 0;
+	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+
+	for (;;) {
+		struct canal_slot_hdr *s = slot_at(ch, h);
+		uint64_t st = atomic_load_explicit(&s->stamp,
+						   memory_order_acquire);
+
+		if (likely(stamp_is_published(ch, h, st))) {
+			size_t k = 1;
+			while (k < max && k < ch->ring &&
+			       stamp_is_published(
+				       ch, h + k,
+				       atomic_load_explicit(
+					       &slot_at(ch, h + k)->stamp,
+					       memory_order_acquire)))
+				k++;
+			/* seq_cst: the "N1" of the wait protocol for senders,
+			 * whose condition reads head. */
+			if (atomic_compare_exchange_weak_explicit(
+				    &ch->st->head, &h, h + k, memory_order_seq_cst,
+				    memory_order_relaxed)) {
+				if (unlikely(ch->shared))
+					for (size_t i = 0; i < k; i++)
+						set_owner(ch, id, h + i,
+							  OWNER_RECEIVER);
+				*pos_out = h;
+				return (long)k;
+			}
+			canal__pause_exp(&ck);
+			continue;
+		}
+		/* Position h is not published yet. A try operation on an open
+		 * channel says so without reading tail (the line every sender
+		 * writes: a poller that reads it slows them all down);
+		 * closed_hint is on a line that is never written but by
+		 * close. */
+		if (try_only && !atomic_load_explicit(&ch->st->closed_hint,
+						      memory_order_acquire))
+			return -EAGAIN;
+		uint64_t sp = stamp_position(ch, h, st);
+		uint64_t h2 = atomic_load_explicit(&ch->st->head,
+						   memory_order_seq_cst);
+		if (h2 != h) {
+			h = h2; /* our head was stale */
+			continue;
+		}
+		/* A stamp past h was released by h's receiver (acquire: its
+		 * CAS of head happens before our load of head): damage. */
+		if (unlikely(sp > h))
+			return -EBADMSG;
+		uint64_t t = atomic_load_explicit(&ch->st->tail,
+						  memory_order_seq_cst);
+		if (tail_position(t) == h)
+			return (t & TAIL_CLOSED) ? -EPIPE : -EAGAIN;
+		if (unlikely(tail_position(t) < h))
+			return -EBADMSG; /* head past tail */
+		/* A sender claimed h and is copying in, or holds it
+		 * reserved. */
+		int w = wait_held(ch, &hw, h, deadline);
+		if (w)
+			return w;
+		h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+	}
+}
+
+bool canal__ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state)
+{
+	/* Release: pairs with the acquire load of the stamp by the receiver
+	 * that claims pos (canal__ring_claim_recv), publishing the data. */
+	if (likely(!ch->shared)) {
+		atomic_store_explicit(&slot_at(ch, pos)->stamp,
+				      stamp_for(ch, pos, state),
+				      memory_order_release);
+		return true;
+	}
+	/* Shared: a CAS, in case a peer repaired the slot, believing us dead
+	 * (repair.c). */
+	uint64_t expect = stamp_for(ch, pos, STAMP_FREE);
+	return atomic_compare_exchange_strong_explicit(
+		&slot_at(ch, pos)->stamp, &expect, stamp_for(ch, pos, state),
+		memory_order_release, memory_order_relaxed);
+}
+
+bool canal__ring_release(struct canal_chan *ch, uint64_t pos)
+{
+	/* Release: pairs with the acquire load of the stamp by the sender of
+	 * pos + ring (canal__ring_claim_send): our reads of the data come
+	 * first. */
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+	uint64_t freed = stamp_next_lap(ch, pos, STAMP_FREE);
+	if (likely(!ch->shared)) {
+		atomic_store_explicit(&s->stamp, freed, memory_order_release);
+		return true;
+	}
+	uint64_t expect = atomic_load_explicit(&s->stamp, memory_order_relaxed);
+	if (!stamp_is_published(ch, pos, expect))
+		return false;
+	return atomic_compare_exchange_strong_explicit(
+		&s->stamp, &expect, freed, memory_order_release,
+		memory_order_relaxed);
+}
+
+bool canal__ring_holds_claimed(struct canal_chan *ch, uint64_t pos)
+{
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
+	return pos < tail_position(t) &&
+	       atomic_load_explicit(&slot_at(ch, pos)->stamp,
+				    memory_order_acquire) ==
+		       stamp_for(ch, pos, STAMP_FREE);
+}
+
+bool canal__ring_holds_taken(struct canal_chan *ch, uint64_t pos)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	return pos < h &&
+	       stamp_is_published(ch, pos,
+				  atomic_load_explicit(&slot_at(ch, pos)->stamp,
+						       memory_order_acquire));
+}
+
+/* ------------------------------------------------------------------ */
+/* Wait conditions (struct canal__wait_cond, arg = the channel)         */
+/* ------------------------------------------------------------------ */
+
+/* Not full, or closed (seq_cst: the W2 of wait.h). */
+static bool can_send(void *arg)
+{
+	struct canal_chan *ch = arg;
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
+	if (t & TAIL_CLOSED)
+		return true;
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	return tail_position(t) - h < ch->ring;
+}
+
+/* Not empty, or closed. */
+static bool can_recv(void *arg)
+{
+	struct canal_chan *ch = arg;
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
+	return tail_position(t) != h || (t & TAIL_CLOSED);
+}
+
+/* Spinning probe for senders: is the slot at tail free? (No seq_cst, no
+ * index of the other side. Receivers spin on the indices, which measured
+ * faster in ping-pong: the slot line is then left alone while the sender
+ * writes it.) */
+static bool probe_send(void *arg)
+{
+	struct canal_chan *ch = arg;
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
+	uint64_t pos = tail_position(t);
+	return (t & TAIL_CLOSED) ||
+	       atomic_load_explicit(&slot_at(ch, pos)->stamp,
+				    memory_order_relaxed) ==
+		       stamp_for(ch, pos, STAMP_FREE);
+}
+
+bool canal__ring_can_send(struct canal_chan *ch)
+{
+	return can_send(ch);
+}
+
+bool canal__ring_can_recv(struct canal_chan *ch)
+{
+	return can_recv(ch);
+}
+
+bool canal__ring_probe_recv(struct canal_chan *ch)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+	return stamp_is_published(ch, h,
+				  atomic_load_explicit(&slot_at(ch, h)->stamp,
+						       memory_order_relaxed));
+}
+
+int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline)
+{
+	const struct canal__wait_cond c = { can_send, probe_send, ch };
+	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
+}
+
+int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline)
+{
+	const struct canal__wait_cond c = { can_recv, can_recv, ch };
+	return canal__wait(&ch->st->recv_wq, ch->shared, &c, deadline);
+}

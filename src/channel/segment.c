@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * segment.c - the memory of shared channels: memory files (sealed so that
+ * no peer can shrink or grow them under the others), and validation of a
+ * segment that another (possibly buggy or hostile) process wrote, before a
+ * handle trusts it. The handle keeps its own copy of the geometry; nothing
+ * read from shared memory later indexes memory unchecked (internal.h).
+ */
+#define _GNU_SOURCE 1
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Seals of the memory files of anonymous shared channels: a peer holding
+ * the fd cannot truncate it (its partners would die of SIGBUS on their next
+ * access) nor grow it, nor remove the seals. */
+#define SEGMENT_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+int canal__segment_create_fd(size_t map_size, const char *name)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)map_size) < 0) {
+		int e = errno;
+		close(fd);
+		return e == EFBIG || e == EINVAL ? -ENOMEM : -e;
+	}
+	if (fcntl(fd, F_ADD_SEALS, SEGMENT_SEALS) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int validate(const struct chan_state *st, uint64_t file_size,
+		    size_t want_elt_size, size_t want_capacity)
+{
+	struct chan_geometry g;
+	uint64_t magic = atomic_load_explicit((_Atomic uint64_t *)&st->magic,
+					      memory_order_acquire);
+
+	/* Named channels appear only once complete (names.c), and anonymous
+	 * ones are handed over once made: a zero header is not a channel. */
+	if (magic != CANAL_MAGIC)
+		return -EBADMSG;
+	if (st->version != CANAL_LAYOUT_VERSION)
+		return -EPROTONOSUPPORT;
+	if (st->flags != CANAL_SHARED)
+		return -EBADMSG;
+	if (st->elt_size > CANAL_ELT_SIZE_MAX ||
+	    st->capacity > CANAL_CAPACITY_MAX ||
+	    canal__chan_geometry(st->elt_size, st->capacity, true, &g) < 0)
+		return -EBADMSG;
+	if (st->ring != g.ring || st->stride != g.stride ||
+	    st->slot_hdr != g.slot_hdr || st->slots_offset != g.slots_offset ||
+	    st->map_size != g.map_size)
+		return -EBADMSG;
+	if (g.map_size > file_size)
+		return -EBADMSG; /* truncated */
+	uint64_t head = atomic_load_explicit(&st->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&st->tail, memory_order_relaxed);
+	if (tail_position(tail) < head || tail_position(tail) - head > g.ring)
+		return -EBADMSG;
+	if ((want_elt_size != CANAL_ANY && want_elt_size != st->elt_size) ||
+	    (want_capacity != CANAL_ANY && want_capacity != st->capacity))
+		return -ERANGE;
+	return 0;
+}
+
+CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
+			      unsigned flags, struct canal_chan **out)
+{
+	struct stat sb;
+
+	if (!out || fd < 0 || flags != CANAL_SHARED)
+		return -EINVAL;
+	*out = NULL;
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if (!S_ISREG(sb.st_mode))
+		return -EBADMSG;
+	if ((uint64_t)sb.st_size < sizeof(struct chan_state))
+		return -EBADMSG;
+	/* Map the header alone first: the file may be huge or hostile. */
+	struct chan_state *hdr = mmap(NULL, sizeof(struct chan_state),
+				      PROT_READ, MAP_SHARED, fd, 0);
+	if (hdr == MAP_FAILED)
+		return -errno;
+	struct chan_state copy;
+	memcpy(&copy, hdr, sizeof(copy));
+	munmap(hdr, sizeof(struct chan_state));
+	int err = validate(&copy, (uint64_t)sb.st_size, elt_size, capacity);
+	if (err)
+		return err;
+
+	struct canal_chan *ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	int myfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (myfd < 0) {
+		err = -errno;
+		free(ch);
+		return err;
+	}
+	struct chan_state *st = mmap(NULL, copy.map_size, PROT_READ | PROT_WRITE,
+				     MAP_SHARED, myfd, 0);
+	if (st == MAP_FAILED) {
+		err = -errno;
+		close(myfd);
+		free(ch);
+		return err;
+	}
+	/* The handle's geometry comes from the validated copy, not from the
+	 * live header (which a peer could change under us). */
+	canal__chan_handle_init(ch, &copy, myfd, true, true);
+	ch->st = st;
+	ch->slots = (char *)st + copy.slots_offset;
+	if ((err = canal__attach(ch))) {
+		canal_chan_destroy(ch);
+		return err;
+	}
+	/* A file that can still shrink (a named one) is guarded. */
+	int seals = fcntl(myfd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		canal__sigbus_guard(ch);
+	*out = ch;
+	return 0;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sendrecv.c - sending and receiving one element, every flavour (blocking,
+ * try, timed; copying or lending the slot), close and the inspectors.
+ * The layout, invariants and memory-ordering pairs are in internal.h; the
+ * wait protocol in base/wait.h; the wake-ups in wake.h.
+ *
+ * Fast paths first: an uncontended send or receive is one load of a slot
+ * stamp, one CAS of an index, a copy, one release store of the stamp and one
+ * load of the other side's waiter count (no syscall when nobody sleeps).
+ */
+#include "internal.h"
+#include "wake.h"
+
+#include <errno.h>
+
+/* Polls of the slot at head before a receiver waits (read-only). */
+#define QUIET_SPINS 64
+
+/*
+ * canal__send - claim a position, then copy elt in and publish it, or lend
+ * the slot (reserve != NULL). Synchronous channels first take demand and,
+ * for a blocking send, wait for the ack.
+ */
+static int send_impl(struct canal_chan *ch, const void *elt,
+		     struct canal_slot *reserve, uint64_t deadline,
+		     bool try_only)
+{
+	uint64_t pos;
+	long r;
+	bool select_unit = false;
+
+	if (unlikely(ch->sync)) {
+		int d = canal__sync_take_demand(ch, deadline, try_only,
+						&select_unit);
+		if (d)
+			return d;
+	}
+	for (;;) {
+		if (chan_damaged(ch))
+			return -EBADMSG;
+		r = canal__ring_claim_send(ch, 1, &pos, try_only ? 0 : deadline);
+		if (likely(r > 0))
+			break;
+		if (r == -EAGAIN && !try_only &&
+		    canal__ring_wait_send(ch, deadline) == 0)
+			continue;
+		if (r == -EAGAIN && !try_only) {
+			/* Timed out: one last attempt. */
+			r = canal__ring_claim_send(ch, 1, &pos, 0);
+			if (r > 0)
+				break;
+			if (r == -EAGAIN)
+				r = -ETIMEDOUT;
+		}
+		if (ch->sync && r != -EPIPE)
+			canal__sync_give_back(ch, select_unit);
+		return (int)r;
+	}
+	chain_senders(ch, pos + 1);
+	if (reserve) {
+		reserve->data = slot_data(ch, slot_at(ch, pos));
+		reserve->position = pos;
+		return 0;
+	}
+	copy_elt(slot_data(ch, slot_at(ch, pos)), elt, ch->elt_size);
+	if (unlikely(!canal__ring_publish(ch, pos, STAMP_FULL)))
+		return -EOWNERDEAD;
+	wake_receivers(ch, pos, 1);
+	if (unlikely(select_unit) && !try_only)
+		canal__sync_wait_ack(ch, pos);
+	return 0;
+}
+
+/* After claiming position pos for receiving: hand it out (copy, or lend
+ * it). Returns 0, TAKE_SKIPPED for a withdrawn element (released), or
+ * -EOWNERDEAD if a peer repaired the slot meanwhile (repair.c). */
+#define TAKE_SKIPPED 1
+static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
+			struct canal_slot *lend)
+{
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_acquire);
+
+	if (unlikely(ch->sync))
+		waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
+	chain_receivers(ch, pos + 1);
+	if (unlikely(stamp_state(st) == STAMP_SKIP)) {
+		canal__ring_release(ch, pos);
+		wake_senders(ch, pos, 1);
+		return TAKE_SKIPPED;
+	}
+	if (lend) {
+		lend->data = slot_data(ch, s);
+		lend->position = pos;
+		return 0;
+	}
+	copy_elt(elt, slot_data(ch, s), ch->elt_size);
+	if (unlikely(!canal__ring_release(ch, pos)))
+		return -EOWNERDEAD;
+	wake_senders(ch, pos, 1);
+	return 0;
+}
+
+/* A committed receiver waits past its deadline in slices of this long (see
+ * recv_ring). */
+#define COMMITTED_SLICE_NS 10000000u
+
+/* Receive from the ring, the receiver having announced itself if the
+ * channel is synchronous. committed: a sender has taken this receiver's
+ * demand, so its element is coming: the receiver waits past its deadline,
+ * in slices, retrying the retract after each; the retract succeeds once the
+ * demand is back (crash repair gives a dead sender's demand back,
+ * repair.c), and then the receiver times out as any other. */
+static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
+		     uint64_t deadline, bool try_only, bool committed,
+		     bool select)
+{
+	uint64_t pos;
+	/* First poll as a try operation does (the slot, not tail: see
+	 * canal__ring_claim_recv), QUIET_SPINS times: the cheapest wait for an
+	 * element that is on its way. */
+	unsigned polls = try_only || !canal__spin_pays() ? 0 : QUIET_SPINS;
+
+	for (;;) {
+		if (chan_damaged(ch))
+			return -EBADMSG;
+		uint64_t dl = deadline;
+		if (committed) {
+			uint64_t slice = canal_now_ns() + COMMITTED_SLICE_NS;
+			if (slice > dl)
+				dl = slice;
+		}
+		long r = canal__ring_claim_recv(ch, 1, &pos, try_only || polls,
+						try_only ? 0 : dl);
+		if (likely(r > 0)) {
+			int t = take_claimed(ch, pos, elt, lend);
+			if (t != TAKE_SKIPPED)
+				return t;
+			continue;
+		}
+		if (r == -EAGAIN && polls) {
+			/* Read-only until the slot looks published. */
+			do {
+				polls--;
+				canal__cpu_relax();
+			} while (polls && !canal__ring_probe_recv(ch));
+			canal__spin_outcome(polls != 0);
+			continue;
+		}
+		if (try_only)
+			return (int)r; /* -EAGAIN, -EPIPE, -EBADMSG */
+		if (r == -EAGAIN) {
+			if (canal__ring_wait_recv(ch, dl) == 0)
+				continue;
+			/* Timed out: one last attempt, then give up. */
+			r = canal__ring_claim_recv(ch, 1, &pos, false, 0);
+			if (r > 0) {
+				int t = take_claimed(ch, pos, elt, lend);
+				if (t != TAKE_SKIPPED)
+					return t;
+				continue;
+			}
+		}
+		if (r != -EAGAIN && r != -ETIMEDOUT)
+			return (int)r; /* -EPIPE, -EBADMSG */
+		if (!ch->sync || canal__sync_retract(ch, select))
+			return -ETIMEDOUT;
+		committed = true; /* a sender took our demand: wait for it */
+	}
+}
+
+int canal__sync_recv_announced(struct canal_chan *ch, void *elt,
+			       uint64_t deadline, bool committed)
+{
+	return recv_ring(ch, elt, NULL, deadline, false, committed, true);
+}
+
+/* How long a try_recv on a synchronous channel waits for a sender that is
+ * already waiting to hand its element over. */
+#define SYNC_TRY_WAIT_NS 1000000u
+
+/* try_only receive on a synchronous channel: only an element in the ring
+ * or (if wait_sender) a waiting sender can make it succeed. */
+static int sync_try_recv(struct canal_chan *ch, void *elt,
+			 struct canal_slot *lend, bool wait_sender)
+{
+	bool ready = canal__ring_can_recv(ch);
+	if (!ready && (!wait_sender ||
+		       atomic_load_explicit(&ch->st->senders_waiting,
+					    memory_order_seq_cst) == 0))
+		return -EAGAIN;
+	canal__sync_announce(ch, false);
+	int r = recv_ring(ch, elt, lend,
+			  ready ? canal_now_ns()
+				: canal_now_ns() + SYNC_TRY_WAIT_NS,
+			  false, false, false);
+	return r == -ETIMEDOUT ? -EAGAIN : r;
+}
+
+static int recv_impl(struct canal_chan *ch, void *elt,
+		     struct canal_slot *lend, uint64_t deadline, bool try_only)
+{
+	if (likely(!ch->sync))
+		return recv_ring(ch, elt, lend, deadline, try_only, false,
+				 false);
+	if (try_only)
+		return sync_try_recv(ch, elt, lend, true);
+	canal__sync_announce(ch, false);
+	return recv_ring(ch, elt, lend, deadline, false, false, false);
+}
+
+/* A shared channel whose mapping was lost meanwhile: whatever the
+ * operation did, it did it in memory no peer sees. */
+int canal__send(struct canal_chan *ch, const void *elt,
+		struct canal_slot *reserve, uint64_t deadline, bool try_only)
+{
+	int r = send_impl(ch, elt, reserve, deadline, try_only);
+	return chan_damaged(ch) ? -EBADMSG : r;
+}
+
+int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
+		uint64_t deadline, bool try_only)
+{
+	int r = recv_impl(ch, elt, lend, deadline, try_only);
+	return chan_damaged(ch) ? -EBADMSG : r;
+}
+
+int canal__try_send_one(struct canal_chan *ch, const void *elt)
+{
+	return canal__send(ch, elt, NULL, 0, true);
+}
+
+int canal__try_recv_one(struct canal_chan *ch, void *elt, bool wait_sender)
+{
+	if (ch->sync) {
+		int r = sync_try_recv(ch, elt, NULL, wait_sender);
+		return chan_damaged(ch) ? -EBADMSG : r;
+	}
+	return canal__recv(ch, elt, NULL, 0, true);
+}
+
+CANAL_EXPORT size_t canal_chan_elt_size(const struct canal_chan *ch)
+{
+	return ch->elt_size;
+}
+
+CANAL_EXPORT size_t canal_chan_capacity(const struct canal_chan *ch)
+{
+	return ch->capacity;
+}
+
+CANAL_EXPORT size_t canal_chan_len(const struct canal_chan *ch)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
+	return tail_position(t) > h ? (size_t)(tail_position(t) - h) : 0;
+}
+
+CANAL_EXPORT int canal_chan_is_closed(const struct canal_chan *ch)
+{
+	return chan_closed(ch) ? 1 : 0;
+}
+
+CANAL_EXPORT int canal_close(struct canal_chan *ch)
+{
+	if (unlikely(!ch))
+		return -EINVAL;
+	/* seq_cst: the "N1" of every waiter's condition (they all read tail). */
+	uint64_t old = atomic_fetch_or_explicit(&ch->st->tail, TAIL_CLOSED,
+						memory_order_seq_cst);
+	if (old & TAIL_CLOSED)
+		return -EPIPE;
+	/* After tail: a try_recv that sees the hint finds CLOSED in tail. */
+	atomic_store_explicit(&ch->st->closed_hint, 1, memory_order_release);
+	waitq_notify(&ch->st->recv_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->send_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->demand_wq, UINT32_MAX, ch->shared);
+	waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public send/recv                                                    */
+/* ------------------------------------------------------------------ */
+
+#define CHECK_ELT(ch, elt)                                                   \
+	do {                                                                 \
+		if (unlikely(!(ch) || (!(elt) && (ch)->elt_size)))           \
+			return -EINVAL;                                      \
+	} while (0)
+
+/*
+ * Fast paths of canal_send and canal_recv, inlined: one attempt at the slot
+ * the index points to, for a buffered thread channel, the common case. The
+ * steps and orderings are exactly those of canal__ring_claim_send + publish
+ * (canal__ring_claim_recv + release) and the wake-up checks, without the
+ * calls; anything else (full, empty, contention, closed, synchronous or
+ * shared channels) takes the general path.
+ */
+static inline bool send_fast(struct canal_chan *ch, const void *elt)
+{
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
+	uint64_t pos = tail_position(t);
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+
+	if (unlikely(t & TAIL_CLOSED) ||
+	    atomic_load_explicit(&s->stamp, memory_order_acquire) !=
+		    stamp_for(ch, pos, STAMP_FREE) ||
+	    !atomic_compare_exchange_strong_explicit(
+		    &ch->st->tail, &t, t + tail_advance(1), memory_order_seq_cst,
+		    memory_order_relaxed))
+		return false;
+	copy_elt(slot_data(ch, s), elt, ch->elt_size);
+	atomic_store_explicit(&s->stamp, stamp_for(ch, pos, STAMP_FULL),
+			      memory_order_release);
+	wake_receivers(ch, pos, 1);
+	chain_senders(ch, pos + 1);
+	return true;
+}
+
+static inline bool recv_fast(struct canal_chan *ch, void *elt)
+{
+	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
+	struct canal_slot_hdr *s = slot_at(ch, h);
+
+	if (atomic_load_explicit(&s->stamp, memory_order_acquire) !=
+		    stamp_for(ch, h, STAMP_FULL) ||
+	    !atomic_compare_exchange_strong_explicit(
+		    &ch->st->head, &h, h + 1, memory_order_seq_cst,
+		    memory_order_relaxed))
+		return false;
+	chain_receivers(ch, h + 1);
+	copy_elt(elt, slot_data(ch, s), ch->elt_size);
+	atomic_store_explicit(&s->stamp, stamp_next_lap(ch, h, STAMP_FREE),
+			      memory_order_release);
+	wake_senders(ch, h, 1);
+	return true;
+}
+
+CANAL_EXPORT int canal_send(struct canal_chan *ch, const void *elt)
+{
+	CHECK_ELT(ch, elt);
+	if (likely(!ch->sync && !ch->shared) && likely(send_fast(ch, elt)))
+		return 0;
+	return canal__send(ch, elt, NULL, CANAL_NO_DEADLINE, false);
+}
+
+CANAL_EXPORT int canal_recv(struct canal_chan *ch, void *elt)
+{
+	CHECK_ELT(ch, elt);
+	if (likely(!ch->sync && !ch->shared) && likely(recv_fast(ch, elt)))
+		return 0;
+	return canal__recv(ch, elt, NULL, CANAL_NO_DEADLINE, false);
+}
+
+CANAL_EXPORT int canal_try_send(struct canal_chan *ch, const void *elt)
+{
+	CHECK_ELT(ch, elt);
+	return canal__send(ch, elt, NULL, 0, true);
+}
+
+CANAL_EXPORT int canal_try_recv(struct canal_chan *ch, void *elt)
+{
+	CHECK_ELT(ch, elt);
+	return canal__recv(ch, elt, NULL, 0, true);
+}
+
+CANAL_EXPORT int canal_send_deadline(struct canal_chan *ch, const void *elt,
+			       uint64_t deadline_ns)
+{
+	CHECK_ELT(ch, elt);
+	return canal__send(ch, elt, NULL, deadline_ns, false);
+}
+
+CANAL_EXPORT int canal_recv_deadline(struct canal_chan *ch, void *elt,
+			       uint64_t deadline_ns)
+{
+	CHECK_ELT(ch, elt);
+	return canal__recv(ch, elt, NULL, deadline_ns, false);
+}
+
+CANAL_EXPORT int canal_send_timeout(struct canal_chan *ch, const void *elt,
+			      int64_t timeout_ns)
+{
+	return canal_send_deadline(ch, elt,
+				   canal__deadline_from_timeout(timeout_ns));
+}
+
+CANAL_EXPORT int canal_recv_timeout(struct canal_chan *ch, void *elt,
+			      int64_t timeout_ns)
+{
+	return canal_recv_deadline(ch, elt,
+				   canal__deadline_from_timeout(timeout_ns));
+}
+

@@ -1,0 +1,40 @@
+#!/bin/sh
+# test_load.sh BUILD_DIR - canal's load generator against the epoll server:
+# closed loop, fixed rate (with the per-request CSV), a connection per
+# request, 404s counted as non-2xx, refused connections counted as connect
+# errors. Bounded: a few seconds.
+set -eu
+b=$1
+tmp=$(mktemp -d /tmp/canal-load-test-XXXXXX)
+trap 'kill $srv 2>/dev/null || true; rm -rf "$tmp"' EXIT
+mkdir "$tmp/root"
+printf 'hello\n' > "$tmp/root/page.html"
+"$b/bench/web/epoll" --port 0 --root "$tmp/root" --cores 1 > "$tmp/srv.out" &
+srv=$!
+i=0
+while ! grep -q listening "$tmp/srv.out" 2>/dev/null; do
+	i=$((i + 1)); [ $i -lt 200 ] || { echo "server did not start"; exit 1; }
+	sleep 0.05
+done
+port=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$tmp/srv.out")
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+expect() { # expect LINE FIELD VALUE
+	v=$(field "$1" "$2")
+	[ "$v" = "$3" ] || { echo "FAIL: $2=$v, want $3 in: $1"; exit 1; }
+}
+L="$b/bench/web/load --port $port --path /page.html"
+out=$($L --connections 10 --requests 2000); echo "$out"
+expect "$out" requests 2000; expect "$out" ok 2000; expect "$out" read 0
+out=$($L --connections 10 --duration 1 --rate 1000 --csv "$tmp/r.csv"); echo "$out"
+expect "$out" non2xx 0; expect "$out" connect 0; expect "$out" timeout 0
+n=$(($(wc -l < "$tmp/r.csv") - 1))
+[ "$n" = "$(field "$out" requests)" ] || { echo "FAIL: csv has $n rows"; exit 1; }
+[ "$n" -ge 900 ] && [ "$n" -le 1001 ] || { echo "FAIL: $n requests at 1000/s for 1 s"; exit 1; }
+out=$($L --connections 5 --requests 500 --close); echo "$out"
+expect "$out" ok 500
+out=$("$b/bench/web/load" --port "$port" --path /nope --connections 2 --requests 50); echo "$out"
+expect "$out" non2xx 50; expect "$out" ok 0
+kill -TERM $srv; wait $srv || { echo "FAIL: server exit status $?"; exit 1; }
+out=$($L --connections 2 --requests 10); echo "$out"
+expect "$out" ok 0; expect "$out" connect 10
+echo "test_load: ok"

@@ -1,0 +1,730 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_web.c - the behaviour every web server style must have (issue 14),
+ * over loopback against a real server process:
+ *     test_web <server binary> <style>
+ * GET/HEAD/404, keep-alive, pipelining, Connection: close, HTTP/1.0; bad
+ * input (400/405/414/431/501/505), path traversal (.., encoded,
+ * absolute, symlinks out of the root); a slow client closed after the
+ * header timeout while others are served; clients closing mid-response;
+ * many idle keep-alive connections held while others are served
+ * (CANAL_WEB_IDLE_CONNS, default 1000); accept surviving EMFILE (a second
+ * server with 64 descriptors); SIGTERM -> exit status 0.
+ * CANAL_WEB_TESTS=word runs only the tests whose name contains word.
+ *
+ * Every wait is bounded (poll with deadlines); nothing is judged by time
+ * except liveness bounds far above what the server needs.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *g_bin, *g_style;
+static char g_dir[256], g_root[300];
+static int g_failures;
+
+static void fail(const char *test, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "FAIL [%s] %s: ", g_style, test);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	g_failures++;
+}
+
+#define CHECK(test, cond, ...)                                                 \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fail(test, __VA_ARGS__);                               \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+}
+
+#define BIG_SIZE (4 << 20)
+
+static void make_tree(void)
+{
+	char p[512];
+	snprintf(g_dir, sizeof g_dir, "/tmp/canal-web-test-XXXXXX");
+	if (!mkdtemp(g_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	snprintf(g_root, sizeof g_root, "%s/root", g_dir);
+	mkdir(g_root, 0755);
+	snprintf(p, sizeof p, "%s/secret.txt", g_dir);
+	write_file(p, "SECRET\n", 7);
+	snprintf(p, sizeof p, "%s/index.html", g_root);
+	write_file(p, "hello\n", 6);
+	snprintf(p, sizeof p, "%s/a.txt", g_root);
+	write_file(p, "file a\n", 7);
+	snprintf(p, sizeof p, "%s/sub", g_root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/sub/index.html", g_root);
+	write_file(p, "sub index\n", 10);
+	char *big = malloc(BIG_SIZE);
+	for (size_t i = 0; i < BIG_SIZE; i++)
+		big[i] = (char)('a' + i % 26);
+	snprintf(p, sizeof p, "%s/big.bin", g_root);
+	write_file(p, big, BIG_SIZE);
+	free(big);
+	snprintf(p, sizeof p, "%s/link_in", g_root);
+	if (symlink("a.txt", p) < 0)
+		perror("symlink");
+	snprintf(p, sizeof p, "%s/link_out", g_root);
+	if (symlink("../secret.txt", p) < 0)
+		perror("symlink");
+	snprintf(p, sizeof p, "%s/link_abs", g_root);
+	char target[300];
+	snprintf(target, sizeof target, "%s/secret.txt", g_dir);
+	if (symlink(target, p) < 0)
+		perror("symlink");
+	snprintf(p, sizeof p, "%s/link_dir", g_root);
+	if (symlink("..", p) < 0)
+		perror("symlink");
+}
+
+static void remove_tree(void)
+{
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", g_dir);
+}
+
+/* ---- the server process -------------------------------------------------- */
+
+struct server {
+	pid_t pid;
+	int port;
+};
+
+/* Starts the server (nofile > 0: its RLIMIT_NOFILE, hard and soft). */
+static int server_start(struct server *s, long nofile)
+{
+	int pfd[2];
+	if (pipe(pfd) < 0)
+		return -1;
+	s->pid = fork();
+	if (s->pid == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		if (nofile > 0) {
+			struct rlimit rl = {(rlim_t)nofile, (rlim_t)nofile};
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		setenv("CANAL_WEB_HEADER_TIMEOUT_MS", "1000", 1);
+		/* Idle connections must outlive the slowest (sanitized) run. */
+		setenv("CANAL_WEB_IDLE_TIMEOUT_MS", "600000", 0);
+		execl(g_bin, g_bin, "--port", "0", "--root", g_root, "--cores",
+		      "2", (char *)NULL);
+		perror(g_bin);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char line[256];
+	size_t n = 0;
+	long long deadline = now_ms() + 20000;
+	s->port = 0;
+	while (now_ms() < deadline && n < sizeof line - 1) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		ssize_t r = read(pfd[0], line + n, sizeof line - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		line[n] = '\0';
+		char *nl = strchr(line, '\n');
+		if (nl) {
+			char *colon = strrchr(line, ':');
+			if (colon)
+				s->port = atoi(colon + 1);
+			break;
+		}
+	}
+	close(pfd[0]);
+	if (s->port <= 0) {
+		fprintf(stderr, "server %s did not say its port\n", g_bin);
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		return -1;
+	}
+	return 0;
+}
+
+/* SIGTERM; returns the exit status, or -1 when it had to be killed. */
+static int server_stop(struct server *s)
+{
+	kill(s->pid, SIGTERM);
+	long long deadline = now_ms() + 10000;
+	int st;
+	while (now_ms() < deadline) {
+		pid_t r = waitpid(s->pid, &st, WNOHANG);
+		if (r == s->pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(s->pid, SIGKILL);
+	waitpid(s->pid, &st, 0);
+	return -1;
+}
+
+static struct server g_srv;
+
+/* ---- a client ------------------------------------------------------------ */
+
+struct client {
+	int fd;
+	size_t len;
+	char buf[1 << 16];
+};
+
+static int connect_port(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	return fd;
+}
+
+static struct client *client_open(void)
+{
+	struct client *c = calloc(1, sizeof *c);
+	c->fd = connect_port(g_srv.port);
+	if (c->fd < 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void client_close(struct client *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+static int send_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t r = send(fd, s, n, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		s += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Read more into c->buf: > 0 bytes, 0 EOF, < 0 error/timeout. */
+static ssize_t fill(struct client *c)
+{
+	if (c->len == sizeof c->buf)
+		return -ENOBUFS;
+	ssize_t r = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
+	if (r > 0)
+		c->len += (size_t)r;
+	return r < 0 ? -errno : r;
+}
+
+struct resp {
+	int status;
+	long content_length;
+	bool conn_close;
+	bool has_allow;
+	char body[256]; /* the first bytes */
+	size_t body_len;
+};
+
+/* Read one response (head == true: no body follows). 0 or -1. */
+static int read_resp(struct client *c, bool head, struct resp *r)
+{
+	memset(r, 0, sizeof *r);
+	r->content_length = -1;
+	char *end;
+	while (!(end = memmem(c->buf, c->len, "\r\n\r\n", 4)))
+		if (fill(c) <= 0)
+			return -1;
+	size_t hl = (size_t)(end - c->buf) + 4;
+	char *h = strndup(c->buf, hl);
+	if (sscanf(h, "HTTP/1.1 %d", &r->status) != 1) {
+		free(h);
+		return -1;
+	}
+	for (char *l = strstr(h, "\r\n"); l && l[2] != '\r'; l = strstr(l + 2, "\r\n")) {
+		char *f = l + 2;
+		if (strncasecmp(f, "Content-Length:", 15) == 0)
+			r->content_length = atol(f + 15);
+		else if (strncasecmp(f, "Connection: close", 17) == 0)
+			r->conn_close = true;
+		else if (strncasecmp(f, "Allow:", 6) == 0)
+			r->has_allow = true;
+	}
+	free(h);
+	memmove(c->buf, c->buf + hl, c->len - hl);
+	c->len -= hl;
+	if (head || r->content_length <= 0)
+		return 0;
+	size_t want = (size_t)r->content_length;
+	while (want) {
+		if (c->len == 0 && fill(c) <= 0)
+			return -1;
+		size_t n = c->len < want ? c->len : want;
+		if (r->body_len < sizeof r->body - 1) {
+			size_t k = sizeof r->body - 1 - r->body_len;
+			if (k > n)
+				k = n;
+			memcpy(r->body + r->body_len, c->buf, k);
+			r->body_len += k;
+			r->body[r->body_len] = '\0';
+		}
+		memmove(c->buf, c->buf + n, c->len - n);
+		c->len -= n;
+		want -= n;
+	}
+	return 0;
+}
+
+/* Wait for the server to close: true when EOF or reset comes first. */
+static bool closed_by_server(struct client *c, int ms)
+{
+	long long deadline = now_ms() + ms;
+	while (now_ms() < deadline) {
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		char b[4096];
+		ssize_t r = recv(c->fd, b, sizeof b, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+	return false;
+}
+
+/* One request on a fresh connection; the response in *r. -1: no response. */
+static int one(const char *req, struct resp *r)
+{
+	struct client *c = client_open();
+	if (!c)
+		return -1;
+	int rc = send_all(c->fd, req, strlen(req));
+	if (rc == 0)
+		rc = read_resp(c, strncmp(req, "HEAD ", 5) == 0, r);
+	client_close(c);
+	return rc;
+}
+
+/* ---- the tests ----------------------------------------------------------- */
+
+static void test_basic(void)
+{
+	struct resp r;
+	CHECK("get", one("GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 200 &&
+			     r.content_length == 6 && strcmp(r.body, "hello\n") == 0,
+	      "GET / -> %d '%s'", r.status, r.body);
+	CHECK("get", one("GET /a.txt?x=1 HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 &&
+			     r.status == 200 && strcmp(r.body, "file a\n") == 0,
+	      "GET /a.txt?x=1 -> %d", r.status);
+	CHECK("get", one("GET /sub/ HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 200 &&
+			     strcmp(r.body, "sub index\n") == 0,
+	      "GET /sub/ -> %d", r.status);
+	CHECK("get", one("GET /link_in HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 &&
+			     r.status == 200 && strcmp(r.body, "file a\n") == 0,
+	      "symlink inside the root -> %d", r.status);
+	CHECK("404", one("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 404,
+	      "GET /nope -> %d", r.status);
+	CHECK("404", one("GET /sub HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 404,
+	      "GET /sub (a directory) -> %d", r.status);
+
+	/* HEAD, then GET on the same connection: HEAD sent no body. */
+	struct client *c = client_open();
+	CHECK("head", c, "connect");
+	const char *two = "HEAD / HTTP/1.1\r\nHost: t\r\n\r\n";
+	send_all(c->fd, two, strlen(two));
+	int rc = read_resp(c, true, &r);
+	CHECK("head", rc == 0 && r.status == 200 && r.content_length == 6 && !r.conn_close,
+	      "HEAD / -> %d len %ld", r.status, r.content_length);
+	/* keep-alive: three requests, then two pipelined in one send. */
+	for (int i = 0; i < 3; i++) {
+		const char *g = "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+		send_all(c->fd, g, strlen(g));
+		rc = read_resp(c, false, &r);
+		CHECK("keep-alive", rc == 0 && r.status == 200 && strcmp(r.body, "file a\n") == 0,
+		      "request %d on one connection -> %d", i, r.status);
+	}
+	const char *pipe2 = "GET / HTTP/1.1\r\nHost: t\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n";
+	send_all(c->fd, pipe2, strlen(pipe2));
+	CHECK("pipelining", read_resp(c, false, &r) == 0 && r.status == 200, "first -> %d", r.status);
+	CHECK("pipelining", read_resp(c, false, &r) == 0 && r.status == 404, "second -> %d", r.status);
+	/* Connection: close ends it. */
+	const char *cl = "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+	send_all(c->fd, cl, strlen(cl));
+	CHECK("close", read_resp(c, false, &r) == 0 && r.status == 200 && r.conn_close,
+	      "Connection: close -> %d close=%d", r.status, r.conn_close);
+	CHECK("close", closed_by_server(c, 5000), "still open after Connection: close");
+	client_close(c);
+
+	/* HTTP/1.0: closes unless keep-alive asked. */
+	c = client_open();
+	CHECK("http/1.0", c, "connect");
+	const char *h10 = "GET / HTTP/1.0\r\n\r\n";
+	send_all(c->fd, h10, strlen(h10));
+	CHECK("http/1.0", read_resp(c, false, &r) == 0 && r.status == 200, "-> %d", r.status);
+	CHECK("http/1.0", closed_by_server(c, 5000), "HTTP/1.0 connection left open");
+	client_close(c);
+	c = client_open();
+	const char *h10k = "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+	for (int i = 0; i < 2; i++) {
+		send_all(c->fd, h10k, strlen(h10k));
+		CHECK("http/1.0", read_resp(c, false, &r) == 0 && r.status == 200,
+		      "keep-alive request %d -> %d", i, r.status);
+	}
+	client_close(c);
+	/* The big file arrives whole. */
+	CHECK("big", one("GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 &&
+			     r.status == 200 && r.content_length == BIG_SIZE,
+	      "GET /big.bin -> %d len %ld", r.status, r.content_length);
+}
+
+static void expect_status(const char *test, const char *req, size_t len, int want)
+{
+	struct client *c = client_open();
+	struct resp r = {0};
+	CHECK(test, c, "connect");
+	int rc = send_all(c->fd, req, len);
+	if (rc == 0)
+		rc = read_resp(c, false, &r);
+	if (rc == 0 && r.status == want && want >= 400 && want != 403 && want != 404)
+		rc = closed_by_server(c, 5000) ? 0 : -2;
+	client_close(c);
+	CHECK(test, rc == 0 && r.status == want, "%.40s... -> %d (rc %d), want %d", req,
+	      r.status, rc, want);
+	CHECK(test, !strstr(r.body, "SECRET"), "served the secret");
+}
+
+#define EXPECT(test, lit, want) expect_status(test, lit, sizeof(lit) - 1, want)
+
+static void test_bad_input(void)
+{
+	EXPECT("request-line", "GET /\r\n\r\n", 400);
+	EXPECT("request-line", "GET  / HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("request-line", "GET / HTTP/1.1 \r\nHost: t\r\n\r\n", 400);
+	EXPECT("request-line", "GET / HTTX/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("request-line", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("request-line", "GET / HTTP/1.1\nHost: t\n\n", 400);
+	EXPECT("request-line", "GET /a\x01 HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("version", "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505);
+	EXPECT("host", "GET / HTTP/1.1\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nName : x\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nnocolon\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nX: a\x7f\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 400);
+	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n", 400);
+	EXPECT("method", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", 405);
+	EXPECT("method", "DELETE /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 405);
+	EXPECT("method", "BREW / HTTP/1.1\r\nHost: t\r\n\r\n", 501);
+	EXPECT("method", "get / HTTP/1.1\r\nHost: t\r\n\r\n", 501);
+	EXPECT("method", "GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", 501);
+	struct resp r;
+	CHECK("method", one("PUT / HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.has_allow,
+	      "405 without Allow");
+
+	/* Oversize: a 9000-byte field, a 9000-byte target, 100 fields. */
+	static char big[20000];
+	int n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
+	memset(big + n, 'a', 9000);
+	n += 9000;
+	n += snprintf(big + n, sizeof big - (size_t)n, "\r\n\r\n");
+	expect_status("oversize", big, (size_t)n, 431);
+	n = snprintf(big, sizeof big, "GET /");
+	memset(big + n, 'a', 9000);
+	n += 9000;
+	n += snprintf(big + n, sizeof big - (size_t)n, " HTTP/1.1\r\nHost: t\r\n\r\n");
+	expect_status("oversize", big, (size_t)n, 414);
+	n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nHost: t\r\n");
+	for (int i = 0; i < 100; i++)
+		n += snprintf(big + n, sizeof big - (size_t)n, "X-%d: v\r\n", i);
+	n += snprintf(big + n, sizeof big - (size_t)n, "\r\n");
+	expect_status("oversize", big, (size_t)n, 431);
+	/* A head that never ends: 431 once 8 KiB came. */
+	n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nHost: t\r\n");
+	for (; n < 12000; n += 6)
+		memcpy(big + n, "X: y\r\n", 6);
+	expect_status("oversize", big, (size_t)n, 431);
+}
+
+static void test_traversal(void)
+{
+	EXPECT("traversal", "GET /../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /sub/../../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /%2E%2E%2Fsecret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /..%2fsecret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /sub/%2e%2e/%2e%2e/secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /./index.html HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /a.txt%00 HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("traversal", "GET /%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("absolute", "GET //etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("absolute", "GET http://t/etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("absolute", "GET etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("symlink", "GET /link_out HTTP/1.1\r\nHost: t\r\n\r\n", 403);
+	EXPECT("symlink", "GET /link_abs HTTP/1.1\r\nHost: t\r\n\r\n", 403);
+	EXPECT("symlink", "GET /link_dir/secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 403);
+}
+
+/* A client sending its head a byte every 200 ms is closed after the
+ * header timeout (1 s here), and others are served meanwhile. */
+static void test_slow_client(void)
+{
+	struct client *slow = client_open();
+	CHECK("slow", slow, "connect");
+	const char *head = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: ";
+	send_all(slow->fd, head, strlen(head));
+	long long deadline = now_ms() + 10000;
+	bool closed = false;
+	int served = 0;
+	while (now_ms() < deadline) {
+		if (send(slow->fd, "a", 1, MSG_NOSIGNAL) != 1) {
+			closed = true;
+			break;
+		}
+		struct resp r;
+		if (one("GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 200)
+			served++;
+		if (closed_by_server(slow, 200)) {
+			closed = true;
+			break;
+		}
+	}
+	client_close(slow);
+	CHECK("slow", closed, "a client sending a byte every 200 ms was not closed in 10 s");
+	CHECK("slow", served > 0, "nobody was served while the slow client sent");
+}
+
+/* Clients that close (or reset) in the middle of a 4 MiB body. */
+static void test_close_mid_response(void)
+{
+	for (int i = 0; i < 20; i++) {
+		int fd = connect_port(g_srv.port);
+		CHECK("mid-response", fd >= 0, "connect");
+		int small = 4096;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+		const char *g = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+		send_all(fd, g, strlen(g));
+		char b[1024];
+		if (recv(fd, b, sizeof b, 0) <= 0) {
+			close(fd);
+			fail("mid-response", "no response start");
+			return;
+		}
+		if (i % 2) { /* reset rather than FIN */
+			struct linger lg = {1, 0};
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+		}
+		close(fd);
+	}
+	struct resp r;
+	CHECK("mid-response", one("GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 200,
+	      "not served after 20 clients closed mid-response");
+}
+
+/* n idle keep-alive connections (half after one request) held while
+ * others are served; afterwards each still answers, except in the pool
+ * style, which trades idle connections for waiting clients and must then
+ * have closed them cleanly (EOF or reset, never a wrong answer). */
+static void test_idle(void)
+{
+	int n = 1000;
+	const char *e = getenv("CANAL_WEB_IDLE_CONNS");
+	if (e && atoi(e) > 0)
+		n = atoi(e);
+	struct client **cs = calloc((size_t)n, sizeof *cs);
+	int opened = 0;
+	struct resp r;
+	for (; opened < n; opened++) {
+		cs[opened] = client_open();
+		if (!cs[opened])
+			break;
+		if (opened % 2 == 0) {
+			const char *g = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+			send_all(cs[opened]->fd, g, strlen(g));
+			if (read_resp(cs[opened], false, &r) != 0 || r.status != 200) {
+				fail("idle", "connection %d: first request -> %d", opened, r.status);
+				goto out;
+			}
+		}
+	}
+	if (opened < n) {
+		fail("idle", "only %d of %d connections opened", opened, n);
+		goto out;
+	}
+	for (int i = 0; i < 20; i++)
+		if (one("GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r) != 0 || r.status != 200) {
+			fail("idle", "request %d not served with %d idle connections", i, n);
+			goto out;
+		}
+	bool pool = strcmp(g_style, "pool") == 0;
+	int answered = 0;
+	for (int i = 0; i < n; i++) {
+		const char *g = "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+		int rc = send_all(cs[i]->fd, g, strlen(g));
+		if (rc == 0)
+			rc = read_resp(cs[i], false, &r);
+		if (rc == 0 && (r.status != 200 || strcmp(r.body, "file a\n") != 0)) {
+			fail("idle", "idle connection %d: wrong answer %d", i, r.status);
+			goto out;
+		}
+		if (rc == 0)
+			answered++;
+		else if (!pool) {
+			fail("idle", "idle connection %d was dropped", i);
+			goto out;
+		}
+	}
+	if (pool)
+		printf("  pool: %d of %d idle connections still answered\n", answered, n);
+out:
+	for (int i = 0; i < opened; i++)
+		client_close(cs[i]);
+	free(cs);
+}
+
+/* A server limited to 64 descriptors meets 100 clients: it must not
+ * exit, and must serve again once they are gone. */
+static void test_emfile(void)
+{
+	struct server s;
+	CHECK("emfile", server_start(&s, 64) == 0, "server with 64 descriptors did not start");
+	int fds[100], n = 0;
+	for (; n < 100; n++) {
+		fds[n] = connect_port(s.port);
+		if (fds[n] < 0)
+			break;
+	}
+	usleep(300000); /* let it hit EMFILE */
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	bool ok = false;
+	long long deadline = now_ms() + 15000;
+	int saved = g_srv.port;
+	g_srv.port = s.port;
+	while (!ok && now_ms() < deadline) {
+		struct resp r;
+		ok = one("GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 && r.status == 200;
+		if (!ok)
+			usleep(100000);
+	}
+	g_srv.port = saved;
+	int st = server_stop(&s);
+	CHECK("emfile", ok, "not serving after running out of descriptors");
+	CHECK("emfile", st == 0, "exit status %d after SIGTERM", st);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s <server binary> <style>\n", argv[0]);
+		return 2;
+	}
+	g_bin = argv[1];
+	g_style = argv[2];
+	signal(SIGPIPE, SIG_IGN);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	make_tree();
+	if (server_start(&g_srv, 0) != 0) {
+		remove_tree();
+		return 1;
+	}
+	struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{"basic", test_basic},
+		{"bad input", test_bad_input},
+		{"traversal", test_traversal},
+		{"slow client", test_slow_client},
+		{"close mid-response", test_close_mid_response},
+		{"idle keep-alive", test_idle},
+		{"emfile", test_emfile},
+	};
+	const char *only = getenv("CANAL_WEB_TESTS");
+	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+		if (only && !strstr(tests[i].name, only))
+			continue;
+		int before = g_failures;
+		long long t0 = now_ms();
+		tests[i].fn();
+		printf("%s %s: %s (%lld ms)\n", g_style, tests[i].name,
+		       g_failures == before ? "ok" : "FAILED", now_ms() - t0);
+		fflush(stdout);
+		if (waitpid(g_srv.pid, NULL, WNOHANG) == g_srv.pid) {
+			fail(tests[i].name, "the server died");
+			remove_tree();
+			return 1;
+		}
+	}
+	int st = server_stop(&g_srv);
+	if (st != 0)
+		fail("sigterm", "exit status %d after SIGTERM (want 0)", st);
+	remove_tree();
+	return g_failures ? 1 : 0;
+}
