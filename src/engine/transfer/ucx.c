@@ -49,7 +49,101 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <ucp/api/ucp.h>
+
+/* libucp is loaded when a session first asks for the ucx driver, not
+ * linked: a library linked with libucp brings libucm, whose memory hooks
+ * (madvise, mmap, brk...) then run in every program using canal, UCX or
+ * not (and break ThreadSanitizer). The calls below go through this table. */
+static struct {
+	void *lib;
+	int err;
+	ucs_status_t (*config_read)(const char *, const char *, ucp_config_t **);
+	void (*config_release)(ucp_config_t *);
+	ucs_status_t (*init_version)(unsigned, unsigned, const ucp_params_t *,
+				     const ucp_config_t *, ucp_context_h *);
+	void (*cleanup)(ucp_context_h);
+	ucs_status_t (*worker_create)(ucp_context_h, const ucp_worker_params_t *,
+				      ucp_worker_h *);
+	void (*worker_destroy)(ucp_worker_h);
+	ucs_status_t (*worker_get_address)(ucp_worker_h, ucp_address_t **, size_t *);
+	void (*worker_release_address)(ucp_worker_h, ucp_address_t *);
+	unsigned (*worker_progress)(ucp_worker_h);
+	ucs_status_t (*ep_create)(ucp_worker_h, const ucp_ep_params_t *, ucp_ep_h *);
+	ucs_status_ptr_t (*ep_close_nbx)(ucp_ep_h, const ucp_request_param_t *);
+	ucs_status_ptr_t (*tag_send_nbx)(ucp_ep_h, const void *, size_t, ucp_tag_t,
+					 const ucp_request_param_t *);
+	ucp_tag_message_h (*tag_probe_nb)(ucp_worker_h, ucp_tag_t, ucp_tag_t, int,
+					  ucp_tag_recv_info_t *);
+	ucs_status_ptr_t (*tag_msg_recv_nbx)(ucp_worker_h, void *, size_t,
+					     ucp_tag_message_h,
+					     const ucp_request_param_t *);
+	ucs_status_t (*request_check_status)(void *);
+	void (*request_free)(void *);
+	void (*request_cancel)(ucp_worker_h, void *);
+	const char *(*status_string)(ucs_status_t);
+} ucx_api;
+static pthread_once_t ucx_once = PTHREAD_ONCE_INIT;
+
+static void ucx_load(void)
+{
+	void *l = dlopen("libucp.so.0", RTLD_NOW | RTLD_LOCAL);
+	void *s = l ? dlopen("libucs.so.0", RTLD_NOW | RTLD_LOCAL) : NULL;
+	if (!l || !s) {
+		fprintf(stderr, "canal engine: ucx driver: %s (apt install libucx0)\n",
+			dlerror());
+		ucx_api.err = -ENOTSUP;
+		return;
+	}
+#define LOAD(field, lib, name)                                               \
+	do {                                                                 \
+		*(void **)&ucx_api.field = dlsym(lib, name);                 \
+		if (!ucx_api.field)                                          \
+			ucx_api.err = -ENOTSUP;                              \
+	} while (0)
+	LOAD(config_read, l, "ucp_config_read");
+	LOAD(config_release, l, "ucp_config_release");
+	LOAD(init_version, l, "ucp_init_version");
+	LOAD(cleanup, l, "ucp_cleanup");
+	LOAD(worker_create, l, "ucp_worker_create");
+	LOAD(worker_destroy, l, "ucp_worker_destroy");
+	LOAD(worker_get_address, l, "ucp_worker_get_address");
+	LOAD(worker_release_address, l, "ucp_worker_release_address");
+	LOAD(worker_progress, l, "ucp_worker_progress");
+	LOAD(ep_create, l, "ucp_ep_create");
+	LOAD(ep_close_nbx, l, "ucp_ep_close_nbx");
+	LOAD(tag_send_nbx, l, "ucp_tag_send_nbx");
+	LOAD(tag_probe_nb, l, "ucp_tag_probe_nb");
+	LOAD(tag_msg_recv_nbx, l, "ucp_tag_msg_recv_nbx");
+	LOAD(request_check_status, l, "ucp_request_check_status");
+	LOAD(request_free, l, "ucp_request_free");
+	LOAD(request_cancel, l, "ucp_request_cancel");
+	LOAD(status_string, s, "ucs_status_string");
+#undef LOAD
+	if (ucx_api.err)
+		fprintf(stderr, "canal engine: ucx driver: libucp lacks a function\n");
+	ucx_api.lib = l;
+}
+
+#define ucp_config_read ucx_api.config_read
+#define ucp_config_release ucx_api.config_release
+#define ucp_cleanup ucx_api.cleanup
+#define ucp_worker_create ucx_api.worker_create
+#define ucp_worker_destroy ucx_api.worker_destroy
+#define ucp_worker_get_address ucx_api.worker_get_address
+#define ucp_worker_release_address ucx_api.worker_release_address
+#define ucp_worker_progress ucx_api.worker_progress
+#define ucp_ep_create ucx_api.ep_create
+#define ucp_ep_close_nbx ucx_api.ep_close_nbx
+#define ucp_tag_send_nbx ucx_api.tag_send_nbx
+#define ucp_tag_probe_nb ucx_api.tag_probe_nb
+#define ucp_tag_msg_recv_nbx ucx_api.tag_msg_recv_nbx
+#define ucp_request_check_status ucx_api.request_check_status
+#define ucp_request_free ucx_api.request_free
+#define ucp_request_cancel ucx_api.request_cancel
+#define ucs_status_string ucx_api.status_string
 
 #define UCX_MAX_PACKET ((size_t)1 << 20)
 #define UCX_EAGER_MAX (UCX_MAX_PACKET - 256)
@@ -347,6 +441,9 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t st)
 
 static int ctx_new(int rank, struct ucx_ctx **out)
 {
+	pthread_once(&ucx_once, ucx_load);
+	if (ucx_api.err)
+		return ucx_api.err;
 	struct ucx_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
@@ -361,7 +458,8 @@ static int ctx_new(int rank, struct ucx_ctx **out)
 		.field_mask = UCP_PARAM_FIELD_FEATURES,
 		.features = UCP_FEATURE_TAG,
 	};
-	ucs_status_t st = ucp_init(&p, cfg, &c->ctx);
+	ucs_status_t st = ucx_api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p,
+					       cfg, &c->ctx);
 	ucp_config_release(cfg);
 	if (st != UCS_OK) {
 		free(c);
