@@ -32,8 +32,8 @@
  * endpoints ask for peer failure detection (UCP_ERR_HANDLING_MODE_PEER,
  * which restricts UCX to transports that detect failures: TCP, verbs);
  * the error callback marks the driver, health() then reports the peer
- * dead. Without it, health() still sees a dead peer on the same host (the
- * pid is gone).
+ * dead. Without it, health() still sees a dead peer on the same host (a
+ * pidfd of the peer becomes readable; kill(pid, 0) where pidfd_open fails).
  *
  * Threading: none; the session's one-thread-at-a-time rule covers the
  * worker (created UCS_THREAD_MODE_SINGLE).
@@ -45,7 +45,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -178,6 +180,7 @@ struct ucx_driver {
 	size_t rlen;
 	bool have;           /* in[0..rlen) is a packet not yet released */
 	bool same_host;      /* peer_pid is a pid of this host */
+	int pidfd;           /* same host: a pidfd of the peer, or -1 */
 };
 
 static void ctx_unref(struct ucx_ctx *c)
@@ -369,9 +372,15 @@ static bool ucx_idle(struct canal__driver *d_)
 static int ucx_health(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (!d->failed && d->same_host && d->base.peer_pid > 0 &&
-	    kill(d->base.peer_pid, 0) < 0 && errno == ESRCH)
+	if (!d->failed && d->pidfd >= 0) {
+		/* Readable once the peer has exited (a zombie included). */
+		struct pollfd p = { .fd = d->pidfd, .events = POLLIN };
+		if (poll(&p, 1, 0) > 0)
+			d->failed = UCS_ERR_ENDPOINT_TIMEOUT;
+	} else if (!d->failed && d->same_host && d->base.peer_pid > 0 &&
+		   kill(d->base.peer_pid, 0) < 0 && errno == ESRCH) {
 		d->failed = UCS_ERR_ENDPOINT_TIMEOUT;
+	}
 	if (d->failed) {
 		snprintf(d->base.why, sizeof d->base.why, "ucx: %s",
 			 ucs_status_string(d->failed));
@@ -413,6 +422,8 @@ static void ucx_close(struct canal__driver *d_)
 	}
 	for (int i = 0; i < UCX_SLOTS; i++)
 		free(d->slot[i].buf);
+	if (d->pidfd >= 0)
+		close(d->pidfd);
 	free(d->in);
 	ctx_unref(d->c);
 	free(d);
@@ -525,6 +536,7 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	d->base.caps.read_peer_memory = false;
 	d->base.peer_pid = (pid_t)pid;
 	d->same_host = strcmp(host, me) == 0;
+	d->pidfd = d->same_host ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	d->peer = peer;
 	d->c = c;
 	/* Peer failure detection costs the shared-memory transports in UCX
@@ -548,6 +560,8 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	}
 	free(addr);
 	if (st != UCS_OK) {
+		if (d->pidfd >= 0)
+			close(d->pidfd);
 		free(d->in);
 		free(d);
 		return -ECONNREFUSED;
