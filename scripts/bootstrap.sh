@@ -39,6 +39,8 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg libsodium-dev
 	need_pkg iproute2
 	need_pkg nftables
+	need_pkg libboost-context-dev
+	need_pkg g++
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

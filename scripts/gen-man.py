@@ -125,6 +125,11 @@ def parse_header(path: str, include: str) -> Header:
         if not overview and re.match(r"^canal/\S+\.h\s+-\s+", lines[0]):
             overview = lines
             continue
+        # A list of names may run over several lines ("canal_a, canal_b,"
+        # then "canal_c - summary"): join them first.
+        while (len(lines) > 1 and lines[0].rstrip().endswith(",")
+               and re.match(r"^\s*canal_\w+", lines[1])):
+            lines = [lines[0].rstrip() + " " + lines[1].strip()] + lines[2:]
         m = NAME_LINE.match(lines[0])
         if not m:
             continue

@@ -66,11 +66,18 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	CHECK_EQ(canal_engine_isend(e, 2, 1, &x, sizeof x, 0, &s), -ECONNRESET);
 	CHECK_EQ(canal_engine_irecv(e, 2, 1, &x, sizeof x, &s), -ECONNRESET);
 	CHECK_EQ(canal_engine_gate_error(e, 1, NULL, 0), 0);
+	/* An any-gate receive nobody will answer: pending while rank 1
+	 * lives, failed once every gate is closed. */
+	struct canal_engine_req *any;
+	CHECK_EQ(canal_engine_irecv(e, CANAL_ENGINE_ANY_GATE, 7, &x, sizeof x, &any), 0);
+	CHECK_EQ(canal_engine_test(e, any, NULL), 0);
 	int stop = -1;
 	CHECK_EQ(canal_engine_isend(e, 1, 2, &stop, sizeof stop, 0, &s), 0);
 	CHECK_EQ(canal_engine_wait(e, s, NULL), 0);
 	CHECK_EQ(canal_engine_irecv(e, 1, 2, &stop, sizeof stop, &r), 0);
 	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	/* rank 1 exits after its last send: both gates close */
+	CHECK_EQ(canal_engine_wait(e, any, NULL), -ECONNRESET);
 	return 0;
 }
 

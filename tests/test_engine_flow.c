@@ -50,6 +50,54 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	return 0;
 }
 
+/* An urgent tag overtakes a flow blocked on credit: rank 0 queues 600
+ * messages of 4 KB on tag 5 (beyond the 2 MiB window: the last ones wait
+ * for credit), then one on tag 6, marked urgent. Rank 1 receives tag 6
+ * before it posts any receive on tag 5: it gets it only if the urgent
+ * message went ahead of the blocked ones (else the job hangs and its
+ * alarm fails the test). A bad tag is refused. */
+static int urgent_body(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	enum { M = 600, S = 4096 };
+	int peer = 1 - rank;
+	struct canal_engine_req *r;
+	int v = 42;
+	CHECK_EQ(canal_engine_set_urgent(e, CANAL_ENGINE_TAG_MAX + 1, 1), -EINVAL);
+	CHECK_EQ(canal_engine_set_urgent(NULL, 6, 1), -EINVAL);
+	if (rank == 0) {
+		unsigned char *b = calloc(M, S);
+		struct canal_engine_req **q = calloc(M, sizeof *q);
+		CHECK(b && q);
+		for (int i = 0; i < M; i++)
+			CHECK_EQ(canal_engine_isend(e, peer, 5, b + (size_t)i * S, S, 0, &q[i]), 0);
+		CHECK_EQ(canal_engine_set_urgent(e, 6, 1), 0);
+		CHECK_EQ(canal_engine_isend(e, peer, 6, &v, sizeof v, 0, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		for (int i = 0; i < M; i++)
+			CHECK_EQ(canal_engine_wait(e, q[i], NULL), 0);
+		CHECK_EQ(canal_engine_irecv(e, peer, 7, &v, sizeof v, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		free(b);
+		free(q);
+		return 0;
+	}
+	int got = 0;
+	CHECK_EQ(canal_engine_irecv(e, peer, 6, &got, sizeof got, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(got, 42);
+	unsigned char *b = malloc(S);
+	for (int i = 0; i < M; i++) {
+		CHECK_EQ(canal_engine_irecv(e, peer, 5, b, S, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	}
+	free(b);
+	CHECK_EQ(canal_engine_isend(e, peer, 7, &v, sizeof v, 0, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	return 0;
+}
+
 int main(void)
 {
 	const char *drivers[] = { "shm", "tcp" };
@@ -61,5 +109,11 @@ int main(void)
 			printf("%s/%s: ok\n", drivers[d], strategies[k]);
 			fflush(stdout);
 		}
+	for (int d = 0; d < 2; d++) {
+		struct job j = { 2, drivers[d], "default", 20, -1 };
+		CHECK_EQ(job_run(&j, urgent_body, NULL), 0);
+		printf("%s: urgent tag overtakes a blocked flow: ok\n", drivers[d]);
+		fflush(stdout);
+	}
 	TEST_DONE("test_engine_flow");
 }

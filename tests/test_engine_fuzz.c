@@ -58,6 +58,21 @@ static size_t valid_piece(unsigned char *buf)
 	return n;
 }
 
+/* Write all n bytes, letting rank 0 read meanwhile; stop early if rank 0
+ * has closed the gate (the socket may then refuse them). */
+static void tcp_inject_all(struct canal_engine *e, struct canal__driver *d,
+			   const unsigned char *b, size_t n)
+{
+	while (n && !e->gates[1].error) {
+		int k = canal__tcp_inject(d, b, n);
+		if (k < 0)
+			return;
+		b += k;
+		n -= (size_t)k;
+		canal_engine_progress(e);
+	}
+}
+
 static void round_of(const char *driver, int round)
 {
 	rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)round * 0x100000001b3ull) ^
@@ -80,6 +95,30 @@ static void round_of(const char *driver, int round)
 	static unsigned char rb[NR][256];
 	for (int i = 0; i < NR; i++)
 		CHECK_EQ(canal_engine_irecv(e, 1, (unsigned)(i % 4), rb[i], sizeof rb[i], &r[i]), 0);
+	/* Below the framing, now and then: ring records or TCP length
+	 * prefixes that are wrong (bad mark, length 0 or huge, a head moved
+	 * past the data or backwards). */
+	if (rnd() % 3 == 0) {
+		unsigned char raw[64];
+		for (size_t k = 0; k < sizeof raw; k++)
+			raw[k] = (unsigned char)rnd();
+		uint32_t len = rnd() % 2 ? (uint32_t)rnd() : (uint32_t)(rnd() % 64);
+		memcpy(raw, &len, 4);
+		if (!strcmp(driver, "shm")) {
+			if (rnd() % 2) {
+				uint32_t mark = 0x5041434bu; /* a packet record */
+				memcpy(raw + 4, &mark, 4);
+			}
+			uint64_t adv = rnd() % 4 == 0 ? rnd() : 8 + 8 * (rnd() % 8);
+			CHECK_EQ(canal__shm_inject(fake, raw, sizeof raw, adv), 0);
+		} else {
+			tcp_inject_all(e, fake, raw, 4 + rnd() % 60);
+		}
+		for (int k = 0; k < 8; k++)
+			canal_engine_progress(e);
+		/* A length that happened to fit may wait for more bytes: the
+		 * unknown kind below then lands inside that packet. */
+	}
 	unsigned char pkt[4096];
 	int frames = 1 + (int)(rnd() % 12);
 	for (int f = 0; f < frames && !e->gates[1].error; f++) {
@@ -113,10 +152,18 @@ static void round_of(const char *driver, int round)
 			canal_engine_progress(o[1].e);
 		}
 	}
-	/* Certainly invalid: an unknown kind. */
+	/* Certainly invalid: an unknown kind. On TCP, first enough 0xee bytes
+	 * to complete any packet a fitting injected length left open (its
+	 * content is then of kind 0xee too). */
+	if (!strcmp(driver, "tcp") && !e->gates[1].error) {
+		static unsigned char fill[70000];
+		memset(fill, 0xee, sizeof fill);
+		tcp_inject_all(e, fake, fill, sizeof fill);
+	}
 	unsigned char bad[PIECE_HDR] = { 0xee };
 	struct iovec v = { bad, sizeof bad };
-	while (fake->ops->send(fake, &v, 1, sizeof bad) == -EAGAIN)
+	while (!e->gates[1].error &&
+	       fake->ops->send(fake, &v, 1, sizeof bad) == -EAGAIN)
 		canal_engine_progress(e);
 	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
 	while (!e->gates[1].error && canal_now_ns() < deadline)

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from canal_bench import report  # noqa: E402
 
-FAMILIES = ["seed", "chan", "ipc", "micro", "web", "engine"]
+FAMILIES = ["seed", "chan", "ipc", "micro", "web", "engine", "runtime"]
 
 
 class ProgressOnly:

@@ -31,6 +31,8 @@
  *    -ECONNRESET (peer gone) or -EPROTO (malformed input), later operations
  *    on it return the same error at once, and canal_engine_gate_error()
  *    tells which peer failed and why. Other gates go on unaffected.
+ *    Any-gate receives fail (with the last gate's error) only once every
+ *    gate is closed.
  *
  * Messages up to the driver's eager size travel in one copy through the
  * driver's buffers (and may be held by the receiver until a receive is
@@ -205,6 +207,15 @@ int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
  * progress loop.
  */
 int canal_engine_progress(struct canal_engine *e);
+
+/*
+ * canal_engine_set_urgent - mark tag urgent (urgent != 0) or not: from now
+ * on, its messages are sent as CANAL_ENGINE_EXPRESS ones are, ahead of
+ * the queued messages of other tags, whatever the strategy (the seed's
+ * "priority" tactic). Order within the tag is kept. Returns 0, or -EINVAL
+ * (NULL session, tag above CANAL_ENGINE_TAG_MAX). Never blocks.
+ */
+int canal_engine_set_urgent(struct canal_engine *e, unsigned tag, int urgent);
 
 /*
  * canal_engine_gate_error - the error of gate (0 if it is healthy) and, if

@@ -142,9 +142,9 @@ struct canal_engine {
 	/* freed requests kept for reuse (linked by link.next) */
 	struct canal_engine_req *req_cache;
 	unsigned req_cached;
+	uint64_t urgent[(CANAL_ENGINE_TAG_MAX + 1) / 64]; /* tag bitmap */
 	uint64_t last_health_ns;
 	unsigned health_round;
-	int listen_fd;
 	char dir[512];
 	/* Launched by a PMIx server (mpirun, srun): the exchange's handle,
 	 * finalized at close; pmix_dir: this rank created dir (shm under

@@ -154,5 +154,15 @@ int canal__gate_fail(struct canal_engine *e, int gi, int error,
 		if (r && !r->done && r->gate == gi && r->kind != REQ_PACK)
 			canal__req_complete(r, error);
 	}
+	/* With every gate closed, an any-gate receive can never be matched
+	 * (what had arrived was matched when it arrived): fail it too. */
+	for (int other = 0; other < e->size; other++)
+		if (other != e->rank && !e->gates[other].error)
+			return error;
+	while (!canal__list_empty(&e->any_posted))
+		canal__req_complete(canal__container_of(e->any_posted.next,
+							struct canal_engine_req,
+							link),
+				    error);
 	return error;
 }

@@ -227,7 +227,6 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	e->rank = rank;
 	e->size = size;
 	e->strategy = strat;
-	e->listen_fd = -1;
 	snprintf(e->driver_name, sizeof e->driver_name, "%s", driver);
 	if (dir)
 		snprintf(e->dir, sizeof e->dir, "%s", dir);

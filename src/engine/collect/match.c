@@ -224,6 +224,8 @@ int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 	r->gate = gi;
 	r->tag = tag;
 	r->flags = flags;
+	if (e->urgent[tag / 64] >> (tag % 64) & 1)
+		r->flags |= CANAL_ENGINE_EXPRESS;
 	r->buf = (unsigned char *)(uintptr_t)buf;
 	r->len = len;
 	r->seq = g->send_next[tag]++;
@@ -329,5 +331,18 @@ EXPORT int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 			return 1;
 		}
 	}
+	return 0;
+}
+
+EXPORT int canal_engine_set_urgent(struct canal_engine *e, unsigned tag,
+				   int urgent)
+{
+	if (!e || tag > CANAL_ENGINE_TAG_MAX)
+		return -EINVAL;
+	uint64_t bit = (uint64_t)1 << (tag % 64);
+	if (urgent)
+		e->urgent[tag / 64] |= bit;
+	else
+		e->urgent[tag / 64] &= ~bit;
 	return 0;
 }

@@ -143,6 +143,8 @@ EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 			r->gate = p->gate;
 			r->tag = p->tag;
 			r->flags = p->piece[i].flags;
+			if (e->urgent[p->tag / 64] >> (p->tag % 64) & 1)
+				r->flags |= CANAL_ENGINE_EXPRESS;
 			r->buf = (unsigned char *)(uintptr_t)p->piece[i].buf;
 			r->len = p->piece[i].len;
 			r->seq = seq0 + (uint32_t)i;

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -103,5 +104,13 @@ int canal__rails_new(struct canal__driver **subs, int n,
 		     struct canal__driver **out);
 int canal__rails_info(const struct canal__driver *d, int rail,
 		      unsigned long long *bytes, bool *dead);
+/* For the fuzz test only: put raw bytes on the wire, below the framing.
+ * shm: copy n bytes at the ring's head position (up to its end) and move
+ * the published head by advance (any value, however wrong): 0; tcp: write
+ * up to n bytes on the socket without blocking: the number written (0 when
+ * the socket is full), or a negative errno. */
+int canal__shm_inject(struct canal__driver *d, const void *bytes, size_t n,
+		      uint64_t advance);
+int canal__tcp_inject(struct canal__driver *d, const void *bytes, size_t n);
 
 #endif /* CANAL_ENGINE_DRIVER_H */

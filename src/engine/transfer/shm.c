@@ -400,3 +400,16 @@ fail:
 	free(d);
 	return err;
 }
+
+int canal__shm_inject(struct canal__driver *d_, const void *bytes, size_t n,
+		      uint64_t advance)
+{
+	struct shm_driver *d = (struct shm_driver *)d_;
+	uint64_t pos = d->tx_head & (RING_BYTES - 1);
+	if (n > RING_BYTES - pos)
+		n = RING_BYTES - pos;
+	memcpy(d->tx_data + pos, bytes, n);
+	d->tx_head += advance;
+	atomic_store_explicit(&d->tx->head, d->tx_head, memory_order_release);
+	return 0;
+}

@@ -438,3 +438,12 @@ out:
 		close(lfd);
 	return err;
 }
+
+int canal__tcp_inject(struct canal__driver *d_, const void *bytes, size_t n)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	ssize_t k = send(d->fd, bytes, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (k < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	return (int)k;
+}

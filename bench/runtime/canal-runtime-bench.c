@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * canal-runtime-bench - the task runtime's basic costs, one line per
+ * result ("name value unit"), read by bench/harness/canal_bench/runtime.py:
+ *   yield_pingpong     ns per switch: two tasks on one loop alternate with
+ *                      canal_yield (a switch is one task to the other)
+ *   spawn_join         ns per task: spawn a task, wait for its end (it
+ *                      signals a condvar the spawner waits on), one loop
+ *   cond_pingpong      ns per round trip: two tasks, one loop, two condvars
+ *   chan_pingpong_1loop_C, chan_pingpong_2loops_C
+ *                      ns per round trip of a canal channel of capacity C
+ *                      (0, 1) between two tasks on one loop / on two loops
+ *   thread_chan_pingpong_C
+ *                      the same between two OS threads (today's canal)
+ *   parked_bytes       resident bytes per task parked on a channel
+ *                      (RSS delta / tasks, CANAL_RB_PARKED tasks)
+ * Usage: canal-runtime-bench [rounds] (default 200000).
+ */
+#define _GNU_SOURCE
+#include <canal/channel.h>
+#include <canal/task.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static long rounds = 200000;
+
+static void die(const char *what, int r)
+{
+	fprintf(stderr, "canal-runtime-bench: %s: %s\n", what, strerror(-r));
+	exit(1);
+}
+
+/* ---- yield ping-pong ---- */
+static void yielder(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < rounds; i++)
+		canal_yield();
+}
+
+static void yield_main(void *arg)
+{
+	(void)arg;
+	canal_spawn(yielder, NULL);
+	canal_spawn(yielder, NULL);
+}
+
+/* ---- spawn + join ---- */
+struct joiner {
+	struct canal_cond *cv;
+	_Atomic int done;
+};
+
+static void child(void *arg)
+{
+	struct joiner *j = arg;
+	atomic_store_explicit(&j->done, 1, memory_order_relaxed);
+	canal_cond_signal(j->cv);
+}
+
+static void spawn_main(void *arg)
+{
+	(void)arg;
+	struct joiner j = {.cv = canal_cond_create()};
+	for (long i = 0; i < rounds; i++) {
+		atomic_store_explicit(&j.done, 0, memory_order_relaxed);
+		int r = canal_spawn(child, &j);
+		if (r)
+			die("canal_spawn", r);
+		while (!atomic_load_explicit(&j.done, memory_order_relaxed))
+			canal_cond_wait(j.cv, -1);
+	}
+	canal_cond_destroy(j.cv);
+}
+
+/* ---- condvar ping-pong ---- */
+struct cpp {
+	struct canal_cond *ping, *pong;
+	_Atomic long turn;
+};
+
+static void cond_ponger(void *arg)
+{
+	struct cpp *c = arg;
+	for (long i = 0; i < rounds; i++) {
+		while (atomic_load_explicit(&c->turn, memory_order_relaxed) !=
+		       2 * i + 1)
+			canal_cond_wait(c->ping, -1);
+		atomic_store_explicit(&c->turn, 2 * i + 2,
+				      memory_order_relaxed);
+		canal_cond_signal(c->pong);
+	}
+}
+
+static void cond_main(void *arg)
+{
+	struct cpp *c = arg;
+	canal_spawn(cond_ponger, c);
+	for (long i = 0; i < rounds; i++) {
+		atomic_store_explicit(&c->turn, 2 * i + 1,
+				      memory_order_relaxed);
+		canal_cond_signal(c->ping);
+		while (atomic_load_explicit(&c->turn, memory_order_relaxed) !=
+		       2 * i + 2)
+			canal_cond_wait(c->pong, -1);
+	}
+}
+
+/* ---- channel ping-pong ---- */
+struct cping {
+	struct canal_chan *a, *b;
+};
+
+static void chan_ponger(void *arg)
+{
+	struct cping *p = arg;
+	long v;
+	for (long i = 0; i < rounds; i++) {
+		canal_recv(p->a, &v);
+		canal_send(p->b, &v);
+	}
+}
+
+static void chan_pinger(struct cping *p)
+{
+	for (long i = 0; i < rounds; i++) {
+		long v = i;
+		canal_send(p->a, &v);
+		canal_recv(p->b, &v);
+	}
+}
+
+static void chan_main(void *arg)
+{
+	canal_spawn(chan_ponger, arg);
+	chan_pinger(arg);
+}
+
+static void *chan_ponger_thread(void *arg)
+{
+	chan_ponger(arg);
+	return NULL;
+}
+
+/* ---- parked memory ---- */
+static long rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, res = 0;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res * sysconf(_SC_PAGESIZE);
+}
+
+struct parked {
+	struct canal_chan *ch;
+	long n;
+	_Atomic long in;
+	double bytes;
+};
+
+static void parked_task(void *arg)
+{
+	struct parked *p = arg;
+	atomic_fetch_add_explicit(&p->in, 1, memory_order_relaxed);
+	canal_recv(p->ch, NULL);
+}
+
+static void parked_main(void *arg)
+{
+	struct parked *p = arg;
+	long before = rss_bytes();
+	for (long i = 0; i < p->n; i++)
+		if (canal_spawn(parked_task, p))
+			die("canal_spawn", -ENOMEM);
+	while (atomic_load_explicit(&p->in, memory_order_relaxed) < p->n)
+		canal_sleep_ns(1000000);
+	canal_sleep_ns(10000000);
+	p->bytes = (double)(rss_bytes() - before) / (double)p->n;
+	canal_close(p->ch);
+}
+
+static double elapsed_ns(uint64_t t0)
+{
+	return (double)(canal_now_ns() - t0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		rounds = atol(argv[1]);
+	struct canal_run_options one = {.loops = 1}, two = {.loops = 2};
+	uint64_t t0;
+	int r;
+
+	t0 = canal_now_ns();
+	if ((r = canal_run(yield_main, NULL, &one)))
+		die("canal_run", r);
+	printf("yield_pingpong %.1f ns/switch\n", elapsed_ns(t0) / (2.0 * rounds));
+
+	t0 = canal_now_ns();
+	if ((r = canal_run(spawn_main, NULL, &one)))
+		die("canal_run", r);
+	printf("spawn_join %.1f ns/task\n", elapsed_ns(t0) / rounds);
+
+	struct cpp c = {.ping = canal_cond_create(), .pong = canal_cond_create()};
+	t0 = canal_now_ns();
+	if ((r = canal_run(cond_main, &c, &one)))
+		die("canal_run", r);
+	printf("cond_pingpong %.1f ns/rt\n", elapsed_ns(t0) / rounds);
+	canal_cond_destroy(c.ping);
+	canal_cond_destroy(c.pong);
+
+	const size_t caps[] = {0, 1};
+	for (int k = 0; k < 2; k++) {
+		struct cping p = {
+			canal_chan_create(sizeof(long), caps[k], 0),
+			canal_chan_create(sizeof(long), caps[k], 0)};
+		t0 = canal_now_ns();
+		if ((r = canal_run(chan_main, &p, &one)))
+			die("canal_run", r);
+		printf("chan_pingpong_1loop_%zu %.1f ns/rt\n", caps[k],
+		       elapsed_ns(t0) / rounds);
+		t0 = canal_now_ns();
+		if ((r = canal_run(chan_main, &p, &two)))
+			die("canal_run", r);
+		printf("chan_pingpong_2loops_%zu %.1f ns/rt\n", caps[k],
+		       elapsed_ns(t0) / rounds);
+		pthread_t th;
+		t0 = canal_now_ns();
+		pthread_create(&th, NULL, chan_ponger_thread, &p);
+		chan_pinger(&p);
+		pthread_join(th, NULL);
+		printf("thread_chan_pingpong_%zu %.1f ns/rt\n", caps[k],
+		       elapsed_ns(t0) / rounds);
+		canal_chan_destroy(p.a);
+		canal_chan_destroy(p.b);
+	}
+
+	const char *e = getenv("CANAL_RB_PARKED");
+	struct parked pk = {.ch = canal_chan_create(0, 0, 0),
+			    .n = e ? atol(e) : 100000};
+	if ((r = canal_run(parked_main, &pk, NULL)))
+		die("canal_run", r);
+	printf("parked_bytes_%ld %.0f bytes/task\n", pk.n, pk.bytes);
+	canal_chan_destroy(pk.ch);
+	return 0;
+}

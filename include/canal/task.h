@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * canal/task.h - lightweight tasks: a runtime of stackful cooperative tasks
+ * on a few loop threads (io_uring, or epoll where io_uring is unavailable).
+ *
+ * Conventions (those of canal/channel.h): functions returning int return 0
+ * (or a non-negative count) on success and a negative errno value on
+ * failure; errno is not touched.
+ *
+ * The model:
+ *  - canal_run() starts a runtime: loop threads (one per core by default),
+ *    runs main_task as the first task, and returns once every task has
+ *    ended. It may be called again after it returned; one runtime runs at a
+ *    time in a process.
+ *  - A task is a function with its own stack (stackful: ordinary C code runs
+ *    in it, at any call depth). Tasks are cooperative: a task runs on its
+ *    loop's thread until it blocks (a channel operation, a condition
+ *    variable, I/O, canal_sleep_ns) or yields; then the loop runs others.
+ *    A task that computes for long without blocking holds its loop.
+ *  - Tasks and channels: every blocking operation of <canal/channel.h>
+ *    called from a task parks the task (its loop runs others); from a plain
+ *    thread it blocks the thread as always. Threads and tasks mix freely on
+ *    one channel.
+ *  - A task may move to another loop while it is runnable (idle loops take
+ *    work from busy ones), never while it waits for I/O or a timer. Do not
+ *    keep the address of a thread-local variable across a blocking call.
+ *  - Stacks are committed on demand: a task costs the pages its stack
+ *    touched. A task that overflows its stack is reported (task id, stack
+ *    size) and the process aborts; see canal_run_options.stack_size.
+ */
+#ifndef CANAL_TASK_H
+#define CANAL_TASK_H
+
+#include <canal/base.h>
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which I/O backend the loops use (canal_run_options.backend). */
+enum canal_backend {
+	CANAL_BACKEND_AUTO = 0,	 /* io_uring, else epoll; CANAL_BACKEND env */
+	CANAL_BACKEND_IO_URING = 1,
+	CANAL_BACKEND_EPOLL = 2,
+};
+
+/*
+ * Options of canal_run(). Zero-initialise and set what you need: every 0
+ * field means "the default".
+ */
+struct canal_run_options {
+	/* Loop threads (the thread calling canal_run is one of them).
+	 * 0: one per online CPU. At most 1024. */
+	unsigned loops;
+	/* Bytes of stack per task, rounded up to the page size; committed
+	 * on demand, so a large value costs address space, not memory.
+	 * 0: 256 KiB. At least 16 KiB, at most 1 GiB. */
+	size_t stack_size;
+	/* enum canal_backend. CANAL_BACKEND_AUTO reads the environment
+	 * variable CANAL_BACKEND ("io_uring" or "epoll") and otherwise takes
+	 * io_uring when io_uring_setup works (not ENOSYS/EPERM). */
+	int backend;
+	/* Native threads for canal_detach() (0: 4). */
+	unsigned detach_threads;
+	/* Flags: CANAL_RUN_NO_SYNC_SHORTCUT. */
+	unsigned flags;
+};
+
+enum {
+	/* I/O never tries the non-blocking call first: every operation goes
+	 * through the backend (to measure the synchronous-completion
+	 * shortcut). */
+	CANAL_RUN_NO_SYNC_SHORTCUT = 1u << 0,
+};
+
+/*
+ * canal_run - run a runtime: start the loops, run main_task(arg) as a task,
+ * and return once every task (main_task and all tasks spawned, directly or
+ * not) has ended.
+ *
+ * opts NULL means every default. Returns 0 once every task ended, or
+ *   -EINVAL  main_task is NULL, or an option is out of range (unknown
+ *            flags or backend, loops > 1024, stack_size out of range);
+ *   -EBUSY   a runtime is already running in this process (including a
+ *            call from inside a task);
+ *   -ENOSYS  the backend asked for (option or CANAL_BACKEND) is not
+ *            available (io_uring_setup failed);
+ *   -ENOMEM, -EAGAIN, -EMFILE  the loops, threads or rings could not be
+ *            created (nothing was run).
+ * Blocks the calling thread, which runs one of the loops, until the end.
+ * Thread-safe: concurrent calls get -EBUSY but one.
+ */
+int canal_run(void (*main_task)(void *arg), void *arg,
+	      const struct canal_run_options *opts);
+
+/*
+ * canal_spawn - start fn(arg) as a new task. The task is placed on a loop
+ * (spread over the loops in turn) and runs when that loop gets to it.
+ * Callable from a task, a detached task, or a thread that is a loop of the
+ * running runtime. Returns 0, or
+ *   -EINVAL  fn is NULL;
+ *   -EPERM   called outside a running runtime (a plain thread, or after
+ *            canal_run returned);
+ *   -ENOMEM  no memory (or address space) for the task's stack.
+ * Never blocks.
+ */
+int canal_spawn(void (*fn)(void *arg), void *arg);
+
+/*
+ * canal_yield - let the other runnable tasks of this loop run, then
+ * continue. Outside a task (a plain thread, a detached task) it yields the
+ * thread (sched_yield). Never fails.
+ */
+void canal_yield(void);
+
+/*
+ * canal_sleep_ns - suspend the calling task for ns nanoseconds (the loop
+ * runs others meanwhile). Outside a task it sleeps the thread. Returns 0.
+ */
+int canal_sleep_ns(uint64_t ns);
+
+/*
+ * canal_task_id - the id of the calling task (1 for main_task, then in
+ * spawn order, unique within one canal_run), or 0 outside a task.
+ */
+uint64_t canal_task_id(void);
+
+
+/* ------------------------------------------------------------------ */
+/* Condition variables for tasks (CPC's cpc_condvar)                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A condition variable of tasks, as in CPC: canal_cond_wait() suspends the
+ * calling task until canal_cond_signal() or canal_cond_broadcast(). There
+ * is no mutex and no memory: a signal wakes only tasks already waiting
+ * (with several loops, a signal may come before the wait it was meant
+ * for: pair the condvar with state the waiter checks, or use a channel).
+ *
+ * Cancellation: a condvar passed to a waiting operation (the I/O below)
+ * cancels it when signalled: the operation ends with -ECANCELED and its
+ * resources are released. A signal wakes or cancels exactly one waiter
+ * (the oldest), a broadcast all of them.
+ */
+struct canal_cond;
+
+/*
+ * canal_cond_create - a new condition variable, or NULL with errno ENOMEM.
+ * canal_cond_destroy - free one nobody waits on (NULL is ignored).
+ * Never block. Thread-safe (destroy: once, when no task uses it).
+ */
+struct canal_cond *canal_cond_create(void);
+void canal_cond_destroy(struct canal_cond *c);
+
+/*
+ * canal_cond_wait - suspend the calling task until c is signalled, or for
+ * at most timeout_ns nanoseconds (< 0: no limit). Returns 0 when
+ * signalled, -ETIMEDOUT, -EINVAL if c is NULL, -EPERM when not called
+ * from a task (a plain thread or a detached task).
+ */
+int canal_cond_wait(struct canal_cond *c, int64_t timeout_ns);
+
+/*
+ * canal_cond_signal - wake (or cancel the operation of) the oldest waiter
+ * of c; canal_cond_broadcast - all of them. Return how many were woken
+ * (0 if none waited), or -EINVAL if c is NULL. Never block; callable from
+ * any thread, task or not.
+ */
+int canal_cond_signal(struct canal_cond *c);
+int canal_cond_broadcast(struct canal_cond *c);
+
+/* ------------------------------------------------------------------ */
+/* I/O that suspends the task                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * canal_io_read, canal_io_write, canal_io_readv, canal_io_writev,
+ * canal_io_recv, canal_io_send, canal_io_accept, canal_io_connect,
+ * canal_io_close - the system calls of the same names, for a task: the
+ * task is suspended (its loop runs others) until the operation completes.
+ *
+ * timeout_ns: < 0 no limit; otherwise the operation is cancelled after
+ * that long and returns -ETIMEDOUT. cancel: NULL, or a condvar whose
+ * signal cancels the operation (-ECANCELED). When the completion and the
+ * cancellation race there is exactly one outcome: either the operation
+ * happened (its result is returned, its data moved) or it did not
+ * (-ETIMEDOUT / -ECANCELED, nothing moved).
+ *
+ * Returns what the system call returns (a byte count, 0, an accepted fd)
+ * or -errno. read/write/readv/writev use and advance the file position
+ * (the kernel's offset -1). send adds MSG_NOSIGNAL. accept returns a
+ * socket with flags (SOCK_CLOEXEC, SOCK_NONBLOCK) as accept4(2).
+ *
+ * First, unless canal_run was given CANAL_RUN_NO_SYNC_SHORTCUT, the call
+ * is tried without blocking (RWF_NOWAIT, MSG_DONTWAIT) and returns at once
+ * if it completes; only an operation that would block goes through the
+ * backend (seed 004's synchronous-completion shortcut).
+ *
+ * Epoll backend: operations wait for readiness and then run; one reading
+ * and one writing operation may wait on a given fd per loop at a time
+ * (another gets -EBUSY); files that epoll cannot watch (regular files)
+ * are read and written synchronously.
+ *
+ * Outside a task (a plain thread or a detached task) the call blocks the
+ * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.
+ */
+ssize_t canal_io_read(int fd, void *buf, size_t len, int64_t timeout_ns,
+		      struct canal_cond *cancel);
+ssize_t canal_io_write(int fd, const void *buf, size_t len,
+		       int64_t timeout_ns, struct canal_cond *cancel);
+ssize_t canal_io_readv(int fd, const struct iovec *iov, int iovcnt,
+		       int64_t timeout_ns, struct canal_cond *cancel);
+ssize_t canal_io_writev(int fd, const struct iovec *iov, int iovcnt,
+			int64_t timeout_ns, struct canal_cond *cancel);
+ssize_t canal_io_recv(int fd, void *buf, size_t len, int flags,
+		      int64_t timeout_ns, struct canal_cond *cancel);
+ssize_t canal_io_send(int fd, const void *buf, size_t len, int flags,
+		      int64_t timeout_ns, struct canal_cond *cancel);
+int canal_io_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
+		    int flags, int64_t timeout_ns, struct canal_cond *cancel);
+int canal_io_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
+		     int64_t timeout_ns, struct canal_cond *cancel);
+int canal_io_close(int fd);
+
+/*
+ * canal_io_submit - the generic primitive (CPC's cpc_call_async_prim):
+ * start the io_uring operation *sqe, prepared by the caller with any
+ * io_uring_prep_* (its user_data is canal's and is overwritten), suspend
+ * the task until its completion, and return the completion's res.
+ * Cancellable by timeout_ns (>= 0; -ETIMEDOUT) and by the cancel condvar
+ * (-ECANCELED) through IORING_OP_ASYNC_CANCEL; exactly one outcome when
+ * they race with the completion (see above): if the operation completed
+ * first, its res is returned. Buffers the SQE names must stay valid until
+ * this returns (they do if they live in the task).
+ * Errors: -EINVAL sqe NULL; -EPERM outside a task; -EOPNOTSUPP on the
+ * epoll backend (readiness cannot express an arbitrary operation); -EBUSY
+ * the submission queue is full.
+ */
+struct io_uring_sqe;
+int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
+		    struct canal_cond *cancel);
+
+/* ------------------------------------------------------------------ */
+/* Detach and attach (CPC's cpc_detach / cpc_attach)                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * canal_detach - move the calling task to the runtime's pool of native
+ * threads (canal_run_options.detach_threads), where it may block (a
+ * blocking library call, a long computation) without holding a loop.
+ * While detached it is still a task (canal_task_id, canal_spawn work) but
+ * channel operations, sleeps and I/O block its thread as in a plain
+ * thread. canal_attach - come back to a loop. Return 0; -EPERM outside a
+ * task; canal_detach on a detached task and canal_attach on an attached
+ * one return 0 and do nothing.
+ */
+int canal_detach(void);
+int canal_attach(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CANAL_TASK_H */

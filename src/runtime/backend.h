@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/backend.h - what a loop needs from its I/O backend, kept narrow
+ * so that another one (Windows IOCP, seed 004's platform) fits: sleep
+ * until an event or a deadline, be woken from another thread, and start
+ * and cancel one asynchronous operation whose completion wakes its task.
+ *
+ * Every operation except wake() is called on the loop's own thread.
+ */
+#ifndef CANAL_RUNTIME_BACKEND_H
+#define CANAL_RUNTIME_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct canal__loop;
+struct canal__io;
+
+struct canal__backend_ops {
+	const char *name;
+	/* Set up l->backend on the loop's thread: 0 or -errno. */
+	int (*init)(struct canal__loop *l);
+	void (*fini)(struct canal__loop *l);
+	/* Dispatch completions (canal__io_complete) and sleep until one
+	 * comes, a wake(), or deadline_ns (0: do not sleep; CANAL_NO_DEADLINE:
+	 * no deadline). */
+	void (*poll)(struct canal__loop *l, uint64_t deadline_ns);
+	/* Make a sleeping poll() of l return (any thread). */
+	void (*wake)(struct canal__loop *l);
+	/* Start op: 0 (its completion will come through poll), or -errno
+	 * (nothing started; -EOPNOTSUPP for what the backend cannot do). */
+	int (*submit)(struct canal__loop *l, struct canal__io *op);
+	/* Ask for op's early end; its completion still comes through poll
+	 * (with -ECANCELED, or its result if it won the race). */
+	void (*cancel)(struct canal__loop *l, struct canal__io *op);
+};
+
+extern const struct canal__backend_ops canal__backend_uring;
+extern const struct canal__backend_ops canal__backend_epoll;
+
+/* Probe: can this process set up an io_uring (not ENOSYS/EPERM)? */
+bool canal__uring_available(void);
+
+#endif /* CANAL_RUNTIME_BACKEND_H */

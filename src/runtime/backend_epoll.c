@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend_epoll.c - the readiness backend, for kernels or containers
+ * without io_uring (or CANAL_BACKEND=epoll).
+ *
+ * Waking: an eventfd in the epoll set (level-triggered: drained after each
+ * wake). I/O: a table indexed by fd holds, per fd, the operation waiting
+ * to read (accept, recv, read...) and the one waiting to write (send,
+ * connect...); the fd is in the epoll set, level-triggered, with exactly
+ * the events its waiting operations need (EPOLL_CTL_ADD/MOD/DEL as they
+ * come and go). When ready, the loop tries the call without blocking and
+ * completes the op, or keeps waiting on EAGAIN. So one reader and one
+ * writer may wait on an fd at once per loop (a full-duplex socket); a
+ * second reader (or writer) gets -EBUSY. The table and the set are
+ * touched only by the loop's thread. The generic primitive (a prepared
+ * SQE) is not expressible as readiness: -EOPNOTSUPP.
+ */
+#define _GNU_SOURCE
+#include "runtime/internal.h"
+#include "runtime/backend.h"
+#include "runtime/io.h"
+#include "base/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct fd_waiters {
+	struct canal__io *rd, *wr;
+	uint32_t events; /* registered in the set (0: not in it) */
+};
+
+struct epoll_backend {
+	int epfd;
+	int evfd;
+	struct fd_waiters *fds; /* indexed by fd */
+	size_t nfds;
+};
+
+#define EVFD_TAG UINT64_MAX /* epoll data of the eventfd */
+
+static int ep_init(struct canal__loop *l)
+{
+	struct epoll_backend *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (b->epfd < 0) {
+		int e = -errno;
+		free(b);
+		return e;
+	}
+	b->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (b->evfd < 0) {
+		int e = -errno;
+		close(b->epfd);
+		free(b);
+		return e;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EVFD_TAG};
+	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, b->evfd, &ev) != 0) {
+		int e = -errno;
+		close(b->evfd);
+		close(b->epfd);
+		free(b);
+		return e;
+	}
+	l->backend = b;
+	return 0;
+}
+
+static void ep_fini(struct canal__loop *l)
+{
+	struct epoll_backend *b = l->backend;
+	if (!b)
+		return;
+	close(b->evfd);
+	close(b->epfd);
+	free(b->fds);
+	free(b);
+	l->backend = NULL;
+}
+
+/* Make the set's events for fd what its waiters need: 0 or -errno. */
+static int fd_sync(struct epoll_backend *b, int fd)
+{
+	struct fd_waiters *w = &b->fds[fd];
+	uint32_t want = (w->rd ? w->rd->events : 0) |
+			(w->wr ? w->wr->events : 0);
+	if (want == w->events)
+		return 0;
+	struct epoll_event ev = {.events = want, .data.u64 = (uint64_t)fd};
+	int op = !w->events ? EPOLL_CTL_ADD
+			    : (want ? EPOLL_CTL_MOD : EPOLL_CTL_DEL);
+	if (epoll_ctl(b->epfd, op, fd, &ev) != 0)
+		return -errno;
+	w->events = want;
+	return 0;
+}
+
+static bool is_reader(const struct canal__io *op)
+{
+	return (op->events & EPOLLIN) != 0;
+}
+
+/* Take op off its fd's table entry (and the set). */
+static void fd_remove(struct epoll_backend *b, struct canal__io *op)
+{
+	struct fd_waiters *w = &b->fds[op->fd];
+	if (w->rd == op)
+		w->rd = NULL;
+	if (w->wr == op)
+		w->wr = NULL;
+	if (fd_sync(b, op->fd) != 0) {
+		/* The fd was closed under us: it left the set by itself. */
+		w->events = 0;
+	}
+}
+
+static void ep_ready(struct canal__loop *l, struct canal__io *op)
+{
+	int r = canal__io_try(op, true);
+	if (r == -EAGAIN)
+		return; /* spurious: level-triggered, we will hear again */
+	fd_remove(l->backend, op);
+	canal__io_complete(op, r);
+}
+
+static void ep_poll(struct canal__loop *l, uint64_t deadline_ns)
+{
+	struct epoll_backend *b = l->backend;
+	struct epoll_event evs[64];
+	struct timespec ts, *tsp = NULL;
+	if (deadline_ns != CANAL_NO_DEADLINE) {
+		uint64_t now = canal_now_ns();
+		uint64_t d = deadline_ns > now ? deadline_ns - now : 0;
+		ts.tv_sec = (time_t)(d / 1000000000u);
+		ts.tv_nsec = (long)(d % 1000000000u);
+		tsp = &ts;
+	}
+	int n = epoll_pwait2(b->epfd, evs, 64, tsp, NULL);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 == EVFD_TAG) {
+			uint64_t v;
+			if (read(b->evfd, &v, sizeof(v)) < 0)
+				continue;
+			continue;
+		}
+		int fd = (int)evs[i].data.u64;
+		uint32_t e = evs[i].events;
+		bool err = (e & (EPOLLERR | EPOLLHUP)) != 0;
+		/* Each completion may change the entry: re-read it. */
+		if ((e & (EPOLLIN | EPOLLRDHUP) || err) && b->fds[fd].rd)
+			ep_ready(l, b->fds[fd].rd);
+		if ((e & EPOLLOUT || err) && b->fds[fd].wr)
+			ep_ready(l, b->fds[fd].wr);
+	}
+}
+
+static void ep_wake(struct canal__loop *l)
+{
+	struct epoll_backend *b = l->backend;
+	uint64_t one = 1;
+	if (write(b->evfd, &one, sizeof(one)) < 0)
+		return; /* EAGAIN: the counter is full, a wake is pending */
+}
+
+static uint32_t events_of(const struct canal__io *op)
+{
+	switch (op->kind) {
+	case IO_READ:
+	case IO_READV:
+	case IO_RECV:
+	case IO_ACCEPT:
+		return EPOLLIN | EPOLLRDHUP;
+	case IO_WRITE:
+	case IO_WRITEV:
+	case IO_SEND:
+	case IO_CONNECT:
+		return EPOLLOUT;
+	default:
+		return 0;
+	}
+}
+
+static int ep_submit(struct canal__loop *l, struct canal__io *op)
+{
+	struct epoll_backend *b = l->backend;
+	if (op->kind == IO_SQE)
+		return -EOPNOTSUPP;
+	if (op->kind == IO_CLOSE) {
+		canal__io_complete(op, close(op->fd) == 0 ? 0 : -errno);
+		return 0;
+	}
+	if (op->kind == IO_CONNECT) {
+		/* Start it without blocking (the fd's own mode is put back
+		 * at once), then wait for writability; SO_ERROR says how it
+		 * ended (canal__io_try). */
+		int fl = fcntl(op->fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if (!(fl & O_NONBLOCK))
+			fcntl(op->fd, F_SETFL, fl | O_NONBLOCK);
+		int r = connect(op->fd, op->addr, op->addrlen) == 0 ? 0
+								    : -errno;
+		if (!(fl & O_NONBLOCK))
+			fcntl(op->fd, F_SETFL, fl);
+		if (r != -EINPROGRESS) {
+			canal__io_complete(op, r);
+			return 0;
+		}
+	}
+	op->events = events_of(op);
+	if (op->fd < 0)
+		return -EBADF;
+	if ((size_t)op->fd >= b->nfds) {
+		size_t n = b->nfds ? b->nfds : 64;
+		while (n <= (size_t)op->fd)
+			n *= 2;
+		struct fd_waiters *f = realloc(b->fds, n * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		memset(f + b->nfds, 0, (n - b->nfds) * sizeof(*f));
+		b->fds = f;
+		b->nfds = n;
+	}
+	struct fd_waiters *w = &b->fds[op->fd];
+	struct canal__io **slot = is_reader(op) ? &w->rd : &w->wr;
+	if (*slot)
+		return -EBUSY;
+	*slot = op;
+	int r = fd_sync(b, op->fd);
+	if (r) {
+		*slot = NULL;
+		if (fd_sync(b, op->fd) != 0)
+			w->events = 0;
+		return r;
+	}
+	return 0;
+}
+
+static void ep_cancel(struct canal__loop *l, struct canal__io *op)
+{
+	struct epoll_backend *b = l->backend;
+	if (op->done)
+		return;
+	fd_remove(b, op);
+	canal__io_complete(op, -ECANCELED);
+}
+
+const struct canal__backend_ops canal__backend_epoll = {
+	.name = "epoll",
+	.init = ep_init,
+	.fini = ep_fini,
+	.poll = ep_poll,
+	.wake = ep_wake,
+	.submit = ep_submit,
+	.cancel = ep_cancel,
+};

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend_uring.c - the io_uring backend (liburing).
+ *
+ * One ring per loop, made on the loop's own thread with SINGLE_ISSUER and
+ * DEFER_TASKRUN where the kernel has them (completions are then processed
+ * only when this thread enters the kernel to get events, which is when
+ * the loop polls anyway); without them, a plain ring.
+ *
+ * user_data: 0 is the loop's eventfd read (always one in flight: another
+ * thread's wake writes the eventfd, the read completes, the loop wakes and
+ * re-arms it), 1 is an ASYNC_CANCEL (its own CQE is ignored: what matters
+ * is the CQE of the op it cancels), anything else a struct canal__io.
+ *
+ * Exactly one outcome per op: its CQE comes exactly once, whether it
+ * completed, failed or was cancelled; the task waits for that CQE before
+ * the op (on its stack) goes away (io.c).
+ */
+#define _GNU_SOURCE
+#include "runtime/internal.h"
+#include "runtime/backend.h"
+#include "runtime/io.h"
+#include "base/clock.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define RING_ENTRIES 256u
+#define URING_OP_FUTEX_WAIT 51	  /* IORING_OP_FUTEX_WAIT, linux 6.7 */
+#define URING_OP_FUTEX_WAITV 53	  /* IORING_OP_FUTEX_WAITV, linux 6.7 */
+#define URING_FUTEX2_SIZE_U32 0x02 /* FUTEX2_SIZE_U32 */
+#define UD_WAKE 0u
+#define UD_CANCEL 1u
+
+struct uring_backend {
+	struct io_uring ring;
+	int evfd;
+	uint64_t evbuf;
+	bool read_armed;
+};
+
+bool canal__uring_available(void)
+{
+	static _Atomic int known; /* 0 unknown, 1 yes, 2 no */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (k)
+		return k == 1;
+	struct io_uring ring;
+	int r = io_uring_queue_init(4, &ring, 0);
+	if (r == 0)
+		io_uring_queue_exit(&ring);
+	k = r == 0 ? 1 : 2;
+	atomic_store_explicit(&known, k, memory_order_relaxed);
+	return k == 1;
+}
+
+static struct io_uring_sqe *get_sqe(struct uring_backend *b)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	if (!sqe) {
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+	}
+	return sqe;
+}
+
+static void arm_wake_read(struct uring_backend *b)
+{
+	struct io_uring_sqe *sqe = get_sqe(b);
+	if (!sqe)
+		return; /* retried at the next poll */
+	io_uring_prep_read(sqe, b->evfd, &b->evbuf, sizeof(b->evbuf), 0);
+	io_uring_sqe_set_data64(sqe, UD_WAKE);
+	b->read_armed = true;
+}
+
+static int ur_init(struct canal__loop *l)
+{
+	struct uring_backend *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->evfd = eventfd(0, EFD_CLOEXEC);
+	if (b->evfd < 0) {
+		int e = -errno;
+		free(b);
+		return e;
+	}
+	int r = io_uring_queue_init(RING_ENTRIES, &b->ring,
+				    IORING_SETUP_SINGLE_ISSUER |
+					    IORING_SETUP_DEFER_TASKRUN);
+	if (r == -EINVAL)
+		r = io_uring_queue_init(RING_ENTRIES, &b->ring, 0);
+	if (r < 0) {
+		close(b->evfd);
+		free(b);
+		return r;
+	}
+	l->backend = b;
+	arm_wake_read(b);
+	io_uring_submit(&b->ring);
+	return 0;
+}
+
+static void ur_fini(struct canal__loop *l)
+{
+	struct uring_backend *b = l->backend;
+	if (!b)
+		return;
+	io_uring_queue_exit(&b->ring);
+	close(b->evfd);
+	free(b);
+	l->backend = NULL;
+}
+
+static void ur_reap(struct uring_backend *b)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+	io_uring_for_each_cqe(&b->ring, head, cqe)
+	{
+		uint64_t ud = io_uring_cqe_get_data64(cqe);
+		seen++;
+		if (ud == UD_WAKE)
+			b->read_armed = false;
+		else if (ud != UD_CANCEL)
+			canal__io_complete((struct canal__io *)(uintptr_t)ud,
+					   cqe->res);
+	}
+	io_uring_cq_advance(&b->ring, seen);
+}
+
+static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
+{
+	struct uring_backend *b = l->backend;
+	if (!b->read_armed)
+		arm_wake_read(b);
+	if (deadline_ns == 0) {
+		io_uring_submit_and_get_events(&b->ring);
+	} else {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts, *tsp = NULL;
+		if (deadline_ns != CANAL_NO_DEADLINE) {
+			uint64_t now = canal_now_ns();
+			uint64_t d = deadline_ns > now ? deadline_ns - now : 0;
+			ts.tv_sec = (long long)(d / 1000000000u);
+			ts.tv_nsec = (long long)(d % 1000000000u);
+			tsp = &ts;
+		}
+		io_uring_submit_and_wait_timeout(&b->ring, &cqe, 1, tsp,
+						 NULL);
+	}
+	ur_reap(b);
+	if (!b->read_armed) {
+		arm_wake_read(b);
+		io_uring_submit(&b->ring);
+	}
+}
+
+static void ur_wake(struct canal__loop *l)
+{
+	struct uring_backend *b = l->backend;
+	uint64_t one = 1;
+	if (write(b->evfd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static int ur_submit(struct canal__loop *l, struct canal__io *op)
+{
+	struct uring_backend *b = l->backend;
+	struct io_uring_sqe *sqe = get_sqe(b);
+	if (!sqe)
+		return -EBUSY;
+	switch (op->kind) {
+	case IO_READ:
+		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,
+				   (uint64_t)-1);
+		break;
+	case IO_WRITE:
+		io_uring_prep_write(sqe, op->fd, op->buf, (unsigned)op->len,
+				    (uint64_t)-1);
+		break;
+	case IO_READV:
+		io_uring_prep_readv(sqe, op->fd, op->iov,
+				    (unsigned)op->iovcnt, (uint64_t)-1);
+		break;
+	case IO_WRITEV:
+		io_uring_prep_writev(sqe, op->fd, op->iov,
+				     (unsigned)op->iovcnt, (uint64_t)-1);
+		break;
+	case IO_RECV:
+		io_uring_prep_recv(sqe, op->fd, op->buf, op->len, op->flags);
+		break;
+	case IO_SEND:
+		io_uring_prep_send(sqe, op->fd, op->buf, op->len, op->flags);
+		break;
+	case IO_ACCEPT:
+		io_uring_prep_accept(sqe, op->fd, op->addr, op->addrlenp,
+				     op->flags);
+		break;
+	case IO_CONNECT:
+		io_uring_prep_connect(sqe, op->fd, op->addr, op->addrlen);
+		break;
+	case IO_CLOSE:
+		io_uring_prep_close(sqe, op->fd);
+		break;
+	case IO_SQE:
+		memcpy(sqe, op->sqe, sizeof(*sqe));
+		break;
+	case IO_FUTEX_WAIT:
+		/* IORING_OP_FUTEX_WAIT (kernel >= 6.7; liburing 2.3 has no
+		 * helper): fd = futex2 flags (32-bit, shared: no
+		 * FUTEX2_PRIVATE), addr = the word, addr2 = the value it
+		 * must hold, addr3 = the bitset mask. */
+		io_uring_prep_rw(URING_OP_FUTEX_WAIT, sqe, URING_FUTEX2_SIZE_U32,
+				 op->buf, 0, op->len);
+		sqe->addr3 = 0xffffffffu;
+		break;
+	case IO_FUTEX_WAITV:
+		/* IORING_OP_FUTEX_WAITV: addr = struct futex_waitv[len]. */
+		io_uring_prep_rw(URING_OP_FUTEX_WAITV, sqe, 0, op->buf,
+				 (unsigned)op->len, 0);
+		break;
+	default:
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, UD_CANCEL);
+		return -EINVAL;
+	}
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op);
+	/* Submitted at the loop's next poll, right after the task parks:
+	 * one io_uring_enter for every op started meanwhile. */
+	return 0;
+}
+
+static void ur_cancel(struct canal__loop *l, struct canal__io *op)
+{
+	struct uring_backend *b = l->backend;
+	struct io_uring_sqe *sqe = get_sqe(b);
+	if (!sqe)
+		return; /* the task retries (io.c) */
+	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
+	io_uring_sqe_set_data64(sqe, UD_CANCEL);
+	op->cancel_sent = true;
+}
+
+const struct canal__backend_ops canal__backend_uring = {
+	.name = "io_uring",
+	.init = ur_init,
+	.fini = ur_fini,
+	.poll = ur_poll,
+	.wake = ur_wake,
+	.submit = ur_submit,
+	.cancel = ur_cancel,
+};

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/internal.h - the inside of canal's task runtime: tasks, loops and
+ * the runtime, and the rules that hold between them.
+ *
+ * Who owns what:
+ *  - A loop is a thread (the caller of canal_run is loop 0) with its own
+ *    scheduler context, run queue, timer heap and backend (io_uring ring or
+ *    epoll set). The timer heap and the backend are touched only by the
+ *    loop's thread. The run queue is a list under the loop's mutex: any
+ *    thread may push (a waker, a spawner, a stealer takes from it).
+ *  - A task is at any time in exactly one of: running on a loop (that loop's
+ *    `current`), in one run queue, parked (referenced only by what can wake
+ *    it: a parker bucket, a condvar list, a timer, an in-flight I/O), or on
+ *    the detach pool.
+ *
+ * Switching out (the rule that makes every wake-up safe): a task never makes
+ * itself visible to another loop before it has switched out. It records
+ * what it wants (task->after: yield, park, exit, detach) and switches to its
+ * loop's scheduler context, which acts on it: push it back (yield), hand it
+ * to the pool (detach), free it (exit), or finish the park handshake.
+ *
+ * The park handshake (task->sched):
+ *   RUNNING --task: park--> PARKING --scheduler, after the switch--> PARKED
+ *   A waker that won the wake (task->wake, below) calls task_make_runnable:
+ *     PARKING -> NOTIFIED (the scheduler, whose CAS PARKING->PARKED then
+ *                fails, pushes the task itself), or
+ *     PARKED  -> RUNNING, and the waker pushes it to task->loop's queue.
+ *   Both CAS are acq_rel: the waker's writes before the wake (a result, an
+ *   element) happen-before the task's resumption, and the task's writes
+ *   before it parked (its saved registers, via the switch) happen-before
+ *   whoever runs it next.
+ *
+ * The wake race (task->wake): a park arms it (WAKE_ARMED) before the task
+ * registers anywhere; every wake source (parker bucket, timer, condvar,
+ * I/O completion, cancel) tries CAS ARMED -> its reason; exactly one wins
+ * and only the winner makes the task runnable. The losers do nothing (the
+ * task unregisters itself from every source after it resumes, under each
+ * source's own lock, so no source keeps a reference past the wait).
+ *
+ * Migration: idle loops steal from other loops' queues, but never a task
+ * that is pinned (an armed timer or an in-flight I/O operation belongs to
+ * its loop's heap or ring). A pinned task only resumes on task->loop.
+ */
+#ifndef CANAL_RUNTIME_INTERNAL_H
+#define CANAL_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "canal/task.h"
+#include "base/park.h"
+#include "runtime/stack.h"
+
+struct canal__loop;
+struct canal__backend_ops;
+
+/* A lock held for a few instructions (run queues): cheaper than a mutex
+ * uncontended (one exchange, one store); a waiter that spins long yields
+ * the CPU, in case the holder was preempted. acquire/release: what the
+ * holder did is seen by the next holder. */
+struct canal__spinlock {
+	_Atomic uint32_t held;
+};
+
+static inline bool canal__spin_trylock(struct canal__spinlock *s)
+{
+	return atomic_load_explicit(&s->held, memory_order_relaxed) == 0 &&
+	       atomic_exchange_explicit(&s->held, 1, memory_order_acquire) == 0;
+}
+
+void canal__spin_lock_slow(struct canal__spinlock *s);
+
+static inline void canal__spin_lock(struct canal__spinlock *s)
+{
+	if (!__builtin_expect(
+		    atomic_exchange_explicit(&s->held, 1,
+					     memory_order_acquire) == 0,
+		    1))
+		canal__spin_lock_slow(s);
+}
+
+static inline void canal__spin_unlock(struct canal__spinlock *s)
+{
+	atomic_store_explicit(&s->held, 0, memory_order_release);
+}
+
+enum task_sched {
+	TASK_RUNNING = 0, /* running, or in a run queue */
+	TASK_PARKING = 1, /* parked, not yet switched out */
+	TASK_PARKED = 2,  /* switched out; waker pushes it */
+	TASK_NOTIFIED = 3 /* woken while PARKING: the scheduler pushes it */
+};
+
+enum task_wake {
+	WAKE_NONE = 0,	   /* not waiting */
+	WAKE_ARMED = 1,	   /* waiting: the first wake source wins */
+	WAKE_WOKEN = 2,	   /* woken by its event (word, condvar, I/O) */
+	WAKE_TIMEDOUT = 3, /* its deadline passed */
+	WAKE_CANCELED = 4  /* a cancelling condvar was signalled */
+};
+
+enum task_after {
+	AFTER_NOTHING = 0,
+	AFTER_YIELD,  /* push it at the back of this loop's queue */
+	AFTER_PARK,   /* finish the park handshake */
+	AFTER_EXIT,   /* free it */
+	AFTER_DETACH, /* hand it to the detach pool */
+	AFTER_ATTACH, /* (on a pool thread) push it back to a loop */
+};
+
+struct canal__task {
+	void *sp; /* saved stack pointer while switched out */
+	struct canal__task *next; /* run queue / pool queue link */
+	struct canal__loop *loop; /* its loop: queue, timers, I/O */
+	_Atomic uint32_t sched;	  /* enum task_sched */
+	_Atomic uint32_t wake;	  /* enum task_wake */
+	uint32_t after;		  /* enum task_after, read by the scheduler */
+	uint32_t pinned;	  /* armed timer + in-flight I/O: no steal */
+	bool detached;		  /* runs on the detach pool */
+	uint32_t poll_round;	  /* park.c: polls of a shared word in a row */
+	uint64_t id;
+	void (*fn)(void *);
+	void *arg;
+	/* Timer (loop-local heap): valid while timer_index != NO_TIMER. */
+	uint64_t deadline;
+	uint32_t timer_index;
+	struct canal__stack stack;
+	/* Sanitizer fiber state (sanitizer.h). */
+	void *asan_fake_stack;
+	void *tsan_fiber;
+};
+
+#define NO_TIMER UINT32_MAX
+
+struct canal__runtime;
+
+struct canal__loop {
+	struct canal__runtime *rt;
+	unsigned index;
+	bool is_pool; /* a detach pool thread, not a loop */
+	pthread_t thread;
+	/* The scheduler context (the loop thread's own stack). */
+	void *sched_sp;
+	void *asan_fake_stack;
+	void *tsan_fiber;
+	const void *thread_stack_bottom; /* for ASan's switch annotations */
+	size_t thread_stack_size;
+	struct canal__task *current; /* running task, NULL in the scheduler */
+
+	/* Run queue. Invariant: a task is linked here iff it is runnable and
+	 * not running. Pushers take the mutex; `sleeping` pairs with it: the
+	 * loop stores sleeping = 1 (seq_cst) before its last look at the
+	 * queue under the mutex, a pusher loads it (seq_cst) after its push
+	 * under the mutex, so either the loop sees the task or the pusher
+	 * sees the sleeper and wakes it through the backend. */
+	struct canal__spinlock lock;
+	struct canal__task *head, *tail;
+	_Atomic uint32_t queued; /* length, readable without the lock */
+	_Atomic uint32_t sleeping;
+
+	/* Timers: a binary min-heap of tasks by deadline (loop thread only). */
+	struct canal__task **heap;
+	uint32_t heap_len, heap_cap;
+
+	/* Stack cache of this loop (stack.c). */
+	struct canal__stack_cache stacks;
+
+	/* Backend state (backend_*.c). */
+	void *backend;
+	uint32_t inflight; /* I/O operations submitted and not completed */
+	uint64_t runs;	   /* tasks run, to pace completion polling */
+	int start_error;
+};
+
+struct canal__runtime {
+	struct canal_run_options opts;
+	const struct canal__backend_ops *backend;
+	unsigned nloops;
+	struct canal__loop *loops;
+	_Atomic uint64_t live;	    /* tasks not yet ended */
+	_Atomic uint64_t next_id;
+	_Atomic uint32_t spread;    /* round-robin cursor of spawn */
+	_Atomic uint32_t stop;	    /* every task ended: loops return */
+	struct canal__stack_pool *pool;
+	struct canal__detach_pool *detach;
+};
+
+/* The running runtime (NULL outside canal_run). */
+extern struct canal__runtime *_Atomic canal__rt;
+
+/* The loop of the calling thread (NULL if it is not a loop). Not inlined,
+ * so that a task that moved to another thread reads its new thread's. */
+struct canal__loop *canal__this_loop(void);
+void canal__set_this_loop(struct canal__loop *l);
+/* The calling task (NULL outside a task; a detached task is a task). */
+struct canal__task *canal__this_task(void);
+
+/* task.c */
+int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
+		       void *arg, struct canal__loop *loop,
+		       struct canal__task **out);
+void canal__task_free(struct canal__task *t);
+/* Switch from the scheduler context of the calling loop into t. */
+void canal__task_run(struct canal__loop *l, struct canal__task *t);
+/* Switch from the running task to its loop's scheduler (t->after set). */
+void canal__task_switch_out(struct canal__task *t);
+
+/* Park the calling task until a wake source wins (its wake must have been
+ * armed with canal__task_arm before it registered anywhere). deadline_ns:
+ * CANAL_NO_DEADLINE or a canal_now_ns() time, at which the timer wins with
+ * WAKE_TIMEDOUT. Returns the winning reason (enum task_wake). */
+/* Arming also enters PARKING: a waker may win between the registration
+ * and the switch out (then it finds PARKING and leaves the push to the
+ * scheduler). These stores are published by whatever publishes the
+ * registration (a bucket or condvar lock, an SQE submission). */
+static inline void canal__task_arm(struct canal__task *t)
+{
+	atomic_store_explicit(&t->sched, TASK_PARKING, memory_order_relaxed);
+	atomic_store_explicit(&t->wake, WAKE_ARMED, memory_order_relaxed);
+}
+/* Take an armed wake back without parking: true if no source had won it
+ * (the task goes on running); false if one did, and then the task must
+ * still park (canal__task_park) to be pushed by that winner. */
+bool canal__task_disarm(struct canal__task *t);
+uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns);
+/* Try to wake t for reason: true if this call won (then t is runnable). */
+bool canal__task_wake(struct canal__task *t, uint32_t reason);
+
+/* loop.c */
+void canal__loop_push(struct canal__loop *l, struct canal__task *t);
+struct canal__loop *canal__loop_pick(struct canal__runtime *rt);
+/* t ended (it switched out with AFTER_EXIT to l, a loop or a pool
+ * thread): free it; the last one stops the runtime. */
+void canal__task_ended(struct canal__loop *l, struct canal__task *t);
+
+/* timer.c (loop thread only) */
+int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
+		     uint64_t deadline_ns);
+void canal__timer_disarm(struct canal__loop *l, struct canal__task *t);
+/* Fire expired timers; returns the next deadline (CANAL_NO_DEADLINE). */
+uint64_t canal__timer_run(struct canal__loop *l, uint64_t now);
+void canal__timer_fini(struct canal__loop *l);
+
+/* park.c: the runtime's parker and local waker. */
+extern const struct canal__parker_ops canal__task_parker_ops;
+uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count);
+
+/* detach.c */
+int canal__detach_start(struct canal__runtime *rt);
+void canal__detach_stop(struct canal__runtime *rt);
+void canal__detach_push(struct canal__runtime *rt, struct canal__task *t);
+
+#endif /* CANAL_RUNTIME_INTERNAL_H */

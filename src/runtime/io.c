@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io.c - I/O that suspends the task: the operations, the synchronous-
+ * completion shortcut, timeouts and cancellation.
+ */
+#define _GNU_SOURCE
+#include "runtime/internal.h"
+#include "runtime/backend.h"
+#include "runtime/io.h"
+#include "runtime/cond.h"
+#include "base/clock.h"
+#include "base/park.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+void canal__io_complete(struct canal__io *op, int32_t res)
+{
+	op->result = res;
+	op->done = true;
+	canal__task_wake(op->task, WAKE_WOKEN);
+}
+
+static int ret(ssize_t r)
+{
+	return r < 0 ? -errno : (int)r;
+}
+
+int canal__io_try(struct canal__io *op, bool ready)
+{
+	int r;
+	switch (op->kind) {
+	case IO_READ: {
+		struct iovec v = {op->buf, op->len};
+		r = ret(preadv2(op->fd, &v, 1, -1, RWF_NOWAIT));
+		break;
+	}
+	case IO_WRITE: {
+		struct iovec v = {op->buf, op->len};
+		r = ret(pwritev2(op->fd, &v, 1, -1, RWF_NOWAIT));
+		break;
+	}
+	case IO_READV:
+		r = ret(preadv2(op->fd, op->iov, op->iovcnt, -1, RWF_NOWAIT));
+		break;
+	case IO_WRITEV:
+		r = ret(pwritev2(op->fd, op->iov, op->iovcnt, -1,
+				 RWF_NOWAIT));
+		break;
+	case IO_RECV:
+		r = ret(recv(op->fd, op->buf, op->len,
+			     op->flags | MSG_DONTWAIT));
+		break;
+	case IO_SEND:
+		r = ret(send(op->fd, op->buf, op->len,
+			     op->flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+		break;
+	case IO_ACCEPT: {
+		/* accept4 has no per-call "don't wait": only a listener in
+		 * non-blocking mode can be tried. */
+		int fl = fcntl(op->fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if (!(fl & O_NONBLOCK) && !ready)
+			return -EAGAIN;
+		r = ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
+		break;
+	}
+	case IO_CONNECT: {
+		/* Only once the connection was started and the fd reported
+		 * writable (epoll): how did it end? */
+		if (!ready)
+			return -EAGAIN;
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			return -errno;
+		return -err;
+	}
+	default:
+		return -EAGAIN;
+	}
+	if (r == -EWOULDBLOCK)
+		r = -EAGAIN;
+	if (r == -EOPNOTSUPP && (op->kind == IO_READ || op->kind == IO_WRITE ||
+				 op->kind == IO_READV ||
+				 op->kind == IO_WRITEV))
+		r = -EAGAIN; /* RWF_NOWAIT unsupported for this file */
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Outside a task: the blocking call, with the timeout on readiness.   */
+/* ------------------------------------------------------------------ */
+
+static int io_blocking(struct canal__io *op, int64_t timeout_ns)
+{
+	if (op->kind == IO_SQE)
+		return -EPERM;
+	short ev = (op->kind == IO_READ || op->kind == IO_READV ||
+		    op->kind == IO_RECV || op->kind == IO_ACCEPT)
+			   ? POLLIN
+			   : POLLOUT;
+	if (timeout_ns >= 0 && op->kind != IO_CLOSE) {
+		struct pollfd p = {.fd = op->fd, .events = ev};
+		int ms = (int)((timeout_ns + 999999) / 1000000);
+		int r = poll(&p, 1, ms);
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+	}
+	switch (op->kind) {
+	case IO_READ:
+		return ret(read(op->fd, op->buf, op->len));
+	case IO_WRITE:
+		return ret(write(op->fd, op->buf, op->len));
+	case IO_READV:
+		return ret(readv(op->fd, op->iov, op->iovcnt));
+	case IO_WRITEV:
+		return ret(writev(op->fd, op->iov, op->iovcnt));
+	case IO_RECV:
+		return ret(recv(op->fd, op->buf, op->len, op->flags));
+	case IO_SEND:
+		return ret(send(op->fd, op->buf, op->len,
+				op->flags | MSG_NOSIGNAL));
+	case IO_ACCEPT:
+		return ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
+	case IO_CONNECT:
+		return ret(connect(op->fd, op->addr, op->addrlen));
+	case IO_CLOSE:
+		return ret(close(op->fd));
+	}
+	return -EINVAL;
+}
+
+/*
+ * The one way a task waits for an operation. Order of events:
+ *  1. (shortcut) try it without blocking;
+ *  2. arm the task's wake, pin the task to this loop, submit;
+ *  3. register on the cancelling condvar; park until the first of: the
+ *     completion, the deadline, the condvar;
+ *  4. if the completion has not come, ask the backend to cancel and wait
+ *     for the completion anyway: the op (on this stack) and its buffers
+ *     are released only after the backend is done with them. Completions
+ *     are dispatched by this loop's thread between tasks, never while
+ *     this task runs, so op->done is stable while we look at it.
+ *  5. The outcome: the completion's result, unless it says -ECANCELED,
+ *     which is reported as the reason that cancelled it.
+ */
+static int io_run_until(struct canal__io *op, int64_t timeout_ns,
+			uint64_t deadline, struct canal_cond *cancel);
+
+static int io_run(struct canal__io *op, int64_t timeout_ns,
+		  struct canal_cond *cancel)
+{
+	uint64_t deadline = timeout_ns > 0
+				    ? canal_now_ns() + (uint64_t)timeout_ns
+				    : CANAL_NO_DEADLINE;
+	return io_run_until(op, timeout_ns, deadline, cancel);
+}
+
+static int io_run_until(struct canal__io *op, int64_t timeout_ns,
+			uint64_t deadline, struct canal_cond *cancel)
+{
+	struct canal__task *t = canal__this_task();
+	if (!t || t->detached)
+		return io_blocking(op, timeout_ns);
+	struct canal__loop *l = canal__this_loop();
+	struct canal__runtime *rt = l->rt;
+	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
+	    !(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT)) {
+		int r = canal__io_try(op, false);
+		if (r != -EAGAIN)
+			return r;
+	}
+	if (timeout_ns == 0)
+		return -ETIMEDOUT;
+	op->task = t;
+	op->done = false;
+	op->cancel_sent = false;
+	canal__task_arm(t);
+	int r = rt->backend->submit(l, op);
+	if (r < 0) {
+		/* Nothing will complete: take the wake back (nobody else
+		 * could have won it). */
+		canal__task_disarm(t);
+		if (r == -EPERM && op->kind != IO_SQE)
+			return io_blocking(op, timeout_ns); /* not pollable */
+		return r;
+	}
+	t->pinned++;
+	struct canal__cond_waiter w;
+	if (cancel)
+		canal__cond_register(cancel, &w, t, WAKE_CANCELED);
+	uint32_t why = canal__task_park(t, deadline);
+	if (cancel)
+		canal__cond_unregister(cancel, &w);
+	while (!op->done) {
+		if (!op->cancel_sent)
+			rt->backend->cancel(l, op);
+		if (op->done)
+			break;
+		canal__task_arm(t);
+		canal__task_park(t, op->cancel_sent ? CANAL_NO_DEADLINE
+						    : canal_now_ns() + 1000000);
+	}
+	t->pinned--;
+	if (op->result == -ECANCELED) {
+		if (why == WAKE_TIMEDOUT)
+			return -ETIMEDOUT;
+		return -ECANCELED;
+	}
+	return op->result;
+}
+
+EXPORT ssize_t canal_io_read(int fd, void *buf, size_t len,
+			     int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_READ, .fd = fd, .buf = buf,
+			       .len = len};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT ssize_t canal_io_write(int fd, const void *buf, size_t len,
+			      int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_WRITE, .fd = fd,
+			       .buf = (void *)buf, .len = len};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT ssize_t canal_io_readv(int fd, const struct iovec *iov, int iovcnt,
+			      int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_READV, .fd = fd, .iov = iov,
+			       .iovcnt = iovcnt};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT ssize_t canal_io_writev(int fd, const struct iovec *iov, int iovcnt,
+			       int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_WRITEV, .fd = fd, .iov = iov,
+			       .iovcnt = iovcnt};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT ssize_t canal_io_recv(int fd, void *buf, size_t len, int flags,
+			     int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_RECV, .fd = fd, .buf = buf,
+			       .len = len, .flags = flags};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT ssize_t canal_io_send(int fd, const void *buf, size_t len, int flags,
+			     int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_SEND, .fd = fd, .buf = (void *)buf,
+			       .len = len, .flags = flags | MSG_NOSIGNAL};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT int canal_io_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
+			   int flags, int64_t timeout_ns,
+			   struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_ACCEPT, .fd = fd, .addr = addr,
+			       .addrlenp = addrlen, .flags = flags};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT int canal_io_connect(int fd, const struct sockaddr *addr,
+			    socklen_t addrlen, int64_t timeout_ns,
+			    struct canal_cond *cancel)
+{
+	struct canal__io op = {.kind = IO_CONNECT, .fd = fd,
+			       .addr = (struct sockaddr *)addr,
+			       .addrlen = addrlen};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+EXPORT int canal_io_close(int fd)
+{
+	struct canal__io op = {.kind = IO_CLOSE, .fd = fd};
+	return io_run(&op, -1, NULL);
+}
+
+EXPORT int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
+			   struct canal_cond *cancel)
+{
+	if (!sqe)
+		return -EINVAL;
+	struct canal__io op = {.kind = IO_SQE, .fd = -1, .sqe = sqe};
+	return io_run(&op, timeout_ns, cancel);
+}
+
+/* Kernels without IORING_OP_FUTEX_WAIT (before 6.7) answer -EINVAL once;
+ * then shared words are polled (park.c). */
+static _Atomic int futex_wait_unsupported;
+
+int canal__io_futex_wait(_Atomic uint32_t *word, uint32_t key,
+			 uint64_t deadline_ns)
+{
+	struct canal__loop *l = canal__this_loop();
+	if (!l || l->rt->backend != &canal__backend_uring ||
+	    atomic_load_explicit(&futex_wait_unsupported,
+				 memory_order_relaxed))
+		return -EOPNOTSUPP;
+	uint64_t now = canal_now_ns();
+	if (deadline_ns != CANAL_NO_DEADLINE && now >= deadline_ns)
+		return -ETIMEDOUT;
+	struct canal__io op = {.kind = IO_FUTEX_WAIT, .fd = -1,
+			       .buf = (void *)word, .len = key};
+	int r = io_run_until(&op, deadline_ns == CANAL_NO_DEADLINE ? -1 : 1,
+			     deadline_ns, NULL);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
+		atomic_store_explicit(&futex_wait_unsupported, 1,
+				      memory_order_relaxed);
+		return -EOPNOTSUPP;
+	}
+	return r == -ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+static _Atomic int futex_waitv_unsupported;
+
+/* futex2 flags (linux/futex.h of 6.7; the same values as futex_waitv(2)'s
+ * FUTEX_32 and FUTEX_PRIVATE_FLAG). */
+#define CANAL_FUTEX2_SIZE_U32 0x02u
+#define CANAL_FUTEX2_PRIVATE 128u
+
+int canal__io_futex_waitv(_Atomic uint32_t *const *words,
+			  const uint32_t *keys, const bool *shared,
+			  unsigned n, uint64_t deadline_ns)
+{
+	if (n == 1)
+		return canal__io_futex_wait(words[0], keys[0], deadline_ns);
+	struct canal__loop *l = canal__this_loop();
+	if (!l || l->rt->backend != &canal__backend_uring || n == 0 ||
+	    n > CANAL__WAIT_MANY_MAX ||
+	    atomic_load_explicit(&futex_waitv_unsupported,
+				 memory_order_relaxed))
+		return -EOPNOTSUPP;
+	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	/* On this task's stack until the completion (io_run waits for it). */
+	struct futex_waitv wv[n];
+	for (unsigned i = 0; i < n; i++) {
+		wv[i].val = keys[i];
+		wv[i].uaddr = (uint64_t)(uintptr_t)words[i];
+		/* A private word's waker calls FUTEX_WAKE with
+		 * FUTEX_PRIVATE_FLAG (after the local waker, which finds no
+		 * node of ours): FUTEX2_PRIVATE matches it. */
+		wv[i].flags = CANAL_FUTEX2_SIZE_U32 |
+			      (shared[i] ? 0 : CANAL_FUTEX2_PRIVATE);
+		wv[i].__reserved = 0;
+	}
+	struct canal__io op = {.kind = IO_FUTEX_WAITV, .fd = -1, .buf = wv,
+			       .len = n};
+	int r = io_run_until(&op, deadline_ns == CANAL_NO_DEADLINE ? -1 : 1,
+			     deadline_ns, NULL);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
+		atomic_store_explicit(&futex_waitv_unsupported, 1,
+				      memory_order_relaxed);
+		return -EOPNOTSUPP;
+	}
+	return r == -ETIMEDOUT ? -ETIMEDOUT : 0;
+}

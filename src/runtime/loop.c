@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop.c - loops and canal_run: the scheduler of each loop thread, run
+ * queues, work stealing, waking a sleeping loop, and the runtime's start
+ * and end.
+ *
+ * Who wakes whom: a loop sleeps only in its backend's poll, after it set
+ * `sleeping` and found its queue empty under the lock (internal.h gives
+ * the pairing). Pushers (spawn, a task's waker on any thread, a timer or
+ * completion of its own loop) wake it through the backend only when they
+ * see it sleeping and are first to clear the flag: no syscall while it
+ * runs. The last task to end sets rt->stop and wakes every loop.
+ *
+ * Stealing: a loop whose queue is empty takes up to half of the longest
+ * other queue before it sleeps, skipping pinned tasks (internal.h). A
+ * stolen task's t->loop is changed under the victim's lock, before the
+ * task is linked into the thief's queue.
+ */
+#define _GNU_SOURCE
+#include "runtime/internal.h"
+#include "runtime/backend.h"
+#include "runtime/context.h"
+#include "runtime/sanitizer.h"
+#include "base/clock.h"
+#include "base/wait.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Tasks run between two looks at the backend's completions and timers
+ * when the queue never empties (fairness for I/O and deadlines). */
+#define POLL_EVERY 32u
+
+struct canal__runtime *_Atomic canal__rt;
+static _Atomic int runtime_busy;
+
+static _Thread_local struct canal__loop *this_loop;
+
+__attribute__((noinline)) struct canal__loop *canal__this_loop(void)
+{
+	struct canal__loop *l = this_loop;
+	__asm__ __volatile__("" ::: "memory");
+	return l;
+}
+
+void canal__set_this_loop(struct canal__loop *l)
+{
+	this_loop = l;
+}
+
+__attribute__((noinline)) struct canal__task *canal__this_task(void)
+{
+	struct canal__loop *l = this_loop;
+	return l ? l->current : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Run queues                                                          */
+/* ------------------------------------------------------------------ */
+
+void canal__spin_lock_slow(struct canal__spinlock *s)
+{
+	for (unsigned spins = 0;; spins++) {
+		if (canal__spin_trylock(s))
+			return;
+		if (spins < 100)
+			canal__cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+static void queue_append(struct canal__loop *l, struct canal__task *t)
+{
+	t->next = NULL;
+	if (l->tail)
+		l->tail->next = t;
+	else
+		l->head = t;
+	l->tail = t;
+	atomic_store_explicit(&l->queued,
+			      atomic_load_explicit(&l->queued,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+static struct canal__task *queue_pop(struct canal__loop *l)
+{
+	struct canal__task *t = l->head;
+	if (!t)
+		return NULL;
+	l->head = t->next;
+	if (!l->head)
+		l->tail = NULL;
+	atomic_store_explicit(&l->queued,
+			      atomic_load_explicit(&l->queued,
+						   memory_order_relaxed) - 1,
+			      memory_order_relaxed);
+	return t;
+}
+
+static void loop_wake(struct canal__loop *l)
+{
+	/* seq_cst: pairs with the loop's store of sleeping = 1 before its
+	 * last look at the queue (internal.h). */
+	if (atomic_load_explicit(&l->sleeping, memory_order_seq_cst) &&
+	    atomic_exchange_explicit(&l->sleeping, 0, memory_order_seq_cst))
+		l->rt->backend->wake(l);
+}
+
+void canal__loop_push(struct canal__loop *l, struct canal__task *t)
+{
+	canal__spin_lock(&l->lock);
+	queue_append(l, t);
+	canal__spin_unlock(&l->lock);
+	if (l != this_loop)
+		loop_wake(l);
+}
+
+struct canal__loop *canal__loop_pick(struct canal__runtime *rt)
+{
+	uint32_t i = atomic_fetch_add_explicit(&rt->spread, 1,
+					       memory_order_relaxed);
+	return &rt->loops[i % rt->nloops];
+}
+
+static struct canal__task *loop_steal(struct canal__loop *l)
+{
+	struct canal__runtime *rt = l->rt;
+	struct canal__loop *victim = NULL;
+	uint32_t best = 1;
+	for (unsigned k = 1; k < rt->nloops; k++) {
+		struct canal__loop *v = &rt->loops[(l->index + k) % rt->nloops];
+		uint32_t q = atomic_load_explicit(&v->queued,
+						  memory_order_relaxed);
+		if (q > best) {
+			best = q;
+			victim = v;
+		}
+	}
+	if (!victim || !canal__spin_trylock(&victim->lock))
+		return NULL;
+	/* Take up to half, unpinned only, keeping their order. */
+	struct canal__task *got = NULL, **tailp = &got;
+	uint32_t want = atomic_load_explicit(&victim->queued,
+					     memory_order_relaxed) / 2;
+	uint32_t taken = 0;
+	struct canal__task **pp = &victim->head, *prev = NULL;
+	while (*pp && taken < want) {
+		struct canal__task *t = *pp;
+		if (t->pinned) {
+			prev = t;
+			pp = &t->next;
+			continue;
+		}
+		*pp = t->next;
+		if (victim->tail == t)
+			victim->tail = prev;
+		t->next = NULL;
+		t->loop = l;
+		*tailp = t;
+		tailp = &t->next;
+		taken++;
+	}
+	atomic_store_explicit(&victim->queued,
+			      atomic_load_explicit(&victim->queued,
+						   memory_order_relaxed) -
+				      taken,
+			      memory_order_relaxed);
+	canal__spin_unlock(&victim->lock);
+	if (!got)
+		return NULL;
+	struct canal__task *first = got;
+	if (got->next) {
+		canal__spin_lock(&l->lock);
+		for (struct canal__task *t = got->next, *n; t; t = n) {
+			n = t->next;
+			queue_append(l, t);
+		}
+		canal__spin_unlock(&l->lock);
+	}
+	return first;
+}
+
+/* ------------------------------------------------------------------ */
+/* The scheduler                                                       */
+/* ------------------------------------------------------------------ */
+
+void canal__task_ended(struct canal__loop *l, struct canal__task *t)
+{
+	struct canal__runtime *rt = l->rt;
+	canal__task_free(t);
+	if (atomic_fetch_sub_explicit(&rt->live, 1, memory_order_acq_rel) ==
+	    1) {
+		atomic_store_explicit(&rt->stop, 1, memory_order_seq_cst);
+		for (unsigned i = 0; i < rt->nloops; i++)
+			if (&rt->loops[i] != l) {
+				atomic_store(&rt->loops[i].sleeping, 0);
+				rt->backend->wake(&rt->loops[i]);
+			}
+	}
+}
+
+/* What the task that just switched out asked for (internal.h). */
+static void after_switch(struct canal__loop *l, struct canal__task *t)
+{
+	canal__stack_canary_check(&t->stack, t->id);
+	switch (t->after) {
+	case AFTER_YIELD:
+		canal__spin_lock(&l->lock);
+		queue_append(l, t);
+		canal__spin_unlock(&l->lock);
+		break;
+	case AFTER_PARK: {
+		uint32_t s = TASK_PARKING;
+		if (!atomic_compare_exchange_strong_explicit(
+			    &t->sched, &s, TASK_PARKED, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			/* NOTIFIED: woken while switching out. */
+			atomic_store_explicit(&t->sched, TASK_RUNNING,
+					      memory_order_relaxed);
+			canal__spin_lock(&l->lock);
+			queue_append(l, t);
+			canal__spin_unlock(&l->lock);
+		}
+		break;
+	}
+	case AFTER_EXIT:
+		canal__task_ended(l, t);
+		break;
+	case AFTER_DETACH:
+		canal__detach_push(l->rt, t);
+		break;
+	default:
+		abort();
+	}
+}
+
+static void loop_poll(struct canal__loop *l, uint64_t deadline)
+{
+	uint64_t next = canal__timer_run(l, canal_now_ns());
+	if (next < deadline)
+		deadline = next;
+	l->rt->backend->poll(l, deadline);
+	canal__timer_run(l, canal_now_ns());
+}
+
+static void loop_schedule(struct canal__loop *l)
+{
+	struct canal__runtime *rt = l->rt;
+	for (;;) {
+		struct canal__task *t = NULL;
+		if (atomic_load_explicit(&l->queued, memory_order_relaxed)) {
+			canal__spin_lock(&l->lock);
+			t = queue_pop(l);
+			canal__spin_unlock(&l->lock);
+		}
+		if (t) {
+			if (++l->runs % POLL_EVERY == 0)
+				loop_poll(l, 0);
+			canal__task_run(l, t);
+			after_switch(l, t);
+			continue;
+		}
+		loop_poll(l, 0);
+		if (atomic_load_explicit(&l->queued, memory_order_relaxed))
+			continue;
+		if ((t = loop_steal(l)) != NULL) {
+			canal__task_run(l, t);
+			after_switch(l, t);
+			continue;
+		}
+		if (atomic_load_explicit(&rt->stop, memory_order_acquire))
+			return;
+		/* Sleep: announce it, then look at the queue a last time
+		 * under the lock (pairs with loop_wake). */
+		atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
+		canal__spin_lock(&l->lock);
+		bool empty = l->head == NULL;
+		canal__spin_unlock(&l->lock);
+		if (empty && !atomic_load_explicit(&rt->stop,
+						   memory_order_seq_cst))
+			loop_poll(l, CANAL_NO_DEADLINE);
+		atomic_store_explicit(&l->sleeping, 0, memory_order_relaxed);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Loop threads                                                        */
+/* ------------------------------------------------------------------ */
+
+static const struct canal__parker task_parker_template = {
+	.ops = &canal__task_parker_ops,
+};
+
+static void loop_thread_stack(struct canal__loop *l)
+{
+	pthread_attr_t a;
+	void *addr = NULL;
+	size_t size = 0;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		pthread_attr_getstack(&a, &addr, &size);
+		pthread_attr_destroy(&a);
+	}
+	l->thread_stack_bottom = addr;
+	l->thread_stack_size = size;
+}
+
+/* Run loop l on the calling thread until the runtime stops. */
+static void loop_main(struct canal__loop *l)
+{
+	void *alt = NULL;
+	this_loop = l;
+	loop_thread_stack(l);
+	l->tsan_fiber = san_fiber_current();
+	canal__altstack_setup(&alt);
+	canal__parker_install(&task_parker_template);
+	loop_schedule(l);
+	canal__parker_install(NULL);
+	canal__altstack_teardown(alt);
+	canal__stack_cache_flush(l->rt->pool, &l->stacks);
+	this_loop = NULL;
+}
+
+/* Threads other than the caller's: init the backend on the thread (a
+ * SINGLE_ISSUER ring belongs to the thread that made it), report. */
+struct loop_start {
+	struct canal__loop *l;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done, error;
+};
+
+static void *loop_thread(void *arg)
+{
+	struct loop_start *s = arg;
+	struct canal__loop *l = s->l;
+	int r = l->rt->backend->init(l);
+	pthread_mutex_lock(&s->lock);
+	s->error = r;
+	s->done = 1;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (r)
+		return NULL;
+	loop_main(l);
+	/* The backend stays until canal_run has joined every loop: the last
+	 * task's end may still be waking this loop from another. */
+	return NULL;
+}
+
+static int start_loop_thread(struct canal__loop *l)
+{
+	struct loop_start s = {.l = l};
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	int r = pthread_create(&l->thread, NULL, loop_thread, &s);
+	if (r == 0) {
+		pthread_mutex_lock(&s.lock);
+		while (!s.done)
+			pthread_cond_wait(&s.cond, &s.lock);
+		pthread_mutex_unlock(&s.lock);
+		r = s.error;
+		if (r)
+			pthread_join(l->thread, NULL);
+	} else {
+		r = -r;
+	}
+	pthread_cond_destroy(&s.cond);
+	pthread_mutex_destroy(&s.lock);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* canal_run                                                           */
+/* ------------------------------------------------------------------ */
+
+static int choose_backend(int want, const struct canal__backend_ops **out)
+{
+	if (want == CANAL_BACKEND_AUTO) {
+		const char *e = getenv("CANAL_BACKEND");
+		if (e && strcmp(e, "epoll") == 0)
+			want = CANAL_BACKEND_EPOLL;
+		else if (e && strcmp(e, "io_uring") == 0)
+			want = CANAL_BACKEND_IO_URING;
+	}
+	if (want == CANAL_BACKEND_EPOLL) {
+		*out = &canal__backend_epoll;
+		return 0;
+	}
+	if (canal__uring_available()) {
+		*out = &canal__backend_uring;
+		return 0;
+	}
+	if (want == CANAL_BACKEND_IO_URING)
+		return -ENOSYS;
+	*out = &canal__backend_epoll;
+	return 0;
+}
+
+static int check_options(const struct canal_run_options *in,
+			 struct canal_run_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (in)
+		*o = *in;
+	if (o->flags & ~(unsigned)CANAL_RUN_NO_SYNC_SHORTCUT)
+		return -EINVAL;
+	if (o->backend < CANAL_BACKEND_AUTO || o->backend > CANAL_BACKEND_EPOLL)
+		return -EINVAL;
+	if (o->loops > 1024)
+		return -EINVAL;
+	if (o->loops == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		o->loops = n > 0 ? (n > 1024 ? 1024 : (unsigned)n) : 1;
+	}
+	if (o->stack_size == 0)
+		o->stack_size = 256 * 1024;
+	if (o->stack_size < 16 * 1024 || o->stack_size > ((size_t)1 << 30))
+		return -EINVAL;
+	if (o->detach_threads == 0)
+		o->detach_threads = 4;
+	if (o->detach_threads > 1024)
+		return -EINVAL;
+	return 0;
+}
+
+static void runtime_free(struct canal__runtime *rt)
+{
+	if (rt->loops) {
+		for (unsigned i = 0; i < rt->nloops; i++) {
+			canal__timer_fini(&rt->loops[i]);
+		}
+		free(rt->loops);
+	}
+	canal__stack_pool_destroy(rt->pool);
+	free(rt);
+}
+
+EXPORT int canal_run(void (*main_task)(void *), void *arg,
+		     const struct canal_run_options *opts)
+{
+	struct canal_run_options o;
+	int r;
+	if (!main_task)
+		return -EINVAL;
+	if ((r = check_options(opts, &o)) != 0)
+		return r;
+	int busy = 0;
+	if (!atomic_compare_exchange_strong(&runtime_busy, &busy, 1))
+		return -EBUSY;
+
+	struct canal__runtime *rt = calloc(1, sizeof(*rt));
+	if (!rt) {
+		atomic_store(&runtime_busy, 0);
+		return -ENOMEM;
+	}
+	rt->opts = o;
+	rt->nloops = o.loops;
+	atomic_init(&rt->next_id, 1);
+	if ((r = choose_backend(o.backend, &rt->backend)) != 0)
+		goto fail;
+	r = -ENOMEM;
+	rt->loops = calloc(rt->nloops, sizeof(*rt->loops));
+	if (!rt->loops)
+		goto fail;
+	for (unsigned i = 0; i < rt->nloops; i++) {
+		rt->loops[i].rt = rt;
+		rt->loops[i].index = i;
+	}
+	if ((r = canal__stack_pool_create(o.stack_size, &rt->pool)) != 0)
+		goto fail;
+
+	struct canal__loop *l0 = &rt->loops[0];
+	if ((r = rt->backend->init(l0)) != 0)
+		goto fail;
+	/* The first task exists before any loop runs, so that no loop sees
+	 * live == 0 and stops. */
+	struct canal__task *first;
+	atomic_store(&rt->live, 1);
+	if ((r = canal__task_create(rt, main_task, arg, l0, &first)) != 0) {
+		rt->backend->fini(l0);
+		goto fail;
+	}
+	if ((r = canal__detach_start(rt)) != 0) {
+		canal__task_free(first);
+		rt->backend->fini(l0);
+		goto fail;
+	}
+	canal__overflow_handler_install();
+	atomic_store_explicit(&canal__rt, rt, memory_order_release);
+	canal__set_local_waker(canal__local_wake);
+
+	unsigned started = 1;
+	for (; started < rt->nloops; started++)
+		if ((r = start_loop_thread(&rt->loops[started])) != 0)
+			break;
+	if (started < rt->nloops) {
+		/* Not all loops could start: stop the others, fail. */
+		atomic_store(&rt->stop, 1);
+		for (unsigned i = 1; i < started; i++)
+			rt->backend->wake(&rt->loops[i]);
+		for (unsigned i = 1; i < started; i++) {
+			pthread_join(rt->loops[i].thread, NULL);
+			rt->backend->fini(&rt->loops[i]);
+		}
+		canal__set_local_waker(NULL);
+		atomic_store(&canal__rt, NULL);
+		canal__overflow_handler_remove();
+		canal__detach_stop(rt);
+		canal__task_free(first);
+		rt->backend->fini(l0);
+		goto fail;
+	}
+	canal__spin_lock(&l0->lock);
+	queue_append(l0, first);
+	canal__spin_unlock(&l0->lock);
+	loop_main(l0);
+	for (unsigned i = 1; i < rt->nloops; i++)
+		pthread_join(rt->loops[i].thread, NULL);
+	/* The pool's threads too (a task that ended detached may still be
+	 * waking the loops), before any backend goes. */
+	canal__detach_stop(rt);
+	for (unsigned i = 1; i < rt->nloops; i++)
+		rt->backend->fini(&rt->loops[i]);
+	canal__set_local_waker(NULL);
+	atomic_store_explicit(&canal__rt, NULL, memory_order_release);
+	canal__overflow_handler_remove();
+	rt->backend->fini(l0);
+	runtime_free(rt);
+	atomic_store(&runtime_busy, 0);
+	return 0;
+fail:
+	runtime_free(rt);
+	atomic_store(&runtime_busy, 0);
+	return r;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * park.c - the runtime's parker (base/park.h), installed on every loop
+ * thread: a channel operation that must wait, called from a task, parks
+ * the task instead of the thread.
+ *
+ * Process-private words: the parked table. A fixed array of buckets, each
+ * a spinlock and a list of wait nodes, keyed by the word's address. A node
+ * lives on the parked task's own stack (the frame of task_wait), so
+ * parking allocates nothing.
+ *
+ * Invariants (bucket->lock): a node is linked in the bucket of its word
+ * iff node->linked; only the bucket's lock holder links, unlinks or reads
+ * the list. The waiter checks *word == key and links its node under the
+ * lock, the local waker (canal__local_wake, called by canal__wake after
+ * the notifier changed the word with release ordering) walks the list
+ * under the same lock: as FUTEX_WAIT's check against FUTEX_WAKE, a
+ * notifier that changed the word before the check is seen by the check
+ * (the lock orders its change before our load), one that changes it after
+ * finds the node linked. The waker unlinks the nodes whose task's wake it
+ * won; a node whose task was woken by something else (timer, another word
+ * of a wait_many) stays linked until its task unlinks it, after resuming,
+ * under the lock: no node outlives its wait.
+ *
+ * Process-shared words: their wakers may be other processes, which wake
+ * through the kernel only, so such waits cannot use the table. On the
+ * io_uring backend (kernel >= 6.7) such a wait is an IORING_OP_FUTEX_WAIT
+ * (IORING_OP_FUTEX_WAITV for several words, where the private ones are
+ * waited on as private futexes): the kernel checks the words and queues
+ * the wait atomically, as FUTEX_WAIT does, and FUTEX_WAKE completes it.
+ * Otherwise (epoll, older kernels) the task polls: it sleeps on its
+ * loop's timers, a short time growing from 20 us to 1 ms, and re-checks
+ * the word (the caller re-checks its condition).
+ */
+#include "runtime/internal.h"
+#include "base/clock.h"
+#include "base/wait.h"
+#include "runtime/io.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+
+#define BUCKETS 1024u /* a power of two */
+
+struct wait_node {
+	struct wait_node *next, *prev;
+	_Atomic uint32_t *word;
+	struct canal__task *task;
+	bool linked;
+};
+
+struct bucket {
+	_Atomic uint32_t lock;
+	struct wait_node *head;
+} __attribute__((aligned(64)));
+
+static struct bucket table[BUCKETS];
+
+static struct bucket *bucket_of(const void *word)
+{
+	uintptr_t a = (uintptr_t)word;
+	a ^= a >> 17;
+	a *= 0x9e3779b97f4a7c15ull;
+	return &table[(a >> 40) & (BUCKETS - 1)];
+}
+
+static void bucket_lock(struct bucket *b)
+{
+	for (unsigned spins = 0;; spins++) {
+		uint32_t z = 0;
+		if (atomic_load_explicit(&b->lock, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(
+			    &b->lock, &z, 1, memory_order_acquire,
+			    memory_order_relaxed))
+			return;
+		/* Held for a few instructions; yield if its holder was
+		 * preempted. */
+		if (spins < 64)
+			canal__cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+static void bucket_unlock(struct bucket *b)
+{
+	atomic_store_explicit(&b->lock, 0, memory_order_release);
+}
+
+static void node_link(struct bucket *b, struct wait_node *n)
+{
+	n->prev = NULL;
+	n->next = b->head;
+	if (b->head)
+		b->head->prev = n;
+	b->head = n;
+	n->linked = true;
+}
+
+static void node_unlink(struct bucket *b, struct wait_node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		b->head = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	n->linked = false;
+}
+
+uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
+{
+	struct bucket *b = bucket_of(word);
+	uint32_t woken = 0;
+	bucket_lock(b);
+	for (struct wait_node *n = b->head, *next; n && woken < count;
+	     n = next) {
+		next = n->next;
+		if (n->word != word)
+			continue;
+		if (canal__task_wake(n->task, WAKE_WOKEN)) {
+			node_unlink(b, n);
+			woken++;
+		}
+	}
+	bucket_unlock(b);
+	return woken;
+}
+
+/* Shared words: sleep a while on the loop's timers, then let the caller
+ * re-check. The step grows with the time waited so far. */
+static int poll_wait(struct canal__task *t, _Atomic uint32_t *const *words,
+		     const uint32_t *keys, unsigned n, uint64_t deadline_ns)
+{
+	/* The step grows over consecutive polls of this task (its callers
+	 * call again after each spurious return) and restarts once a word
+	 * changed. */
+	uint32_t *round = &t->poll_round;
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load_explicit(words[i], memory_order_acquire) !=
+		    keys[i]) {
+			*round = 0;
+			return 0;
+		}
+	uint64_t now = canal_now_ns();
+	if (now >= deadline_ns)
+		return -ETIMEDOUT;
+	uint64_t step = 20000ull << (*round < 6 ? *round : 6);
+	if (step > 1000000)
+		step = 1000000;
+	(*round)++;
+	uint64_t until = now + step < deadline_ns ? now + step : deadline_ns;
+	canal__task_arm(t);
+	canal__task_park(t, until);
+	return until == deadline_ns ? -ETIMEDOUT : 0;
+}
+
+static int task_wait_many(void *self, _Atomic uint32_t *const *words,
+			  const uint32_t *keys, const bool *shared, unsigned n,
+			  uint64_t deadline_ns)
+{
+	struct canal__task *t = canal__this_task();
+	if (!t || t->detached)
+		return canal__thread_parker_ops.wait_many(self, words, keys,
+							  shared, n,
+							  deadline_ns);
+	if (n == 0 || n > CANAL__WAIT_MANY_MAX)
+		return -EINVAL;
+	bool any_shared = false;
+	for (unsigned i = 0; i < n; i++)
+		any_shared |= shared[i];
+	if (any_shared) {
+		/* A kernel futex wait through io_uring (FUTEX_WAIT for one
+		 * word, FUTEX_WAITV for several: a select over shared
+		 * channels), passive; without support: poll. */
+		int r = canal__io_futex_waitv(words, keys, shared, n,
+					      deadline_ns);
+		if (r != -EOPNOTSUPP)
+			return r;
+		return poll_wait(t, words, keys, n, deadline_ns);
+	}
+	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+
+	struct wait_node nodes[n];
+	canal__task_arm(t);
+	unsigned linked = 0;
+	bool changed = false;
+	for (; linked < n; linked++) {
+		struct bucket *b = bucket_of(words[linked]);
+		nodes[linked].word = words[linked];
+		nodes[linked].task = t;
+		nodes[linked].linked = false;
+		bucket_lock(b);
+		if (atomic_load_explicit(words[linked],
+					 memory_order_acquire) !=
+		    keys[linked]) {
+			changed = true;
+		} else {
+			node_link(b, &nodes[linked]);
+		}
+		bucket_unlock(b);
+		if (changed)
+			break;
+	}
+	uint32_t why = WAKE_WOKEN;
+	if (!changed) {
+		why = canal__task_park(t, deadline_ns);
+	} else {
+		/* Take our wake back, so that no waker pushes us: if one
+		 * already won it, we must wait for its push (it may be
+		 * between its CAS and its push). */
+		if (!canal__task_disarm(t))
+			why = canal__task_park(t, CANAL_NO_DEADLINE);
+	}
+	for (unsigned i = 0; i < linked; i++) {
+		struct bucket *b = bucket_of(words[i]);
+		bucket_lock(b);
+		if (nodes[i].linked)
+			node_unlink(b, &nodes[i]);
+		bucket_unlock(b);
+	}
+	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);
+	return why == WAKE_TIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+static int task_wait(void *self, _Atomic uint32_t *word, uint32_t key,
+		     bool shared, uint64_t deadline_ns)
+{
+	_Atomic uint32_t *words[1] = {word};
+	return task_wait_many(self, words, &key, &shared, 1, deadline_ns);
+}
+
+static void task_yield(void *self)
+{
+	(void)self;
+	canal_yield();
+}
+
+static void task_sleep_until(void *self, uint64_t deadline_ns)
+{
+	(void)self;
+	uint64_t now = canal_now_ns();
+	canal_sleep_ns(deadline_ns > now ? deadline_ns - now : 0);
+}
+
+const struct canal__parker_ops canal__task_parker_ops = {
+	.wait = task_wait,
+	.wait_many = task_wait_many,
+	.yield = task_yield,
+	.sleep_until = task_sleep_until,
+	.is_task = true,
+};

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stack.c - task stacks (stack.h) and the stack overflow report.
+ *
+ * The pool's invariants (pool->lock): `free` lists blocks nobody uses;
+ * `guarded` counts live guarded blocks (in tasks, caches or the pool)
+ * against `guard_budget`; `slabs` lists every slab mapping, unmapped at
+ * destroy once every block is back. A loop's cache is touched by its own
+ * thread only.
+ */
+#define _GNU_SOURCE
+#include "runtime/stack.h"
+#include "runtime/internal.h"
+#include "runtime/sanitizer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define STACK_CANARY 0x63616e616c535443ull /* "canalSTC" */
+#define CACHE_MAX 64u
+#define SLAB_STACKS 64u
+
+struct canal__stack_block {
+	struct canal__stack_block *next;
+	struct canal__stack st;
+};
+
+struct slab {
+	struct slab *next;
+	void *map;
+	size_t len;
+};
+
+struct canal__stack_pool {
+	pthread_mutex_t lock;
+	size_t stack_bytes; /* block size without guard page */
+	size_t page;
+	struct canal__stack_block *free;
+	size_t nfree;
+	size_t guarded, guard_budget;
+	struct slab *slabs;
+	char *slab_cur; /* next uncarved block of the newest slab */
+	unsigned slab_left;
+};
+
+static size_t map_count_budget(void)
+{
+	long max = 65530;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1)
+			max = 65530;
+		fclose(f);
+	}
+	/* Keep 20000 mappings for the rest of the process (libraries,
+	 * malloc arenas, a sanitizer's shadow); two per guarded stack. */
+	return max > 20000 ? (size_t)(max - 20000) / 2 : 0;
+}
+
+int canal__stack_pool_create(size_t stack_size,
+			     struct canal__stack_pool **out)
+{
+	struct canal__stack_pool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->page = (size_t)sysconf(_SC_PAGESIZE);
+	p->stack_bytes = (stack_size + p->page - 1) & ~(p->page - 1);
+	p->guard_budget = map_count_budget();
+	pthread_mutex_init(&p->lock, NULL);
+	*out = p;
+	return 0;
+}
+
+void canal__stack_pool_destroy(struct canal__stack_pool *p)
+{
+	if (!p)
+		return;
+	for (struct canal__stack_block *b = p->free, *n; b; b = n) {
+		n = b->next;
+		if (b->st.guard)
+			munmap(b->st.guard, b->st.block);
+	}
+	for (struct slab *s = p->slabs, *n; s; s = n) {
+		n = s->next;
+		munmap(s->map, s->len);
+		free(s);
+	}
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static void *block_task_area(const struct canal__stack *st)
+{
+	return st->lo + st->size;
+}
+
+/* Under pool->lock. */
+static int block_new(struct canal__stack_pool *p, struct canal__stack *st)
+{
+	if (p->guarded < p->guard_budget) {
+		size_t len = p->stack_bytes + p->page;
+		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				       MAP_STACK,
+			       -1, 0);
+		if (m == MAP_FAILED)
+			return -ENOMEM;
+		if (mprotect(m, p->page, PROT_NONE) != 0) {
+			munmap(m, len);
+			return -ENOMEM;
+		}
+		p->guarded++;
+		st->guard = m;
+		st->block = len;
+		st->lo = m + p->page;
+		st->size = p->stack_bytes - CANAL__TASK_AREA;
+		return 0;
+	}
+	if (p->slab_left == 0) {
+		struct slab *s = malloc(sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		s->len = p->stack_bytes * SLAB_STACKS;
+		s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				      MAP_STACK,
+			      -1, 0);
+		if (s->map == MAP_FAILED) {
+			free(s);
+			return -ENOMEM;
+		}
+		s->next = p->slabs;
+		p->slabs = s;
+		p->slab_cur = s->map;
+		p->slab_left = SLAB_STACKS;
+	}
+	st->guard = NULL;
+	st->block = p->stack_bytes;
+	st->lo = p->slab_cur;
+	st->size = p->stack_bytes - CANAL__TASK_AREA;
+	p->slab_cur += p->stack_bytes;
+	p->slab_left--;
+	return 0;
+}
+
+void *canal__stack_get(struct canal__stack_pool *p,
+		       struct canal__stack_cache *c, struct canal__stack *st)
+{
+	struct canal__stack_block *b = NULL;
+	if (c && c->free) {
+		b = c->free;
+		c->free = b->next;
+		c->n--;
+	} else {
+		pthread_mutex_lock(&p->lock);
+		if (p->free) {
+			b = p->free;
+			p->free = b->next;
+			p->nfree--;
+		} else if (block_new(p, st) != 0) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (b)
+		*st = b->st;
+	canal__stack_canary_set(st);
+	return block_task_area(st);
+}
+
+void canal__stack_put(struct canal__stack_pool *p,
+		      struct canal__stack_cache *c, void *task_area,
+		      const struct canal__stack *st)
+{
+	struct canal__stack_block *b = task_area;
+	struct canal__stack copy = *st;
+	b->st = copy;
+	if (c && c->n < CACHE_MAX) {
+		b->next = c->free;
+		c->free = b;
+		c->n++;
+		return;
+	}
+	/* Beyond the cache the pages go back to the kernel (all but the
+	 * task area's page, which holds the free-list link). */
+	size_t keep = p->page;
+	if (copy.size + CANAL__TASK_AREA > keep)
+		madvise(copy.lo, copy.size + CANAL__TASK_AREA - keep,
+			MADV_DONTNEED);
+	pthread_mutex_lock(&p->lock);
+	b->next = p->free;
+	p->free = b;
+	p->nfree++;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void canal__stack_cache_flush(struct canal__stack_pool *p,
+			      struct canal__stack_cache *c)
+{
+	pthread_mutex_lock(&p->lock);
+	while (c->free) {
+		struct canal__stack_block *b = c->free;
+		c->free = b->next;
+		b->next = p->free;
+		p->free = b;
+		p->nfree++;
+	}
+	c->n = 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Only slab stacks (no guard page) carry a canary: writing it commits the
+ * stack's lowest page, which a guarded stack never needs (a parked task
+ * then costs the one page at its top). */
+void canal__stack_canary_set(const struct canal__stack *st)
+{
+	if (st->guard)
+		return;
+	uint64_t v = STACK_CANARY;
+	memcpy(st->lo, &v, sizeof(v));
+}
+
+static void overflow_report(uint64_t id, size_t size, const char *how)
+{
+	char msg[200];
+	int n = snprintf(msg, sizeof(msg),
+			 "canal: task %llu overflowed its stack of %zu bytes "
+			 "(%s); raise canal_run_options.stack_size\n",
+			 (unsigned long long)id, size, how);
+	if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
+		n = 0;
+	abort();
+}
+
+void canal__stack_canary_check(const struct canal__stack *st, uint64_t id)
+{
+	if (st->guard)
+		return;
+	uint64_t v;
+	memcpy(&v, st->lo, sizeof(v));
+	if (__builtin_expect(v != STACK_CANARY, 0))
+		overflow_report(id, st->size, "its canary was overwritten");
+}
+
+/* The SIGSEGV handler runs on the loop's alternate stack (the task's own
+ * stack is the one that overflowed). A fault in the running task's guard
+ * page is an overflow; anything else goes to the previous handler's
+ * behaviour: we restore it and return, the instruction faults again. */
+static struct sigaction old_segv;
+static _Atomic int handler_installed;
+
+#ifndef CANAL_RUNTIME_SANITIZED
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	struct canal__loop *l = canal__this_loop();
+	struct canal__task *t = l ? l->current : NULL;
+	if (t && t->stack.guard) {
+		char *a = si->si_addr;
+		size_t page = (size_t)(t->stack.lo - t->stack.guard);
+		/* The guard page, or just below it (a big frame). */
+		if (a >= t->stack.guard - page && a < t->stack.lo)
+			overflow_report(t->id, t->stack.size,
+					"fault in its guard page");
+	}
+	sigaction(sig, &old_segv, NULL);
+}
+#endif
+
+void canal__overflow_handler_install(void)
+{
+#ifndef CANAL_RUNTIME_SANITIZED
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &old_segv) == 0)
+		atomic_store(&handler_installed, 1);
+#endif
+}
+
+void canal__overflow_handler_remove(void)
+{
+	if (atomic_exchange(&handler_installed, 0))
+		sigaction(SIGSEGV, &old_segv, NULL);
+}
+
+#define ALTSTACK_BYTES (64u * 1024u)
+
+/* The thread's alternate stack before ours (loop 0 is the caller's thread,
+ * which may have its own): put back at teardown. */
+static _Thread_local stack_t old_altstack;
+
+int canal__altstack_setup(void **mem)
+{
+	*mem = NULL;
+#ifndef CANAL_RUNTIME_SANITIZED
+	void *m = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	stack_t ss = {.ss_sp = m, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
+	if (sigaltstack(&ss, &old_altstack) != 0) {
+		munmap(m, ALTSTACK_BYTES);
+		return -errno;
+	}
+	*mem = m;
+#endif
+	return 0;
+}
+
+void canal__altstack_teardown(void *mem)
+{
+	if (!mem)
+		return;
+	if (old_altstack.ss_flags & SS_DISABLE || old_altstack.ss_sp == NULL) {
+		stack_t ss = {.ss_sp = NULL, .ss_size = 0,
+			      .ss_flags = SS_DISABLE};
+		sigaltstack(&ss, NULL);
+	} else {
+		sigaltstack(&old_altstack, NULL);
+	}
+	munmap(mem, ALTSTACK_BYTES);
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/stack.h - task stacks: mmap'ed, committed on demand, reused.
+ *
+ * A block is [guard page][stack ... ][task area]: the task structure lives
+ * at the top of its own stack block (one allocation per task), the stack
+ * grows down from just below it. Pages are committed when first touched,
+ * so a parked task costs the pages its stack used (one or two, usually).
+ *
+ * Guard pages and the kernel's map count: each guard page splits the
+ * mapping (two VMAs per stack), and vm.max_map_count is 65530 by default.
+ * So stacks get a guard page while the count of guarded stacks stays
+ * within a budget derived from max_map_count; beyond it, stacks are carved
+ * from slabs (one mapping for many stacks) without guard pages. Slab
+ * stacks have a canary at their lowest word, checked whenever the task
+ * switches out (guarded ones need none, and so never commit their lowest
+ * page): an overflow of a guarded stack faults in the guard page (reported
+ * by the SIGSEGV handler on the loop's alternate signal stack), one of a
+ * slab stack is caught by its canary at the next switch. Both print the task id
+ * and the stack size, then abort.
+ *
+ * Reuse: each loop keeps a cache of free blocks (no lock); beyond it they
+ * go to the runtime's pool (a mutex), where their pages are given back
+ * (MADV_DONTNEED). Everything is unmapped when canal_run returns.
+ */
+#ifndef CANAL_RUNTIME_STACK_H
+#define CANAL_RUNTIME_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct canal__stack {
+	char *lo;     /* lowest usable byte (holds the canary) */
+	size_t size;  /* usable bytes, lo to the task area */
+	char *guard;  /* its guard page, or NULL (slab stack) */
+	size_t block; /* bytes of the whole block, guard page included */
+};
+
+struct canal__stack_block; /* a free block (its task area) */
+
+struct canal__stack_cache {
+	struct canal__stack_block *free;
+	uint32_t n;
+};
+
+struct canal__stack_pool;
+
+/* Bytes reserved at the top of every block for the task structure. */
+#define CANAL__TASK_AREA 512u
+
+int canal__stack_pool_create(size_t stack_size,
+			     struct canal__stack_pool **out);
+/* Every block must have been put back. */
+void canal__stack_pool_destroy(struct canal__stack_pool *pool);
+
+/* A block (from cache, if not NULL, then the pool, then new mappings).
+ * Fills *st and returns the address of its task area (CANAL__TASK_AREA
+ * bytes, 64-aligned), or NULL when memory or address space ran out. */
+void *canal__stack_get(struct canal__stack_pool *pool,
+		       struct canal__stack_cache *cache,
+		       struct canal__stack *st);
+/* Give a block back (its task area at task_area, described by st). */
+void canal__stack_put(struct canal__stack_pool *pool,
+		      struct canal__stack_cache *cache, void *task_area,
+		      const struct canal__stack *st);
+/* Move a loop's cache to the pool (loop exit). */
+void canal__stack_cache_flush(struct canal__stack_pool *pool,
+			      struct canal__stack_cache *cache);
+
+/* Write / check the canary at the bottom of a stack. */
+void canal__stack_canary_set(const struct canal__stack *st);
+/* Abort with the overflow report if the canary is gone. */
+void canal__stack_canary_check(const struct canal__stack *st, uint64_t id);
+
+/* Overflow reports through SIGSEGV: the handler is installed for the
+ * runtime's life (not under sanitizers, which report overflows
+ * themselves), each loop thread has an alternate signal stack. */
+void canal__overflow_handler_install(void);
+void canal__overflow_handler_remove(void);
+int canal__altstack_setup(void **mem);
+void canal__altstack_teardown(void *mem);
+
+#endif /* CANAL_RUNTIME_STACK_H */

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * task.c - a task's life: creation on a stack block, the switches in and
+ * out of it, parking and waking (the handshake of internal.h), and the
+ * public canal_spawn, canal_yield, canal_sleep_ns, canal_task_id.
+ */
+#define _GNU_SOURCE
+#include "runtime/internal.h"
+#include "runtime/context.h"
+#include "runtime/sanitizer.h"
+#include "base/clock.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+_Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA,
+	       "the task structure must fit its stack block's task area");
+
+static void task_entry(void *arg)
+{
+	struct canal__task *t = arg;
+	san_finish_switch(NULL);
+	t->fn(t->arg);
+	t->after = AFTER_EXIT;
+	canal__task_switch_out(t);
+	__builtin_unreachable();
+}
+
+int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
+		       void *arg, struct canal__loop *loop,
+		       struct canal__task **out)
+{
+	struct canal__loop *self = canal__this_loop();
+	struct canal__stack st;
+	void *area = canal__stack_get(rt->pool,
+				      self && self->rt == rt && !self->is_pool
+					      ? &self->stacks
+					      : NULL,
+				      &st);
+	if (!area)
+		return -ENOMEM;
+	struct canal__task *t = area;
+	memset(t, 0, sizeof(*t));
+	t->stack = st;
+	t->fn = fn;
+	t->arg = arg;
+	t->loop = loop;
+	t->timer_index = NO_TIMER;
+	t->id = atomic_fetch_add_explicit(&rt->next_id, 1,
+					  memory_order_relaxed);
+	t->sp = canal__ctx_make(area, task_entry, t);
+	t->tsan_fiber = san_fiber_create();
+	*out = t;
+	return 0;
+}
+
+void canal__task_free(struct canal__task *t)
+{
+	struct canal__runtime *rt = t->loop->rt;
+	struct canal__loop *self = canal__this_loop();
+	san_fiber_destroy(t->tsan_fiber);
+	struct canal__stack st = t->stack;
+	canal__stack_put(rt->pool,
+			 self && !self->is_pool ? &self->stacks : NULL, t,
+			 &st);
+}
+
+void canal__task_run(struct canal__loop *l, struct canal__task *t)
+{
+	l->current = t;
+	san_start_switch(&l->asan_fake_stack, t->stack.lo, t->stack.size);
+	san_fiber_switch(t->tsan_fiber);
+	canal__ctx_switch(&l->sched_sp, t->sp);
+	san_finish_switch(l->asan_fake_stack);
+	l->current = NULL;
+}
+
+void canal__task_switch_out(struct canal__task *t)
+{
+	/* The loop now running t: it may differ from the one that started
+	 * it (stealing), so read it at each switch, not once. */
+	struct canal__loop *l = canal__this_loop();
+	san_start_switch(t->after == AFTER_EXIT ? NULL : &t->asan_fake_stack,
+			 l->thread_stack_bottom, l->thread_stack_size);
+	san_fiber_switch(l->tsan_fiber);
+	canal__ctx_switch(&t->sp, l->sched_sp);
+	san_finish_switch(t->asan_fake_stack);
+}
+
+/* Make a parked task runnable (the caller won its wake). */
+static void task_make_runnable(struct canal__task *t)
+{
+	uint32_t s = atomic_load_explicit(&t->sched, memory_order_acquire);
+	for (;;) {
+		if (s == TASK_PARKING) {
+			/* Still switching out: its scheduler will push it. */
+			if (atomic_compare_exchange_weak_explicit(
+				    &t->sched, &s, TASK_NOTIFIED,
+				    memory_order_acq_rel,
+				    memory_order_acquire))
+				return;
+		} else if (s == TASK_PARKED) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &t->sched, &s, TASK_RUNNING,
+				    memory_order_acq_rel,
+				    memory_order_acquire)) {
+				canal__loop_push(t->loop, t);
+				return;
+			}
+		} else {
+			return; /* cannot happen: one winner per park */
+		}
+	}
+}
+
+bool canal__task_wake(struct canal__task *t, uint32_t reason)
+{
+	uint32_t armed = WAKE_ARMED;
+	if (!atomic_compare_exchange_strong_explicit(&t->wake, &armed, reason,
+						     memory_order_acq_rel,
+						     memory_order_acquire))
+		return false;
+	task_make_runnable(t);
+	return true;
+}
+
+bool canal__task_disarm(struct canal__task *t)
+{
+	uint32_t armed = WAKE_ARMED;
+	if (!atomic_compare_exchange_strong_explicit(&t->wake, &armed,
+						     WAKE_NONE,
+						     memory_order_acq_rel,
+						     memory_order_acquire))
+		return false;
+	atomic_store_explicit(&t->sched, TASK_RUNNING, memory_order_relaxed);
+	return true;
+}
+
+uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns)
+{
+	struct canal__loop *l = canal__this_loop();
+	if (deadline_ns != CANAL_NO_DEADLINE) {
+		if (canal__timer_arm(l, t, deadline_ns) != 0) {
+			/* No memory for the heap: do not sleep past the
+			 * deadline; poll instead (the caller re-checks). */
+			canal__task_wake(t, WAKE_TIMEDOUT);
+		}
+	}
+	t->after = AFTER_PARK;
+	canal__task_switch_out(t);
+	/* Resumed on t->loop (pinned while the timer was armed). */
+	if (t->timer_index != NO_TIMER)
+		canal__timer_disarm(canal__this_loop(), t);
+	uint32_t why = atomic_load_explicit(&t->wake, memory_order_acquire);
+	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);
+	return why;
+}
+
+EXPORT int canal_spawn(void (*fn)(void *), void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	struct canal__runtime *rt =
+		atomic_load_explicit(&canal__rt, memory_order_acquire);
+	struct canal__loop *self = canal__this_loop();
+	/* Only tasks and loop threads of the running runtime may spawn: a
+	 * plain thread could race with the runtime's end. */
+	if (!rt || !self || self->rt != rt)
+		return -EPERM;
+	struct canal__loop *l = canal__loop_pick(rt);
+	struct canal__task *t;
+	atomic_fetch_add_explicit(&rt->live, 1, memory_order_relaxed);
+	int r = canal__task_create(rt, fn, arg, l, &t);
+	if (r) {
+		atomic_fetch_sub_explicit(&rt->live, 1, memory_order_relaxed);
+		return r;
+	}
+	canal__loop_push(l, t);
+	return 0;
+}
+
+EXPORT void canal_yield(void)
+{
+	struct canal__task *t = canal__this_task();
+	if (!t || t->detached) {
+		sched_yield();
+		return;
+	}
+	t->after = AFTER_YIELD;
+	canal__task_switch_out(t);
+}
+
+EXPORT int canal_sleep_ns(uint64_t ns)
+{
+	struct canal__task *t = canal__this_task();
+	uint64_t now = canal_now_ns();
+	uint64_t deadline = ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1
+						       : now + ns;
+	if (!t || t->detached) {
+		struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+				      .tv_nsec = (long)(deadline % 1000000000u)};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+				       NULL) == EINTR)
+			;
+		return 0;
+	}
+	if (ns == 0) {
+		canal_yield();
+		return 0;
+	}
+	canal__task_arm(t);
+	while (canal__task_park(t, deadline) != WAKE_TIMEDOUT) {
+		canal__task_arm(t); /* nothing else wakes a sleep */
+	}
+	return 0;
+}
+
+EXPORT uint64_t canal_task_id(void)
+{
+	struct canal__task *t = canal__this_task();
+	return t ? t->id : 0;
+}

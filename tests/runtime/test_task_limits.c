@@ -1,0 +1,134 @@
+/* test_task_limits.c - what happens at the limits: a task that overflows
+ * its stack is reported (task id, stack size) and the process aborts (in a
+ * forked child); running out of memory makes canal_spawn return -ENOMEM,
+ * never crash, and the runtime still ends. */
+#include "check.h"
+
+#include <canal/task.h>
+
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#endif
+
+static volatile int sink;
+
+static int recurse(int depth)
+{
+	volatile char frame[1024];
+	frame[0] = (char)depth;
+	frame[1023] = (char)depth;
+	if (depth > 1000000)
+		return frame[0];
+	return recurse(depth + 1) + frame[1023];
+}
+
+static void overflowing(void *arg)
+{
+	(void)arg;
+	sink = recurse(0);
+}
+
+static void overflow_main(void *arg)
+{
+	(void)arg;
+	/* Task 2 overflows. */
+	CHECK_EQ(canal_spawn(overflowing, NULL), 0);
+}
+
+static void test_overflow(void)
+{
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+	pid_t pid = test_fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], STDERR_FILENO);
+		struct canal_run_options o = {.loops = 1,
+					      .stack_size = 64 * 1024};
+		canal_run(overflow_main, NULL, &o);
+		_exit(0); /* not reached: the overflow aborts */
+	}
+	close(pfd[1]);
+	char buf[4096];
+	size_t len = 0;
+	ssize_t r;
+	while (len < sizeof(buf) - 1 &&
+	       (r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)r;
+	buf[len] = 0;
+	close(pfd[0]);
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+#ifndef SANITIZED
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(buf, "canal: task 2 overflowed its stack of") != NULL);
+	CHECK(strstr(buf, "stack_size") != NULL);
+#else
+	/* The sanitizer reports the overflow itself. */
+	CHECK(strstr(buf, "overflow") != NULL ||
+	      strstr(buf, "SEGV") != NULL);
+#endif
+}
+
+static _Atomic int spawned, enomem, ran;
+
+static void small(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ran, 1);
+}
+
+static __attribute__((unused)) void enomem_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int r = canal_spawn(small, NULL);
+		if (r == -ENOMEM) {
+			atomic_store(&enomem, 1);
+			break;
+		}
+		CHECK_EQ(r, 0);
+		atomic_fetch_add(&spawned, 1);
+	}
+}
+
+static void test_enomem(void)
+{
+#ifndef SANITIZED
+	pid_t pid = test_fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		/* 1 GiB stacks, 64 GiB of address space: the spawns fail
+		 * long before anything else does. */
+		struct rlimit rl = {.rlim_cur = 64ull << 30,
+				    .rlim_max = 64ull << 30};
+		CHECK_EQ(setrlimit(RLIMIT_AS, &rl), 0);
+		struct canal_run_options o = {.loops = 1,
+					      .stack_size = (size_t)1 << 30};
+		CHECK_EQ(canal_run(enomem_main, NULL, &o), 0);
+		CHECK_EQ(atomic_load(&enomem), 1);
+		CHECK(atomic_load(&spawned) > 0);
+		CHECK_EQ(atomic_load(&ran), atomic_load(&spawned));
+		_exit(0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+#else
+	printf("test_task_limits: -ENOMEM by RLIMIT_AS not tried under a "
+	       "sanitizer (its shadow memory needs the address space)\n");
+#endif
+}
+
+int main(void)
+{
+	test_overflow();
+	test_enomem();
+	printf("test_task_limits: ok\n");
+	return 0;
+}
