@@ -91,6 +91,82 @@ static int run_loopback(void)
 	return 0;
 }
 
+/* Malformed rails frames (inside valid TCP framing) from rank 1: rank 0's
+ * gate closes with -EPROTO and says why; nothing is delivered. */
+static int bad_case;
+
+static int malformed(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size, (void)arg;
+	if (rank == 1) {
+		struct canal__driver *sub = canal__rails_sub(e->gates[0].drv, 0);
+		if (!sub)
+			return 1;
+		unsigned char f[32];
+		memset(f, 0, sizeof f);
+		size_t n = 0;
+		uint64_t v;
+		switch (bad_case) {
+		case 0: /* shorter than the sequence number */
+			n = 4;
+			break;
+		case 1: /* an acknowledgement of the wrong length */
+			v = UINT64_MAX;
+			memcpy(f, &v, 8);
+			n = 24;
+			break;
+		case 2: /* a sequence number far beyond the window */
+			v = 1u << 30;
+			memcpy(f, &v, 8);
+			n = 20;
+			break;
+		case 3: /* an acknowledgement of what was never sent */
+			v = UINT64_MAX;
+			memcpy(f, &v, 8);
+			v = 1000;
+			memcpy(f + 8, &v, 8);
+			n = 16;
+			break;
+		}
+		struct iovec iov = { f, n };
+		while (sub->ops->send(sub, &iov, 1, n) == -EAGAIN)
+			;
+		while (!sub->ops->idle(sub))
+			sub->ops->flush(sub);
+		/* Stay until rank 0 has seen it (it closes its gate). */
+		char c;
+		struct canal_engine_req *r;
+		if (canal_engine_irecv(e, 0, 9, &c, 1, &r) == 0)
+			canal_engine_wait(e, r, NULL);
+		return 0;
+	}
+	char buf[64];
+	struct canal_engine_req *r;
+	if (canal_engine_irecv(e, 1, 0, buf, sizeof buf, &r))
+		return 2;
+	int err = canal_engine_wait(e, r, NULL);
+	char why[160] = "";
+	canal_engine_gate_error(e, 1, why, sizeof why);
+	const char *want[] = { "shorter than its header", "bad acknowledgement",
+			       "beyond the window", "acknowledgement beyond" };
+	if (err != -EPROTO || !strstr(why, want[bad_case])) {
+		fprintf(stderr, "case %d: err %d, why '%s'\n", bad_case, err, why);
+		return 3;
+	}
+	return 0;
+}
+
+static void run_malformed(void)
+{
+	setenv("CANAL_ENGINE_BIND", "127.0.0.1,127.0.0.1", 1);
+	for (bad_case = 0; bad_case < 4; bad_case++) {
+		struct job j = { .n = 2, .driver = "tcp", .strategy = "default",
+				 .timeout_s = 30, .killed_rank = -1 };
+		CHECK_EQ(job_run(&j, malformed, NULL), 0);
+	}
+	unsetenv("CANAL_ENGINE_BIND");
+}
+
 /* --- namespaces --- */
 static int cut_pipe[2];
 
@@ -219,6 +295,8 @@ int main(void)
 #endif
 	run_loopback();
 	printf("test_engine_rails: loopback two rails: ok\n");
+	run_malformed();
+	printf("test_engine_rails: malformed rails frames refused: ok\n");
 	if (geteuid() != 0) {
 		printf("test_engine_rails: SKIP (namespaces): needs root\n");
 		TEST_DONE("test_engine_rails");

@@ -104,6 +104,9 @@ int canal__rails_new(struct canal__driver **subs, int n,
 		     struct canal__driver **out);
 int canal__rails_info(const struct canal__driver *d, int rail,
 		      unsigned long long *bytes, bool *dead);
+/* For the tests only: rail's own driver (to put malformed rails frames on
+ * the wire), or NULL. */
+struct canal__driver *canal__rails_sub(struct canal__driver *d, int rail);
 /* For the fuzz test only: put raw bytes on the wire, below the framing.
  * shm: copy n bytes at the ring's head position (up to its end) and move
  * the published head by advance (any value, however wrong): 0; tcp: write

@@ -446,3 +446,11 @@ int canal__rails_info(const struct canal__driver *d_, int rail,
 	*dead = d->dead[rail];
 	return d->n;
 }
+
+struct canal__driver *canal__rails_sub(struct canal__driver *d_, int rail)
+{
+	if (d_->ops != &rails_ops)
+		return NULL;
+	struct rails_driver *d = (struct rails_driver *)d_;
+	return rail >= 0 && rail < d->n ? d->sub[rail] : NULL;
+}
