@@ -87,6 +87,13 @@ def implementations(test: str) -> List[Impl]:
     # TCP over two rails (here both on loopback: the rails' overhead, not
     # a second network's bandwidth).
     out.append(canal("ucx"))
+    # Open MPI on its UCX layer (pml ucx; it refuses shm/tcp-only hosts
+    # unless told any transport and device will do).
+    out.append(Impl("Open MPI ucx", test,
+                    tuple(MPIRUN) + ("--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
+                                     "--mca", "pml_ucx_devices", "any",
+                                     "@" + f"{OUT}/mpi_{prog}"),
+                    (f"{OUT}/mpi_{prog}",)))
     if test in ("bw", "bibw"):
         out.append(Impl("canal tcp 2 rails", test,
                         ("env", "CANAL_ENGINE_BIND=127.0.0.1,127.0.0.1")

@@ -101,3 +101,11 @@ def test_parse_overhead():
     text = "# Engine CPU cost\nengine 104.4 ns [103.1-123.6]  raw 13.1 ns [12.9-13.7]  overhead 91.3 ns\n"
     assert engine.parse_overhead(text) == (104.4, 13.1, 91.3)
     assert engine.parse_overhead("nothing") is None
+
+
+def test_open_mpi_ucx_row():
+    for test in ("latency", "bw", "bibw"):
+        impls = {i.name: i for i in engine.implementations(test)}
+        cmd = engine.command("/b", impls["Open MPI ucx"], [])
+        assert cmd[0] == "mpirun" and "pml" in cmd and "ucx" in cmd
+        assert cmd[-1].startswith("/b/bench/engine/mpi_osu_")
