@@ -31,6 +31,14 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	need_pkg libclang-rt-dev
 	need_pkg openmpi-bin
 	need_pkg libopenmpi-dev
+	# Issue 16 (past one machine): UCX driver and ucx_perftest, PMIx launch,
+	# TCP handshake, network-namespace tests (ip, tc, nft).
+	need_pkg libucx-dev
+	need_pkg ucx-utils
+	need_pkg libpmix-dev
+	need_pkg libsodium-dev
+	need_pkg iproute2
+	need_pkg nftables
 	need_pkg libboost-context-dev
 	need_pkg g++
 fi

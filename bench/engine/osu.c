@@ -8,7 +8,7 @@
  * for the bandwidths, and the table "# Size  Latency (us)" or
  * "# Size  Bandwidth (MB/s)" (MB = 10^6 bytes, as OSU).
  *
- *   canal-launch -n 2 osu_latency [--driver shm|tcp] [--strategy NAME]
+ *   canal-launch -n 2 osu_latency [--driver shm|tcp|ucx] [--strategy NAME]
  *       [--min-size B] [--max-size B] [--iterations N] [--warmup N]
  */
 #include <canal/channel.h>
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	CK(canal_engine_close(e));
 	return 0;
 usage:
-	fprintf(stderr, "usage: osu [--driver shm|tcp] [--strategy default|aggregate] "
+	fprintf(stderr, "usage: osu [--driver shm|tcp|ucx] [--strategy default|aggregate] "
 		"[--min-size B] [--max-size B] [--iterations N] [--warmup N]\n");
 	return 2;
 }

@@ -83,19 +83,27 @@ struct canal_engine_options {
 	const char *dir;      /* rendezvous directory shared by the processes
 			       * (addresses, shm segments); NULL:
 			       * $CANAL_LAUNCH_DIR */
-	const char *driver;   /* "shm" or "tcp"; NULL: $CANAL_ENGINE_DRIVER,
-			       * else "shm" */
+	const char *driver;   /* "shm", "tcp" or "ucx"; NULL:
+			       * $CANAL_ENGINE_DRIVER, else "shm" */
 	const char *strategy; /* "default" (one packet per piece) or
 			       * "aggregate" (small pieces of any flows packed
 			       * together while the driver is busy); NULL:
 			       * $CANAL_ENGINE_STRATEGY, else "default" */
-	const char *bind;     /* TCP: address to listen on; NULL: 127.0.0.1 */
+	const char *bind;     /* TCP: address to listen on, or several
+			       * comma-separated (up to 4): one rail each;
+			       * NULL: $CANAL_ENGINE_BIND, else 127.0.0.1 */
 	int connect_timeout_ms; /* waiting for the peers at open; 0: 30000 */
 	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
 			       * or answers no keepalive probe, this long is
 			       * declared dead (TCP_USER_TIMEOUT and keepalive
 			       * every second); 0: $CANAL_ENGINE_TCP_TIMEOUT_MS,
 			       * else the kernel's defaults (minutes) */
+	const char *key_file; /* TCP: a file of 16 to 4096 secret bytes that
+			       * only this user can read (chmod 600), the same
+			       * on every rank: connections between ranks must
+			       * pass an HMAC challenge-response keyed by it,
+			       * others are refused, closed and logged; NULL:
+			       * $CANAL_ENGINE_KEY_FILE, else no handshake */
 };
 
 /* What a completed receive (or a probe) found. */
@@ -116,10 +124,15 @@ void canal_engine_options_init(struct canal_engine_options *opt);
 /*
  * canal_engine_open - open this process's session and connect it to every
  * peer of the job (through the rendezvous directory: each process publishes
- * its address there, as canal-launch arranges).
+ * its address there, as canal-launch arranges; or, when the process was
+ * started by a PMIx launcher such as mpirun or srun and no rank is given
+ * nor $CANAL_RANK set, rank, size and addresses come from PMIx).
  * opt may be NULL (all defaults: the environment canal-launch sets).
  * Returns 0 and *out, or:
- *   -EINVAL     bad rank/size, unknown driver or strategy, no directory;
+ *   -EINVAL     bad rank/size, unknown driver or strategy, no directory,
+ *               a bad bind list;
+ *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
+ *   -EACCES     key_file readable by others or not this user's;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms;
  *   -ENOMEM, or the errno of a failed socket/mmap/open call.
  * Blocks until every peer is connected. Thread-safe (different sessions).

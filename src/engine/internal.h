@@ -146,6 +146,11 @@ struct canal_engine {
 	uint64_t last_health_ns;
 	unsigned health_round;
 	char dir[512];
+	/* Launched by a PMIx server (mpirun, srun): the exchange's handle,
+	 * finalized at close; pmix_dir: this rank created dir (shm under
+	 * PMIx) and removes it at close. */
+	void *pmix;
+	bool pmix_dir;
 };
 
 /* Core (req.c): request table and completion. */

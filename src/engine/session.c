@@ -17,7 +17,9 @@
 
 #include "collect/collect.h"
 #include "schedule/schedule.h"
+#include "transfer/auth.h"
 #include "transfer/driver.h"
+#include "transfer/exchange.h"
 
 #include <canal/channel.h>
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HEALTH_EVERY 256
 #define HEALTH_PERIOD_NS (50u * 1000 * 1000)
@@ -84,10 +87,74 @@ static void free_session(struct canal_engine *e)
 		}
 	}
 	free(e->gates);
+	if (e->pmix) {
+		struct canal__xchg x = { .pmix = e->pmix };
+		canal__pmix_fini(&x);
+	}
+	if (e->pmix_dir)
+		rmdir(e->dir);
 	free(e->reqtab);
 	free(e->reqgen);
 	free(e->reqfree);
 	free(e);
+}
+
+/* TCP gates: one connection per peer, or with bind = "addr0,addr1,..."
+ * one per address (rails, up to 4; rail i published as "tcp<i>") joined
+ * per peer by the rails driver. A rail is declared dead after dead ms of
+ * silence (2 s when not set: a pulled cable is seen by its timeout). */
+static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
+		     int dead, const unsigned char *key,
+		     struct canal__driver **drv)
+{
+	if (!bind || !strchr(bind, ','))
+		return canal__tcp_connect_xchg(x, bind, timeout,
+					       dead > 0 ? dead : 0, key, drv);
+	char addrs[4][64], keys[4][8];
+	int n = 0, commas = 0;
+	for (const char *p = bind; *p; p++)
+		commas += *p == ',';
+	if (commas >= 4)
+		return -EINVAL; /* at most 4 rails */
+	for (const char *p = bind; *p && n < 4; n++) {
+		size_t l = strcspn(p, ",");
+		if (l == 0 || l >= sizeof addrs[0])
+			return -EINVAL;
+		memcpy(addrs[n], p, l);
+		addrs[n][l] = 0;
+		p += l;
+		if (*p == ',' && *++p == 0)
+			return -EINVAL;
+	}
+	struct canal__driver **sub = calloc((size_t)n * (size_t)x->size, sizeof *sub);
+	if (!sub)
+		return -ENOMEM;
+	int err = 0;
+	for (int i = 0; i < n && !err; i++) {
+		snprintf(keys[i], sizeof keys[i], "tcp%d", i);
+		struct canal__xchg xi = *x;
+		xi.tcp_key = keys[i];
+		err = canal__tcp_connect_xchg(&xi, addrs[i], timeout,
+					      dead > 0 ? dead : 2000, key,
+					      sub + (size_t)i * (size_t)x->size);
+	}
+	for (int g = 0; g < x->size; g++) {
+		if (g == x->rank)
+			continue;
+		struct canal__driver *s[4];
+		bool whole = true;
+		for (int i = 0; i < n; i++) {
+			s[i] = sub[(size_t)i * (size_t)x->size + (size_t)g];
+			whole = whole && s[i];
+		}
+		if (!err && whole && (err = canal__rails_new(s, n, &drv[g])) == 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (s[i])
+				s[i]->ops->close(s[i]);
+	}
+	free(sub);
+	return err;
 }
 
 EXPORT int canal_engine_open(const struct canal_engine_options *opt,
@@ -103,31 +170,100 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	int rank = o.rank >= 0 ? o.rank : env_int("CANAL_RANK", -1);
 	int size = o.size > 0 ? o.size : env_int("CANAL_SIZE", 1);
 	const char *dir = o.dir ? o.dir : env_str("CANAL_LAUNCH_DIR", NULL);
+	/* Started by mpirun/srun (PMIx) rather than canal-launch: rank and
+	 * size from the PMIx server, addresses through PMIx. */
+	struct canal__xchg xchg = { 0 };
+	int pm = 0;
+	if (o.rank < 0 && !getenv("CANAL_RANK")) {
+		pm = canal__pmix_init(&xchg);
+		if (pm < 0)
+			return pm;
+		if (pm) {
+			rank = xchg.rank;
+			size = xchg.size;
+		}
+	}
 	const char *driver = o.driver ? o.driver
 				      : env_str("CANAL_ENGINE_DRIVER", "shm");
 	const char *strategy = o.strategy
 				       ? o.strategy
 				       : env_str("CANAL_ENGINE_STRATEGY", "default");
 	int timeout = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 30000;
-	if (rank < 0 || size < 1 || rank >= size || (size > 1 && !dir) ||
-	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir))
-		return -EINVAL;
 	bool shm = strcmp(driver, "shm") == 0, tcp = strcmp(driver, "tcp") == 0;
+	bool ucx = strcmp(driver, "ucx") == 0;
 	const struct canal__strategy *strat = canal__strategy_find(strategy);
-	if ((!shm && !tcp) || !strat)
+	bool need_dir = size > 1 && (!pm || shm);
+	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
+	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
+	    (!shm && !tcp && !ucx) || !strat) {
+		canal__pmix_fini(&xchg);
 		return -EINVAL;
+	}
+#ifndef CANAL_HAVE_UCX
+	if (ucx) {
+		canal__pmix_fini(&xchg);
+		return -ENOTSUP;
+	}
+#endif
+	unsigned char key[CANAL__KEY_BYTES];
+	const char *key_file = o.key_file ? o.key_file
+					  : env_str("CANAL_ENGINE_KEY_FILE", NULL);
+	if (key_file && tcp) {
+		char why[200];
+		int kerr = canal__auth_load(key_file, key, why, sizeof why);
+		if (kerr) {
+			fprintf(stderr, "canal engine: %s\n", why);
+			canal__pmix_fini(&xchg);
+			return kerr;
+		}
+	}
+	const char *bind = o.bind ? o.bind : env_str("CANAL_ENGINE_BIND", NULL);
 	struct canal_engine *e = calloc(1, sizeof *e);
-	if (!e)
+	if (!e) {
+		canal__pmix_fini(&xchg);
 		return -ENOMEM;
+	}
+	e->pmix = xchg.pmix;
 	e->rank = rank;
 	e->size = size;
 	e->strategy = strat;
 	snprintf(e->driver_name, sizeof e->driver_name, "%s", driver);
 	if (dir)
 		snprintf(e->dir, sizeof e->dir, "%s", dir);
+	int err = 0;
+	if (pm && need_dir && !dir) {
+		/* shm under PMIx (one host): rank 0 makes the directory. */
+		char v[CANAL__XCHG_MAX] = "";
+		if (rank == 0) {
+			snprintf(e->dir, sizeof e->dir, "/dev/shm/canal-pmix.XXXXXX");
+			if (!mkdtemp(e->dir)) {
+				snprintf(e->dir, sizeof e->dir,
+					 "/tmp/canal-pmix.XXXXXX");
+				if (!mkdtemp(e->dir))
+					err = -errno;
+			}
+			e->pmix_dir = !err;
+			if (!err)
+				err = canal__xchg_put(&xchg, "dir", e->dir);
+		}
+		int ferr = canal__xchg_fence(&xchg);
+		err = err ? err : ferr;
+		if (!err && rank != 0) {
+			err = canal__xchg_get(&xchg, 0, "dir", v, sizeof v, 0);
+			if (!err && strlen(v) >= sizeof e->dir)
+				err = -EPROTO;
+			if (!err)
+				snprintf(e->dir, sizeof e->dir, "%s", v);
+		}
+		dir = e->dir;
+	}
+	xchg.rank = rank;
+	xchg.size = size;
+	xchg.dir = dir;
 	canal__list_init(&e->any_posted);
 	e->gates = calloc((size_t)size, sizeof *e->gates);
-	int err = e->gates ? 0 : -ENOMEM;
+	if (!err && !e->gates)
+		err = -ENOMEM;
 	for (int gi = 0; gi < size && !err; gi++) {
 		struct canal__gate *g = &e->gates[gi];
 		g->rank = gi;
@@ -142,9 +278,12 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			int dead = o.tcp_timeout_ms > 0
 					   ? o.tcp_timeout_ms
 					   : env_int("CANAL_ENGINE_TCP_TIMEOUT_MS", 0);
-			err = canal__tcp_connect_all(dir, o.bind, rank, size,
-						     timeout, dead > 0 ? dead : 0,
-						     drv);
+			err = tcp_rails(&xchg, bind, timeout, dead,
+					key_file ? key : NULL, drv);
+#ifdef CANAL_HAVE_UCX
+		} else if (ucx) {
+			err = canal__ucx_connect_all(&xchg, timeout, drv);
+#endif
 		} else {
 			/* Peers in increasing rank everywhere: the pairwise
 			 * waits cannot form a cycle. */
@@ -284,7 +423,7 @@ static bool flushed(struct canal_engine *e)
 			return false;
 		/* TCP: bytes accepted but not yet in the kernel. shm's ring
 		 * outlives us in the peer's mapping: nothing to wait for. */
-		if (strcmp(g->drv->ops->name, "tcp") == 0 &&
+		if (strcmp(g->drv->ops->name, "shm") != 0 &&
 		    !g->drv->ops->idle(g->drv))
 			return false;
 	}

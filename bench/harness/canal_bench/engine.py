@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -30,6 +31,10 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2"]
 LATENCY_TARGET_MAX_SIZE = 65536      # canal shm <= Open MPI shm up to here
 RAW_OVERHEAD_TARGET_US = 0.15        # canal shm - raw shm at 8 B
 TCP_FACTOR = 1.2                     # canal tcp <= 1.2 x raw tcp
+
+UCX_FACTOR = 1.1                     # canal ucx <= 1.1 x ucx_perftest (issue 16)
+UCX_PERFTEST_OSU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "engine", "ucx_perftest_osu.py")
 
 _ROW = re.compile(r"^\s*(\d+)\s+([0-9]+(?:\.[0-9]*)?)\s*$")
 
@@ -78,6 +83,24 @@ def implementations(test: str) -> List[Impl]:
         out += [Impl(f"ZeroMQ {t}", test,
                      ("@" + LAUNCH, "-n", "2", "@" + f"{OUT}/{z}", "--transport", t),
                      (LAUNCH, f"{OUT}/{z}")) for t in ("ipc", "tcp")]
+    # Issue 16: the engine over UCX beside raw UCX (ucx_perftest), and
+    # TCP over two rails (here both on loopback: the rails' overhead, not
+    # a second network's bandwidth).
+    out.append(canal("ucx"))
+    # Open MPI on its UCX layer (pml ucx; it refuses shm/tcp-only hosts
+    # unless told any transport and device will do).
+    out.append(Impl("Open MPI ucx", test,
+                    tuple(MPIRUN) + ("--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
+                                     "--mca", "pml_ucx_devices", "any",
+                                     "@" + f"{OUT}/mpi_{prog}"),
+                    (f"{OUT}/mpi_{prog}",)))
+    if test in ("bw", "bibw"):
+        out.append(Impl("canal tcp 2 rails", test,
+                        ("env", "CANAL_ENGINE_BIND=127.0.0.1,127.0.0.1")
+                        + canal("tcp").argv, canal("tcp").needs))
+    if test in ("latency", "bw"):
+        out.append(Impl("ucx_perftest", test,
+                        (sys.executable, UCX_PERFTEST_OSU, "--test", test), ()))
     if test == "latency":
         out += [Impl(f"raw {d}", test,
                      ("@" + LAUNCH, "-n", "2", "@" + f"{OUT}/raw_latency", "--driver", d),
@@ -107,6 +130,8 @@ def available(build_dir: str, impl: Impl) -> Optional[str]:
             return f"{rel} not built"
     if impl.argv[0] == "mpirun" and not shutil.which("mpirun"):
         return "mpirun not installed"
+    if impl.name == "ucx_perftest" and not shutil.which("ucx_perftest"):
+        return "ucx_perftest not installed (apt install ucx-utils)"
     return None
 
 
@@ -174,6 +199,12 @@ def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
             rows.append([f"tcp latency at {size_label(s)} <= {TCP_FACTOR} x raw tcp",
                          f"{stats.fmt_ratio(stats.ratio(a, b))}",
                          "met" if a <= TCP_FACTOR * b else "MISSED"])
+    for s in sorted(lat.get("canal ucx", {})):
+        a, b = med("canal ucx", s), med("ucx_perftest", s)
+        if a is not None and b is not None:
+            rows.append([f"ucx latency at {size_label(s)} <= {UCX_FACTOR} x ucx_perftest",
+                         f"{stats.fmt_ratio(stats.ratio(a, b))}",
+                         "met" if a <= UCX_FACTOR * b else "MISSED"])
     return rows
 
 

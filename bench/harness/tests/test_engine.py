@@ -74,7 +74,38 @@ def test_parse_seed_patterns():
     assert engine.parse_mux(mux) == {1: 0.58, 1000: 200.5}
 
 
+def test_ucx_rows_and_target():
+    impls = {i.name: i for i in engine.implementations("latency")}
+    cmd = engine.command("/b", impls["canal ucx"], [])
+    assert cmd[3:6] == ["/b/bench/engine/osu_latency", "--driver", "ucx"]
+    pt = engine.command("/b", impls["ucx_perftest"], ["--max-size", "8"])
+    assert pt[1].endswith("ucx_perftest_osu.py") and os.path.exists(pt[1])
+    assert pt[2:4] == ["--test", "latency"]
+    assert "ucx_perftest" not in {i.name for i in engine.implementations("bibw")}
+    C = engine.Cell
+    rows = {r[0]: r for r in engine.checks({"canal ucx": {8: C([0.5]), 64: C([1.0])},
+                                            "ucx_perftest": {8: C([0.48]), 64: C([0.5])}})}
+    assert rows["ucx latency at 8 B <= 1.1 x ucx_perftest"][2] == "met"
+    assert rows["ucx latency at 64 B <= 1.1 x ucx_perftest"][2] == "MISSED"
+
+
+def test_two_rails_row():
+    impls = {i.name: i for i in engine.implementations("bw")}
+    cmd = engine.command("/b", impls["canal tcp 2 rails"], [])
+    assert cmd[:2] == ["env", "CANAL_ENGINE_BIND=127.0.0.1,127.0.0.1"]
+    assert cmd[2] == "/b/bin/canal-launch" and "--driver" in cmd and "tcp" in cmd
+    assert "canal tcp 2 rails" not in {i.name for i in engine.implementations("latency")}
+
+
 def test_parse_overhead():
     text = "# Engine CPU cost\nengine 104.4 ns [103.1-123.6]  raw 13.1 ns [12.9-13.7]  overhead 91.3 ns\n"
     assert engine.parse_overhead(text) == (104.4, 13.1, 91.3)
     assert engine.parse_overhead("nothing") is None
+
+
+def test_open_mpi_ucx_row():
+    for test in ("latency", "bw", "bibw"):
+        impls = {i.name: i for i in engine.implementations(test)}
+        cmd = engine.command("/b", impls["Open MPI ucx"], [])
+        assert cmd[0] == "mpirun" and "pml" in cmd and "ucx" in cmd
+        assert cmd[-1].startswith("/b/bench/engine/mpi_osu_")

@@ -80,6 +80,33 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers);
 
+struct canal__xchg;
+
+/* The same with the address published through x (exchange.h: files or
+ * PMIx; drivers[x->size]) and key (32 bytes) or NULL: the handshake of
+ * auth.h. */
+int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
+			   int timeout_ms, int dead_after_ms,
+			   const unsigned char *key,
+			   struct canal__driver **drivers);
+
+/* ucx.c: a UCP worker for the session, its address published through x, an
+ * endpoint per peer. Built when UCX is found (CANAL_HAVE_UCX). */
+int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
+			   struct canal__driver **drivers);
+
+/* rails.c: one driver over subs[0..n) (n <= 4) to the same peer: packets
+ * spread over them, acknowledged, sent again on the others when one fails
+ * (it takes ownership of subs). canal__rails_info: bytes sent on a rail
+ * and whether it failed; returns the number of rails, or -EINVAL when d is
+ * not a rails driver. */
+int canal__rails_new(struct canal__driver **subs, int n,
+		     struct canal__driver **out);
+int canal__rails_info(const struct canal__driver *d, int rail,
+		      unsigned long long *bytes, bool *dead);
+/* For the tests only: rail's own driver (to put malformed rails frames on
+ * the wire), or NULL. */
+struct canal__driver *canal__rails_sub(struct canal__driver *d, int rail);
 /* For the fuzz test only: put raw bytes on the wire, below the framing.
  * shm: copy n bytes at the ring's head position (up to its end) and move
  * the published head by advance (any value, however wrong): 0; tcp: write

@@ -14,14 +14,18 @@
  *
  * Connection set-up (canal__tcp_connect_all): every process listens on
  * bind_addr with a kernel-chosen port and publishes "port" in
- * dir/tcp.<rank> (written under a temporary name, then renamed); it
- * connects to every lower rank and accepts every higher one. A connection
- * opens with a hello {u32 magic, u32 rank}; a wrong magic, a rank out of
- * range or a rank seen twice is refused. Connecting before accepting cannot
- * deadlock: a connect completes in the peer's listen backlog.
+ * "addr port" under key "tcp" (exchange.h: dir/tcp.<rank>, or PMIx), then
+ * all fence; it connects to every lower rank and accepts every higher one.
+ * A connection opens with a hello {u32 magic, u32 rank}, or with a shared
+ * key the handshake of auth.h; a wrong magic, a failed handshake, a rank
+ * out of range or a rank seen twice is refused (closed, logged on stderr).
+ * Connecting before accepting cannot deadlock: a connect completes in the
+ * peer's listen backlog.
  */
 #define _GNU_SOURCE
 #include "driver.h"
+#include "auth.h"
+#include "exchange.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -41,7 +45,6 @@
 
 #define TCP_MAX_PACKET ((size_t)65536 + 256)
 #define TCP_EAGER_MAX ((size_t)65536)
-#define TCP_HELLO_MAGIC 0x63746370u /* "pctc" */
 #define MAX_IOV 64
 
 struct tcp_driver {
@@ -278,39 +281,25 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static int publish_port(const char *dir, int rank, const char *addr, int port)
+static int publish_port(const struct canal__xchg *x, const char *addr,
+			int port)
 {
-	char path[600], tmp[620];
-	snprintf(path, sizeof path, "%s/tcp.%d", dir, rank);
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "%s %d\n", addr, port);
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		return -errno;
-	return 0;
+	char v[96];
+	snprintf(v, sizeof v, "%s %d", addr, port);
+	return canal__xchg_put(x, x->tcp_key ? x->tcp_key : "tcp", v);
 }
 
-static int read_port(const char *dir, int rank, uint64_t deadline,
+static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
 		     struct sockaddr_in *sa)
 {
-	char path[600], addr[64];
+	char v[96], addr[64];
 	int port;
-	snprintf(path, sizeof path, "%s/tcp.%d", dir, rank);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		if (f) {
-			int k = fscanf(f, "%63s %d", addr, &port);
-			fclose(f);
-			if (k != 2 || port <= 0 || port > 65535)
-				return -EPROTO;
-			break;
-		}
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		sleep_ms(1);
-	}
+	int err = canal__xchg_get(x, rank, x->tcp_key ? x->tcp_key : "tcp", v,
+				  sizeof v, deadline);
+	if (err)
+		return err;
+	if (sscanf(v, "%63s %d", addr, &port) != 2 || port <= 0 || port > 65535)
+		return -EPROTO;
 	memset(sa, 0, sizeof *sa);
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons((uint16_t)port);
@@ -319,18 +308,22 @@ static int read_port(const char *dir, int rank, uint64_t deadline,
 	return 0;
 }
 
-static int connect_to(const struct sockaddr_in *sa, int rank, uint64_t deadline)
+static int connect_to(const struct sockaddr_in *sa, int rank, int peer,
+		      const unsigned char *key, uint64_t deadline)
 {
 	for (;;) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
 		if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) {
-			uint32_t hello[2] = { htole32(TCP_HELLO_MAGIC),
-					      htole32((uint32_t)rank) };
-			if (write(fd, hello, sizeof hello) != sizeof hello) {
+			char why[160];
+			int err = canal__auth_connect(fd, key, rank, peer, why,
+						      sizeof why);
+			if (err) {
+				fprintf(stderr, "canal engine: rank %d: %s\n",
+					rank, why);
 				close(fd);
-				return -EIO;
+				return err;
 			}
 			return fd;
 		}
@@ -348,6 +341,17 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			   int size, int timeout_ms, int dead_after_ms,
 			   struct canal__driver **drivers)
 {
+	struct canal__xchg x = { .rank = rank, .size = size, .dir = dir };
+	return canal__tcp_connect_xchg(&x, bind_addr, timeout_ms, dead_after_ms,
+				       NULL, drivers);
+}
+
+int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
+			   int timeout_ms, int dead_after_ms,
+			   const unsigned char *key,
+			   struct canal__driver **drivers)
+{
+	int rank = x->rank, size = x->size;
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 	int err = 0, lfd = -1;
 	if (!bind_addr)
@@ -368,16 +372,19 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 			err = -errno;
 			goto out;
 		}
-		err = publish_port(dir, rank, bind_addr, ntohs(sa.sin_port));
+		err = publish_port(x, bind_addr, ntohs(sa.sin_port));
 		if (err)
 			goto out;
 	}
+	err = canal__xchg_fence(x);
+	if (err)
+		goto out;
 	for (int j = 0; j < rank; j++) {
 		struct sockaddr_in sa;
-		err = read_port(dir, j, deadline, &sa);
+		err = read_port(x, j, deadline, &sa);
 		if (err)
 			goto out;
-		int fd = connect_to(&sa, rank, deadline);
+		int fd = connect_to(&sa, rank, j, key, deadline);
 		if (fd < 0) {
 			err = fd;
 			goto out;
@@ -398,18 +405,27 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		struct timeval tv = { 2, 0 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		uint32_t hello[2];
-		ssize_t k = recv(fd, hello, sizeof hello, MSG_WAITALL);
-		int peer = (int)le32toh(hello[1]);
-		if (k != sizeof hello || le32toh(hello[0]) != TCP_HELLO_MAGIC ||
-		    peer <= rank || peer >= size || drivers[peer]) {
-			close(fd); /* not one of ours: refuse it, keep waiting */
+		int peer = -1;
+		char why[160];
+		int aerr = canal__auth_accept(fd, key, rank, rank + 1, size,
+					      &peer, why, sizeof why);
+		if (!aerr && drivers[peer]) {
+			snprintf(why, sizeof why, "rank %d connected twice", peer);
+			aerr = -EPROTO;
+		}
+		if (aerr) {
+			/* Not one of ours: refuse it, keep waiting. */
+			struct sockaddr_in from;
+			socklen_t fl = sizeof from;
+			char a[64] = "?";
+			if (getpeername(fd, (struct sockaddr *)&from, &fl) == 0)
+				inet_ntop(AF_INET, &from.sin_addr, a, sizeof a);
+			fprintf(stderr,
+				"canal engine: rank %d: refused a connection from %s:%d: %s\n",
+				rank, a, ntohs(from.sin_port), why);
+			close(fd);
 			continue;
 		}
-		tv.tv_sec = 0;
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		err = tcp_driver_new(fd, dead_after_ms, &drivers[peer]);
 		if (err) {
 			close(fd);

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transfer/exchange.h - how the processes of a job learn each other's
+ * addresses. Two back ends behind one small interface:
+ *
+ *  - files (canal-launch, the tests): put writes <dir>/<key>.<rank> under
+ *    a temporary name then renames it (a reader never sees half a value);
+ *    get polls for the peer's file until the deadline; fence does nothing.
+ *  - PMIx (mpirun, srun): put is PMIx_Put, fence is PMIx_Commit then a
+ *    PMIx_Fence over the whole job collecting the data, get is PMIx_Get.
+ *
+ * The protocol the drivers follow works with both: every rank puts what it
+ * has, then every rank calls fence (collective: under PMIx it returns only
+ * once all ranks reached it), then gets the peers' values. Values are
+ * short strings (at most CANAL__XCHG_MAX bytes with the NUL).
+ */
+#ifndef CANAL_ENGINE_EXCHANGE_H
+#define CANAL_ENGINE_EXCHANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CANAL__XCHG_MAX 4096
+
+struct canal__xchg {
+	int rank, size;
+	const char *dir;  /* files back end; NULL under PMIx */
+	void *pmix;       /* PMIx back end (a pmix_proc_t of this process) */
+	const char *tcp_key; /* key of the TCP address; NULL: "tcp" (rail i
+			      * of several: "tcp<i>") */
+};
+
+int canal__xchg_put(const struct canal__xchg *x, const char *key,
+		    const char *value);
+int canal__xchg_fence(const struct canal__xchg *x);
+/* The value rank put under key, into buf[cap]: 0, -ETIMEDOUT past
+ * deadline_ms (CLOCK_MONOTONIC milliseconds), -EPROTO when too long. */
+int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
+		    char *buf, size_t cap, uint64_t deadline_ms);
+
+/* PMIx launch (pmix.c): when the environment says this process was started
+ * by a PMIx server (PMIX_RANK and PMIX_NAMESPACE set), connect to it and
+ * fill x (rank, size, pmix): 1; 0 when not under PMIx (or canal was built
+ * without PMIx); a negative errno when PMIx is there but fails. */
+int canal__pmix_init(struct canal__xchg *x);
+void canal__pmix_fini(struct canal__xchg *x);
+
+uint64_t canal__now_ms(void);
+
+#endif /* CANAL_ENGINE_EXCHANGE_H */

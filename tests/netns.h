@@ -1,0 +1,175 @@
+/* netns.h - "hosts" for the issue-16 tests: network namespaces joined by
+ * veth pairs, made with ip(8) as root, with addresses in 10.201.x.0/24 that
+ * exist only inside the namespaces the test creates (and deletes: the
+ * caller runs its body in a child and calls netns_cleanup() whatever the
+ * child did; stale namespaces of dead test processes are removed at start).
+ * All traffic stays inside them. */
+#ifndef CANAL_TEST_NETNS_H
+#define CANAL_TEST_NETNS_H
+
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+
+#define NETNS_MAX 4
+static char netns_names[NETNS_MAX][64];
+static int netns_count;
+
+static inline int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Remove namespaces left by test processes that died (name canal-t-PID-*). */
+static inline void netns_reap_stale(void)
+{
+	DIR *d = opendir("/var/run/netns");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int pid;
+		if (sscanf(de->d_name, "canal-t-%d-", &pid) == 1 &&
+		    kill(pid, 0) < 0 && errno == ESRCH)
+			sh("ip netns del %s 2>/dev/null", de->d_name);
+	}
+	closedir(d);
+}
+
+static inline void netns_cleanup(void)
+{
+	for (int i = 0; i < netns_count; i++)
+		sh("ip netns del %s 2>/dev/null", netns_names[i]);
+	netns_count = 0;
+}
+
+/* Make namespace i (name canal-t-<pid>-<i>, loopback up): 0, or -1 when
+ * namespaces cannot be made here (not root, no ip, a container without
+ * the capability): the caller skips. */
+static inline int netns_add(int i)
+{
+	snprintf(netns_names[i], sizeof netns_names[i], "canal-t-%d-%d",
+		 (int)getpid(), i);
+	if (sh("ip netns add %s 2>/dev/null", netns_names[i]) != 0)
+		return -1;
+	netns_count = i + 1 > netns_count ? i + 1 : netns_count;
+	return sh("ip -n %s link set lo up", netns_names[i]) == 0 ? 0 : -1;
+}
+
+/* Delay and loss on the veth end dev in namespace ns: tc netem "delay 5ms
+ * loss 1%" where the kernel has sch_netem; otherwise (a kernel without
+ * netem, like this project's test VMs) a tbf rate limit of 20 Mbit/s (its
+ * queue delays bulk traffic) and an nftables rule dropping 1% of the TCP
+ * segments at random. Says on stdout which was applied; -1 when neither. */
+static inline int netns_impair(const char *ns, const char *dev)
+{
+	if (sh("ip netns exec %s tc qdisc add dev %s root netem delay 5ms loss 1%% 2>/dev/null",
+	       ns, dev) == 0) {
+		printf("netns: %s/%s: netem delay 5ms loss 1%%\n", ns, dev);
+		return 0;
+	}
+	if (sh("ip netns exec %s tc qdisc add dev %s root tbf rate 20mbit burst 32kb latency 100ms",
+	       ns, dev) != 0)
+		return -1;
+	int nft = sh("ip netns exec %s nft add table inet canal 2>/dev/null", ns) == 0 &&
+		  sh("ip netns exec %s nft add chain inet canal out "
+		     "'{ type filter hook output priority 0; }'", ns) == 0 &&
+		  sh("ip netns exec %s nft add rule inet canal out oifname %s "
+		     "meta l4proto tcp numgen random mod 100 '<' 1 counter drop", ns, dev) == 0;
+	printf("netns: %s/%s: no netem in this kernel: tbf 20mbit%s\n", ns, dev,
+	       nft ? " + nftables drops 1% of TCP segments" : " (no nft: no loss)");
+	return 0;
+}
+
+/* Print what the impairment of namespace i dropped (nftables counter). */
+static inline void netns_report(int i)
+{
+	fflush(NULL);
+	sh("ip netns exec %s nft list chain inet canal out 2>/dev/null | "
+	   "grep -o 'counter packets [0-9]*' | sed 's/^/netns: %s: dropped /'",
+	   netns_names[i], netns_names[i]);
+}
+
+/* A veth pair between namespaces a and b, named cv<net>a / cv<net>b, with
+ * 10.201.<net>.1 on a's side and .2 on b's, up; impaired (delay, loss) on
+ * both ends when impair. */
+static inline int netns_link(int a, int b, int net, bool impair)
+{
+	char va[16], vb[16];
+	snprintf(va, sizeof va, "cv%da", net);
+	snprintf(vb, sizeof vb, "cv%db", net);
+	if (sh("ip -n %s link add %s type veth peer name %s netns %s",
+	       netns_names[a], va, vb, netns_names[b]) ||
+	    sh("ip -n %s addr add 10.201.%d.1/24 dev %s", netns_names[a], net, va) ||
+	    sh("ip -n %s addr add 10.201.%d.2/24 dev %s", netns_names[b], net, vb) ||
+	    sh("ip -n %s link set %s up", netns_names[a], va) ||
+	    sh("ip -n %s link set %s up", netns_names[b], vb))
+		return -1;
+	if (impair && (netns_impair(netns_names[a], va) ||
+		       netns_impair(netns_names[b], vb)))
+		return -1;
+	return 0;
+}
+
+/* Move the calling process (single-threaded) into namespace i, with a
+ * private mount namespace whose /sys shows namespace i's devices (as
+ * `ip netns exec` does: UCX finds its network devices in /sys). */
+static inline int netns_enter(int i)
+{
+	char p[128];
+	snprintf(p, sizeof p, "/var/run/netns/%s", netns_names[i]);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = setns(fd, CLONE_NEWNET);
+	close(fd);
+	if (r == 0 && unshare(CLONE_NEWNS) == 0 &&
+	    mount("", "/", NULL, MS_SLAVE | MS_REC, NULL) == 0) {
+		umount2("/sys", MNT_DETACH);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
+	}
+	return r;
+}
+
+/* Run body in a child bounded by limit_s seconds, then delete the
+ * namespaces whatever happened: the child's exit status (0 = pass). */
+static inline int netns_run(int (*body)(void), unsigned limit_s)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		setpgid(0, 0);
+		alarm(limit_s);
+		int rc = body();
+		fflush(NULL);
+		_exit(rc);
+	}
+	setpgid(p, p);
+	int st = 0;
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	kill(-p, SIGKILL); /* what the body started (its ranks) */
+	netns_cleanup();
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "netns test body: signal %d%s\n", WTERMSIG(st),
+			WTERMSIG(st) == SIGALRM ? " (time limit)" : "");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+#endif

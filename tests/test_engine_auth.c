@@ -1,0 +1,385 @@
+/* test_engine_auth.c - the TCP handshake with a shared key (issue 16).
+ * Unit level (socket pairs): the right key passes both ways; a wrong key,
+ * no key against a keyed rank (and the reverse), garbage, a short hello
+ * and a recorded handshake replayed on a new connection are refused.
+ * Key files: wrong permissions, too short, missing are refused.
+ * Engine level: a keyed rank 0 waiting for rank 1 is offered a wrong-key
+ * connection, a plain one and garbage (each closed by rank 0 without
+ * effect), then the real rank 1 connects and exactly the messages it sends
+ * arrive, in order. */
+#include "check.h"
+#include "engine_job.h"
+#include "../src/engine/transfer/auth.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+static unsigned char key_a[CANAL__KEY_BYTES], key_b[CANAL__KEY_BYTES];
+
+struct acc {
+	int fd;
+	const unsigned char *key;
+	int err, peer;
+	char why[160];
+};
+
+static void *acceptor(void *arg)
+{
+	struct acc *a = arg;
+	a->err = canal__auth_accept(a->fd, a->key, 0, 1, 4, &a->peer, a->why,
+				    sizeof a->why);
+	if (a->err)
+		shutdown(a->fd, SHUT_RDWR); /* as the driver's close would */
+	return NULL;
+}
+
+/* Connect with ckey against an acceptor with akey: the two results. */
+static void pair(const unsigned char *ckey, const unsigned char *akey,
+		 int *cerr, int *aerr)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	struct acc a = { .fd = sv[1], .key = akey, .peer = -1 };
+	pthread_t t = spawn(acceptor, &a);
+	char why[160];
+	*cerr = canal__auth_connect(sv[0], ckey, 2, 0, why, sizeof why);
+	if (*cerr)
+		shutdown(sv[0], SHUT_RDWR);
+	join(t);
+	*aerr = a.err;
+	if (!a.err)
+		CHECK_EQ(a.peer, 2);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* Feed raw bytes to an acceptor: its result. */
+static int feed(const void *bytes, size_t n, bool half_close)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	struct acc a = { .fd = sv[1], .key = key_a };
+	pthread_t t = spawn(acceptor, &a);
+	CHECK(write(sv[0], bytes, n) == (ssize_t)n);
+	if (half_close)
+		shutdown(sv[0], SHUT_WR);
+	join(t);
+	close(sv[0]);
+	close(sv[1]);
+	return a.err;
+}
+
+struct relay {
+	int c, a; /* connector side, acceptor side */
+	unsigned char rec[40 + 32];
+};
+
+static void relay_n(int from, int to, unsigned char *rec, size_t n)
+{
+	unsigned char buf[128];
+	CHECK(recv(from, buf, n, MSG_WAITALL) == (ssize_t)n);
+	if (rec)
+		memcpy(rec, buf, n);
+	CHECK(write(to, buf, n) == (ssize_t)n);
+}
+
+static void *relay_fn(void *arg)
+{
+	struct relay *r = arg;
+	relay_n(r->c, r->a, r->rec, 40);
+	relay_n(r->a, r->c, NULL, 64);
+	relay_n(r->c, r->a, r->rec + 40, 32);
+	return NULL;
+}
+
+/* A connector with the wrong key that ignores the acceptor's MAC and
+ * answers the challenge with its own key: the acceptor's result. */
+static int wrong_key_answer(void)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	struct acc a = { .fd = sv[1], .key = key_a };
+	pthread_t t = spawn(acceptor, &a);
+	unsigned char hello[40], chal[64], m[1 + 64 + 8], mac[32];
+	uint32_t h[2] = { htole32(CANAL__AUTH_MAGIC), htole32(2) };
+	memcpy(hello, h, 8);
+	randombytes_buf(hello + 8, 32);
+	CHECK(write(sv[0], hello, 40) == 40);
+	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 64);
+	m[0] = 'C';
+	memcpy(m + 1, hello + 8, 32);
+	memcpy(m + 33, chal, 32);
+	uint32_t r[2] = { htole32(2), htole32(0) };
+	memcpy(m + 65, r, 8);
+	crypto_auth(mac, m, sizeof m, key_b);
+	CHECK(write(sv[0], mac, 32) == 32);
+	join(t);
+	close(sv[0]);
+	close(sv[1]);
+	return a.err;
+}
+
+static void replay(void)
+{
+	/* Record a good handshake through a relay. */
+	int cs[2], as[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, cs) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, as) == 0);
+	struct relay r = { .c = cs[1], .a = as[0] };
+	struct acc a = { .fd = as[1], .key = key_a };
+	pthread_t ta = spawn(acceptor, &a), tr = spawn(relay_fn, &r);
+	char why[160];
+	CHECK_EQ(canal__auth_connect(cs[0], key_a, 2, 0, why, sizeof why), 0);
+	join(tr);
+	join(ta);
+	CHECK_EQ(a.err, 0);
+	for (int i = 0; i < 2; i++) {
+		close(cs[i]);
+		close(as[i]);
+	}
+	/* Replay it on a new connection: the acceptor's nonce is new. */
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	struct acc b = { .fd = sv[1], .key = key_a };
+	pthread_t tb = spawn(acceptor, &b);
+	unsigned char chal[64];
+	CHECK(write(sv[0], r.rec, 40) == 40);
+	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 64);
+	CHECK(write(sv[0], r.rec + 40, 32) == 32);
+	join(tb);
+	CHECK_EQ(b.err, -EACCES);
+	CHECK(strstr(b.why, "failed the handshake") != NULL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void write_key(const char *path, const char *content, mode_t mode)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, content, strlen(content)) == (ssize_t)strlen(content));
+	close(fd);
+	CHECK(chmod(path, mode) == 0);
+}
+
+static void key_files(const char *dir)
+{
+	char p[600], why[200];
+	unsigned char k[CANAL__KEY_BYTES];
+	snprintf(p, sizeof p, "%s/k", dir);
+	write_key(p, "0123456789abcdef0123456789abcdef", 0644);
+	CHECK_EQ(canal__auth_load(p, k, why, sizeof why), -EACCES);
+	CHECK(strstr(why, "chmod 600") != NULL);
+	write_key(p, "short", 0600);
+	CHECK_EQ(canal__auth_load(p, k, why, sizeof why), -EINVAL);
+	snprintf(p, sizeof p, "%s/missing", dir);
+	CHECK_EQ(canal__auth_load(p, k, why, sizeof why), -ENOENT);
+	/* The session refuses to open with a bad key file. */
+	snprintf(p, sizeof p, "%s/k", dir);
+	write_key(p, "0123456789abcdef0123456789abcdef", 0640);
+	struct canal_engine_options o;
+	canal_engine_options_init(&o);
+	o.rank = 0;
+	o.size = 1;
+	o.driver = "tcp";
+	o.key_file = p;
+	struct canal_engine *e;
+	CHECK_EQ(canal_engine_open(&o, &e), -EACCES);
+	write_key(p, "the secret of the two ranks, 32+", 0600);
+	CHECK_EQ(canal__auth_load(p, k, why, sizeof why), 0);
+	CHECK(memcmp(k, key_a, sizeof k) == 0);
+}
+
+/* Engine level. */
+#define MSGS 3
+static int rank0(const char *dir, const char *keyp)
+{
+	struct canal_engine_options o;
+	canal_engine_options_init(&o);
+	o.rank = 0;
+	o.size = 2;
+	o.dir = dir;
+	o.driver = "tcp";
+	o.key_file = keyp;
+	o.connect_timeout_ms = 30000;
+	struct canal_engine *e;
+	int err = canal_engine_open(&o, &e);
+	if (err) {
+		fprintf(stderr, "rank 0: open: %s\n", strerror(-err));
+		return 3;
+	}
+	for (int i = 0; i < MSGS; i++) {
+		char buf[64];
+		struct canal_engine_req *r;
+		struct canal_engine_status st;
+		if (canal_engine_irecv(e, 1, 5, buf, sizeof buf, &r) ||
+		    canal_engine_wait(e, r, &st) || st.len != 6 ||
+		    memcmp(buf, "good", 4) || buf[4] != '0' + i)
+			return 4;
+	}
+	struct canal_engine_req *r;
+	char c;
+	if (canal_engine_irecv(e, 1, 6, &c, 1, &r) || canal_engine_wait(e, r, NULL))
+		return 5;
+	struct canal_engine_status st;
+	for (int t = 0; t < 8; t++)
+		if (canal_engine_probe(e, CANAL_ENGINE_ANY_GATE, (unsigned)t, &st))
+			return 6; /* something else got in */
+	canal_engine_close(e);
+	return 0;
+}
+
+static int rank1(const char *dir, const char *keyp)
+{
+	struct canal_engine_options o;
+	canal_engine_options_init(&o);
+	o.rank = 1;
+	o.size = 2;
+	o.dir = dir;
+	o.driver = "tcp";
+	o.key_file = keyp;
+	struct canal_engine *e;
+	if (canal_engine_open(&o, &e))
+		return 3;
+	for (int i = 0; i < MSGS; i++) {
+		char m[6] = { 'g', 'o', 'o', 'd', (char)('0' + i), 0 };
+		struct canal_engine_req *r;
+		if (canal_engine_isend(e, 0, 5, m, 6, 0, &r) ||
+		    canal_engine_wait(e, r, NULL))
+			return 4;
+	}
+	struct canal_engine_req *r;
+	if (canal_engine_isend(e, 0, 6, "x", 1, 0, &r) || canal_engine_wait(e, r, NULL))
+		return 5;
+	canal_engine_close(e);
+	return 0;
+}
+
+/* Connect to rank 0 and play a bad opening; rank 0 must close on us. */
+static void attack(const struct sockaddr_in *sa, int how)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(fd >= 0);
+	CHECK(connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0);
+	char why[160];
+	if (how == 0) { /* wrong key */
+		CHECK_EQ(canal__auth_connect(fd, key_b, 1, 0, why, sizeof why),
+			 -EACCES);
+		shutdown(fd, SHUT_WR); /* as the engine's connector does */
+	} else if (how == 1) { /* no key: plain hello, then an eager frame */
+		CHECK_EQ(canal__auth_connect(fd, NULL, 1, 0, why, sizeof why), 0);
+		unsigned char frame[32] = { 28, 0, 0, 0, 1, 0, 5, 0 };
+		ssize_t k = write(fd, frame, sizeof frame);
+		(void)k;
+	} else { /* garbage */
+		unsigned char g[64];
+		for (size_t i = 0; i < sizeof g; i++)
+			g[i] = (unsigned char)(i * 37 + 11);
+		CHECK(write(fd, g, sizeof g) == (ssize_t)sizeof g);
+	}
+	/* Closed by rank 0: end of stream or a reset, within its 2 s limit. */
+	struct timeval tv = { 10, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	char buf[128];
+	ssize_t k;
+	while ((k = recv(fd, buf, sizeof buf, 0)) > 0)
+		;
+	CHECK(k == 0 || errno == ECONNRESET);
+	close(fd);
+}
+
+static void engine_level(const char *dir, const char *keyp)
+{
+	pid_t p0 = test_fork();
+	CHECK(p0 >= 0);
+	if (p0 == 0) {
+		alarm(60);
+		_exit(rank0(dir, keyp));
+	}
+	char path[600], v[96], addr[64];
+	int port = 0;
+	snprintf(path, sizeof path, "%s/tcp.0", dir);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(v, sizeof v, f) && sscanf(v, "%63s %d", addr, &port) == 2) {
+				fclose(f);
+				break;
+			}
+			fclose(f);
+		}
+		usleep(2000);
+	}
+	CHECK(port > 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	CHECK(inet_pton(AF_INET, addr, &sa.sin_addr) == 1);
+	for (int how = 0; how < 3; how++)
+		attack(&sa, how);
+	pid_t p1 = test_fork();
+	CHECK(p1 >= 0);
+	if (p1 == 0) {
+		alarm(60);
+		_exit(rank1(dir, keyp));
+	}
+	int st;
+	CHECK(waitpid(p1, &st, 0) == p1);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(waitpid(p0, &st, 0) == p0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "rank 0 status %d\n", st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/canal-test-auth.XXXXXX";
+	CHECK(mkdtemp(dir));
+	char keyp[600];
+	snprintf(keyp, sizeof keyp, "%s/key", dir);
+	write_key(keyp, "the secret of the two ranks, 32+", 0600);
+	char why[200];
+	CHECK_EQ(canal__auth_load(keyp, key_a, why, sizeof why), 0);
+	char keyb[600];
+	snprintf(keyb, sizeof keyb, "%s/keyb", dir);
+	write_key(keyb, "another secret, of someone else", 0600);
+	CHECK_EQ(canal__auth_load(keyb, key_b, why, sizeof why), 0);
+	CHECK(memcmp(key_a, key_b, sizeof key_a) != 0);
+
+	int c, a;
+	pair(key_a, key_a, &c, &a); /* right key */
+	CHECK_EQ(c, 0);
+	CHECK_EQ(a, 0);
+	pair(NULL, NULL, &c, &a); /* no key anywhere: plain hello */
+	CHECK_EQ(c, 0);
+	CHECK_EQ(a, 0);
+	pair(key_b, key_a, &c, &a); /* wrong key: the connector sees the
+				     * acceptor's MAC is wrong and leaves */
+	CHECK_EQ(c, -EACCES);
+	CHECK(a < 0);
+	CHECK_EQ(wrong_key_answer(), -EACCES); /* one that answers anyway */
+	pair(NULL, key_a, &c, &a); /* no key against a keyed rank */
+	CHECK_EQ(a, -EACCES);
+	pair(key_a, NULL, &c, &a); /* keyed against a rank without key */
+	CHECK(c < 0);
+	CHECK_EQ(a, -EACCES);
+	unsigned char garbage[40];
+	for (size_t i = 0; i < sizeof garbage; i++)
+		garbage[i] = (unsigned char)(i * 91 + 3);
+	CHECK_EQ(feed(garbage, sizeof garbage, false), -EPROTO);
+	CHECK(feed("pc", 2, true) < 0); /* short hello, then end of stream */
+	uint32_t bad_rank[2] = { htole32(CANAL__AUTH_MAGIC), htole32(9) };
+	CHECK_EQ(feed(bad_rank, sizeof bad_rank, true), -EPROTO);
+	replay();
+
+	key_files(dir);
+	write_key(keyp, "the secret of the two ranks, 32+", 0600);
+	engine_level(dir, keyp);
+	job_rmdir(dir);
+	TEST_DONE("test_engine_auth");
+}
