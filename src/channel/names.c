@@ -32,6 +32,24 @@ static int shm_path(const char *name, char *path, size_t size)
 /* Where Linux keeps POSIX shared-memory objects (glibc's shm_open). */
 #define SHM_DIR "/dev/shm"
 
+/* Give fd (a new, empty memory file) mode, the channel's size and a fresh
+ * header. Returns 0 or -errno. */
+static int fill_segment(int fd, size_t elt_size, size_t capacity,
+			unsigned mode, const struct chan_geometry *g)
+{
+	if (fchmod(fd, (mode_t)mode) < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)g->map_size) < 0)
+		return errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+	struct chan_state *st = mmap(NULL, g->map_size, PROT_READ | PROT_WRITE,
+				     MAP_SHARED, fd, 0);
+	if (st == MAP_FAILED)
+		return -errno;
+	canal__chan_state_init(st, elt_size, capacity, CANAL_SHARED, g);
+	munmap(st, g->map_size);
+	return 0;
+}
+
 /* A memory file of the channel's size with a fresh header, not yet named:
  * an O_TMPFILE in SHM_DIR, so that a creator that dies before the end
  * leaves nothing behind. Its mode is exactly mode (not reduced by the
@@ -45,23 +63,7 @@ static int make_unnamed(size_t elt_size, size_t capacity, unsigned mode,
 		return errno == EISDIR || errno == EINVAL || errno == ENOENT
 			       ? -EOPNOTSUPP
 			       : -errno;
-	int err = 0;
-	if (fchmod(fd, (mode_t)mode) < 0)
-		err = -errno;
-	else if (ftruncate(fd, (off_t)g->map_size) < 0)
-		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
-	if (!err) {
-		struct chan_state *st = mmap(NULL, g->map_size,
-					     PROT_READ | PROT_WRITE, MAP_SHARED,
-					     fd, 0);
-		if (st == MAP_FAILED) {
-			err = -errno;
-		} else {
-			canal__chan_state_init(st, elt_size, capacity,
-					       CANAL_SHARED, g);
-			munmap(st, g->map_size);
-		}
-	}
+	int err = fill_segment(fd, elt_size, capacity, mode, g);
 	if (err) {
 		close(fd);
 		return err;
@@ -79,23 +81,7 @@ static int make_named_in_place(const char *path, size_t elt_size,
 	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int err = 0;
-	if (fchmod(fd, (mode_t)mode) < 0)
-		err = -errno;
-	else if (ftruncate(fd, (off_t)g->map_size) < 0)
-		err = errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
-	if (!err) {
-		struct chan_state *st = mmap(NULL, g->map_size,
-					     PROT_READ | PROT_WRITE, MAP_SHARED,
-					     fd, 0);
-		if (st == MAP_FAILED) {
-			err = -errno;
-		} else {
-			canal__chan_state_init(st, elt_size, capacity,
-					       CANAL_SHARED, g);
-			munmap(st, g->map_size);
-		}
-	}
+	int err = fill_segment(fd, elt_size, capacity, mode, g);
 	if (err) {
 		close(fd);
 		shm_unlink(path);
