@@ -11,6 +11,7 @@
  *   canal-launch -n 2 osu_latency [--driver shm|tcp|ucx] [--strategy NAME]
  *       [--min-size B] [--max-size B] [--iterations N] [--warmup N]
  */
+#include "osu_common.h"
 #include <canal/channel.h>
 #include <canal/engine.h>
 
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LARGE 8192
 #define WINDOW 64
 #define TAG 1
 #define ACK_TAG 2
@@ -62,6 +62,8 @@ int main(int argc, char **argv)
 			goto usage;
 		i++;
 	}
+	const struct osu_args count_args = { NULL, min_size, max_size,
+					     iters_opt, warm_opt };
 	struct canal_engine *e;
 	CK(canal_engine_open(&o, &e));
 	int rank = canal_engine_rank(e);
@@ -87,14 +89,8 @@ int main(int argc, char **argv)
 	struct canal_engine_req *req[WINDOW], *r;
 	char ack[4] = { 0 };
 	for (size_t size = min_size; size <= max_size; size *= 2) {
-		long iters = OSU_KIND == 0 ? (size > LARGE ? 1000 : 10000)
-					   : (size > LARGE ? 20 : 100);
-		long skip = OSU_KIND == 0 ? (size > LARGE ? 10 : 100)
-					  : (size > LARGE ? 2 : 10);
-		if (iters_opt > 0)
-			iters = iters_opt;
-		if (warm_opt >= 0)
-			skip = warm_opt;
+		long iters, skip;
+		osu_counts(OSU_KIND, size, &count_args, &iters, &skip);
 		uint64_t t0 = 0;
 		for (long i = 0; i < iters + skip; i++) {
 			if (i == skip)

@@ -8,6 +8,7 @@
  * iterations and output as osu_latency.
  *   canal-launch -n 2 raw_latency --driver shm|tcp [--max-size B] ...
  */
+#include "osu_common.h"
 #include "../../src/engine/transfer/driver.h"
 
 #include <canal/channel.h>
@@ -65,21 +66,14 @@ static void recv_packet(struct canal__driver *d, void *buf, size_t n)
 
 int main(int argc, char **argv)
 {
-	const char *driver = "shm";
-	size_t min_size = 1, max_size = 65536;
-	long iters_opt = 0, warm_opt = -1;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--driver"))
-			driver = argv[i + 1];
-		else if (!strcmp(argv[i], "--min-size"))
-			min_size = strtoul(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "--max-size"))
-			max_size = strtoul(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "--iterations"))
-			iters_opt = strtol(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "--warmup"))
-			warm_opt = strtol(argv[i + 1], NULL, 0);
+	struct osu_args args = { "shm", 1, 65536, 0, -1 };
+	if (osu_parse_args(argc, argv, "driver", &args) < 0) {
+		fprintf(stderr, "usage: raw_latency [--driver shm|tcp] [--min-size N] "
+				"[--max-size N] [--iterations N] [--warmup N]\n");
+		return 2;
 	}
+	const char *driver = args.select;
+	size_t min_size = args.min_size, max_size = args.max_size;
 	const char *r = getenv("CANAL_RANK"), *dir = getenv("CANAL_LAUNCH_DIR");
 	if (!r || !dir) {
 		fprintf(stderr, "raw_latency: run under canal-launch -n 2\n");
@@ -99,11 +93,8 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("# Raw %s driver ping-pong (no engine)\n# Size  Latency (us)\n", driver);
 	for (size_t size = min_size; size <= max_size; size *= 2) {
-		long iters = size > 8192 ? 1000 : 10000, skip = size > 8192 ? 10 : 100;
-		if (iters_opt > 0)
-			iters = iters_opt;
-		if (warm_opt >= 0)
-			skip = warm_opt;
+		long iters, skip;
+		osu_counts(0, size, &args, &iters, &skip);
 		uint64_t t0 = 0;
 		for (long i = 0; i < iters + skip; i++) {
 			if (i == skip)

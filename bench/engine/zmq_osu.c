@@ -7,6 +7,7 @@
  * output as osu.c.
  *   canal-launch -n 2 zmq_osu_latency --transport ipc|tcp [--max-size B]
  */
+#include "osu_common.h"
 #include <canal/channel.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,21 +25,14 @@ static void die(const char *what)
 
 int main(int argc, char **argv)
 {
-	const char *transport = "ipc";
-	size_t min_size = 1, max_size = (size_t)4 << 20;
-	long iters_opt = 0, warm_opt = -1;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--transport"))
-			transport = argv[i + 1];
-		else if (!strcmp(argv[i], "--min-size"))
-			min_size = strtoul(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "--max-size"))
-			max_size = strtoul(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "--iterations"))
-			iters_opt = strtol(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "--warmup"))
-			warm_opt = strtol(argv[i + 1], NULL, 0);
+	struct osu_args args = { "ipc", 1, (size_t)4 << 20, 0, -1 };
+	if (osu_parse_args(argc, argv, "transport", &args) < 0) {
+		fprintf(stderr, "usage: zmq_osu [--transport ipc|tcp] [--min-size N] "
+				"[--max-size N] [--iterations N] [--warmup N]\n");
+		return 2;
 	}
+	const char *transport = args.select;
+	size_t min_size = args.min_size, max_size = args.max_size;
 	const char *r = getenv("CANAL_RANK"), *dir = getenv("CANAL_LAUNCH_DIR");
 	if (!r || !dir) {
 		fprintf(stderr, "zmq_osu: run under canal-launch -n 2\n");
@@ -80,12 +74,8 @@ int main(int argc, char **argv)
 		       OSU_KIND == 0 ? "Latency" : "Bandwidth", transport,
 		       OSU_KIND == 0 ? "Latency (us)" : "Bandwidth (MB/s)");
 	for (size_t size = min_size; size <= max_size; size *= 2) {
-		long iters = OSU_KIND == 0 ? (size > 8192 ? 1000 : 10000) : (size > 8192 ? 20 : 100);
-		long skip = OSU_KIND == 0 ? (size > 8192 ? 10 : 100) : (size > 8192 ? 2 : 10);
-		if (iters_opt > 0)
-			iters = iters_opt;
-		if (warm_opt >= 0)
-			skip = warm_opt;
+		long iters, skip;
+		osu_counts(OSU_KIND, size, &args, &iters, &skip);
 		uint64_t t0 = 0;
 		for (long i = 0; i < iters + skip; i++) {
 			if (i == skip)
