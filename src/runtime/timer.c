@@ -5,9 +5,19 @@
  * Invariants: only the loop's thread touches its heap; a task is in at
  * most one heap, at heap[t->timer_index] (NO_TIMER when in none), and is
  * pinned to the loop while it is (t->pinned counts it), so that the task,
- * resuming, disarms its timer on the thread that owns the heap. A timer
- * that fires is removed from the heap first, then tries to win the task's
- * wake with WAKE_TIMEDOUT (it loses if the task was woken meanwhile).
+ * resuming, disarms its timer on the thread that owns the heap.
+ *
+ * A timer that fires first tries to win the task's wake with WAKE_TIMEDOUT
+ * (it loses if the task was woken meanwhile), and only then leaves the heap
+ * and unpins the task. In that order the task, still pinned, cannot be
+ * stolen and run elsewhere (and park again) between the two steps, so a
+ * late timer never wins a later park's wake.
+ *
+ * A task whose timer fires may already sit in this loop's run queue, where
+ * a stealing loop reads t->pinned under the queue's lock: so pinned and
+ * timer_index are cleared under that lock (release), and a thief that sees
+ * pinned == 0 also sees timer_index == NO_TIMER (acquire) and never touches
+ * this heap when the task resumes on its loop.
  */
 #include "runtime/internal.h"
 
@@ -72,14 +82,16 @@ int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 static void heap_remove(struct canal__loop *l, uint32_t i)
 {
 	struct canal__task *t = l->heap[i];
+	l->heap_len--;
+	if (i != l->heap_len) {
+		heap_set(l, i, l->heap[l->heap_len]);
+		sift_down(l, i);
+		sift_up(l, l->heap[i]->timer_index);
+	}
+	canal__spin_lock(&l->lock);
 	t->timer_index = NO_TIMER;
 	t->pinned--;
-	l->heap_len--;
-	if (i == l->heap_len)
-		return;
-	heap_set(l, i, l->heap[l->heap_len]);
-	sift_down(l, i);
-	sift_up(l, l->heap[i]->timer_index);
+	canal__spin_unlock(&l->lock);
 }
 
 void canal__timer_disarm(struct canal__loop *l, struct canal__task *t)
@@ -94,8 +106,8 @@ uint64_t canal__timer_run(struct canal__loop *l, uint64_t now)
 		struct canal__task *t = l->heap[0];
 		if (t->deadline > now)
 			return t->deadline;
-		heap_remove(l, 0);
 		canal__task_wake(t, WAKE_TIMEDOUT);
+		heap_remove(l, 0);
 	}
 	return CANAL_NO_DEADLINE;
 }
