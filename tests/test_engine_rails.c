@@ -120,12 +120,20 @@ static int malformed(struct canal_engine *e, int rank, int size, void *arg)
 			memcpy(f, &v, 8);
 			n = 20;
 			break;
-		case 3: /* an acknowledgement of what was never sent */
+		case 3: /* an acknowledgement of what was never sent (all-ones,
+			 * "below 1000", then the two rails' byte counts) */
 			v = UINT64_MAX;
 			memcpy(f, &v, 8);
 			v = 1000;
 			memcpy(f + 8, &v, 8);
-			n = 16;
+			n = 32;
+			break;
+		case 4: /* bytes received on rail 1 beyond what was sent on it */
+			v = UINT64_MAX;
+			memcpy(f, &v, 8);
+			v = 1ull << 40;
+			memcpy(f + 24, &v, 8);
+			n = 32;
 			break;
 		}
 		struct iovec iov = { f, n };
@@ -148,7 +156,8 @@ static int malformed(struct canal_engine *e, int rank, int size, void *arg)
 	char why[160] = "";
 	canal_engine_gate_error(e, 1, why, sizeof why);
 	const char *want[] = { "shorter than its header", "bad acknowledgement",
-			       "beyond the window", "acknowledgement beyond" };
+			       "beyond the window", "acknowledgement beyond",
+			       "acknowledged bytes beyond what was sent on rail 1" };
 	if (err != -EPROTO || !strstr(why, want[bad_case])) {
 		fprintf(stderr, "case %d: err %d, why '%s'\n", bad_case, err, why);
 		return 3;
@@ -159,7 +168,7 @@ static int malformed(struct canal_engine *e, int rank, int size, void *arg)
 static void run_malformed(void)
 {
 	setenv("CANAL_ENGINE_BIND", "127.0.0.1,127.0.0.1", 1);
-	for (bad_case = 0; bad_case < 4; bad_case++) {
+	for (bad_case = 0; bad_case < 5; bad_case++) {
 		struct job j = { .n = 2, .driver = "tcp", .strategy = "default",
 				 .timeout_s = 30, .killed_rank = -1 };
 		CHECK_EQ(job_run(&j, malformed, NULL), 0);
