@@ -1,7 +1,8 @@
 /* test_engine_rails.c - a gate over two TCP rails (issue 16).
  * 1. Loopback, bind "127.0.0.1,127.0.0.1": 2 and 3 processes, both
  *    strategies, the exchange of remote_traffic.h exactly once and in
- *    order per tag, and both rails carried bytes.
+ *    order per tag, and both rails carried bytes; the same over rails of
+ *    two kinds (shm+tcp, ucx+tcp); bad rail and driver lists refused.
  * 2. Two network namespaces joined by two veth pairs (root; skipped with
  *    the reason otherwise): after the first round of the exchange the
  *    second link is pulled down (ip link set down) while the ranks go on;
@@ -73,6 +74,32 @@ static int run_loopback(void)
 			CHECK_EQ(job_run(&j, loop_traffic, NULL), 0);
 		}
 	unsetenv("CANAL_ENGINE_BIND");
+	/* Rails of different kinds: shm + TCP, and UCX + TCP where canal has
+	 * UCX (split by measured bandwidth, both carry bytes). */
+	const char *mixed[] = { "shm+tcp", "ucx+tcp" };
+	for (int m = 0; m < 2; m++) {
+		if (m == 1) {
+			struct canal_engine_options u;
+			canal_engine_options_init(&u);
+			u.rank = 0;
+			u.size = 1;
+			u.driver = "ucx";
+			struct canal_engine *ue;
+			if (canal_engine_open(&u, &ue) != 0) {
+				printf("test_engine_rails: ucx+tcp: SKIP: canal "
+				       "built without UCX\n");
+				continue;
+			}
+			canal_engine_close(ue);
+		}
+		for (int n = 2; n <= 3; n++) {
+			struct job j = { .n = n, .driver = mixed[m],
+					 .strategy = "default", .timeout_s = 60,
+					 .killed_rank = -1 };
+			CHECK_EQ(job_run(&j, loop_traffic, NULL), 0);
+		}
+		printf("test_engine_rails: %s rails: ok\n", mixed[m]);
+	}
 	/* Bad rail lists are refused. */
 	struct canal_engine_options o;
 	canal_engine_options_init(&o);
@@ -88,6 +115,18 @@ static int run_loopback(void)
 		o.bind = bad[i];
 		CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
 	}
+	/* Bad lists of driver kinds, and several TCP addresses with mixed
+	 * kinds. */
+	const char *bad_drv[] = { "shm+", "+tcp", "tcp+tcp", "shm+foo", "",
+				  "shm++tcp", "shm+tcp+shm" };
+	o.bind = NULL;
+	for (int i = 0; i < 7; i++) {
+		o.driver = bad_drv[i];
+		CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
+	}
+	o.driver = "shm+tcp";
+	o.bind = "127.0.0.1,127.0.0.1";
+	CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
 	return 0;
 }
 
