@@ -567,7 +567,11 @@ static void *hub_main(void *arg)
 		if (act) {
 			last_event = now;
 			nap = 0;
-		} else if (now - last_event > hub->spin_ns) {
+		} else if (now - last_event <= hub->spin_ns) {
+			/* spinning: let a user thread of this CPU run first
+			 * (one just woken by the element pushed) */
+			sched_yield();
+		} else {
 			nap = nap ? (nap * 2 > SLEEP_MAX_US ? SLEEP_MAX_US : nap * 2)
 				  : SLEEP_MIN_US;
 			sleep_us(nap);
