@@ -19,6 +19,8 @@
  *    receiving;
  *  - the receiving end closes early: the sender's blocked sends end with
  *    -EPIPE, both closes return 0;
+ *  - a sending end closed with a timeout that runs out: -ETIMEDOUT, the
+ *    elements that had crossed are still received, then -EPIPE;
  *  - ends opened differently (element size; both ends sending): -EPROTO on
  *    both sides, users woken with -EPIPE, a message saying what differs.
  * Pass/fail never depends on timing (the job's alarm bounds the time). */
@@ -241,6 +243,44 @@ static int mismatch(struct canal_remote_hub *hub, int rank)
 	return 0;
 }
 
+/* ---- a sending end closed with a timeout that runs out ---- */
+
+/* Rank 0 fills the channel (2 elements at the receiving end, 2 in its own
+ * local channel, no credit left), then closes with timeout 0: -ETIMEDOUT,
+ * its 2 local elements are lost; the hub finishes the exchange in the
+ * background. Rank 1 then gets the 2 that had crossed, then -EPIPE, and
+ * closes normally. */
+static int abandon(struct canal_remote_hub *hub, int rank)
+{
+	int peer = 1 - rank;
+	struct canal_remote *r, *go;
+	int dir = rank == 0 ? CANAL_REMOTE_SEND : CANAL_REMOTE_RECV;
+	CHECK_EQ(canal_remote_open(hub, peer, 10, dir, sizeof(uint64_t), 4, &r), 0);
+	CHECK_EQ(canal_remote_open(hub, peer, 11, dir, sizeof(int), 2, &go), 0);
+	struct canal_chan *ch = canal_remote_chan(r);
+	int v = 0;
+	if (rank == 0) {
+		for (uint64_t i = 0; i < 4; i++)
+			CHECK_EQ(canal_send(ch, &i), 0);
+		CHECK_EQ(canal_remote_close(r, 0), -ETIMEDOUT);
+		CHECK_EQ(canal_send(canal_remote_chan(go), &v), 0);
+		CHECK_EQ(canal_close(canal_remote_chan(go)), 0);
+	} else {
+		CHECK_EQ(canal_recv(canal_remote_chan(go), &v), 0);
+		for (uint64_t i = 0; i < 2; i++) {
+			uint64_t x;
+			CHECK_EQ(canal_recv(ch, &x), 0);
+			CHECK_EQ(x, i);
+		}
+		uint64_t x;
+		CHECK_EQ(canal_recv(ch, &x), -EPIPE);
+		CHECK_EQ(canal_recv(canal_remote_chan(go), &v), -EPIPE);
+		CHECK_EQ(canal_remote_close(r, 20000000000), 0);
+	}
+	CHECK_EQ(canal_remote_close(go, 20000000000), 0);
+	return 0;
+}
+
 /* ---- bad input ---- */
 
 static int bad_input(struct canal_engine *e, struct canal_remote_hub *hub,
@@ -298,6 +338,7 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	CHECK_EQ(select_mix(hub, rank), 0);
 	CHECK_EQ(receiver_closes(hub, rank), 0);
 	CHECK_EQ(mismatch(hub, rank), 0);
+	CHECK_EQ(abandon(hub, rank), 0);
 	CHECK_EQ(canal_remote_hub_stop(hub), 0);
 	return 0;
 }
