@@ -105,8 +105,10 @@ int canal_remote_hub_start(struct canal_engine *e,
  * session is the caller's again (it may be closed). Every remote channel
  * of the hub must have been closed by canal_remote_close() first. Returns
  * 0, -EINVAL (NULL), or -EBUSY (remote channels still open: nothing is
- * stopped). Blocks until the thread has ended (at most a few ms). Call it
- * from one thread, once.
+ * stopped). Blocks until the thread has ended: a few ms, or up to 1 s
+ * while ends whose close timed out finish their exchange (after that
+ * their buffers are left allocated: a receive of the session may still
+ * write into them). Call it from one thread, once.
  */
 int canal_remote_hub_stop(struct canal_remote_hub *hub);
 
