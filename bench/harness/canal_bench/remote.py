@@ -4,8 +4,11 @@ hub thread forwarding through the engine) beside the engine's own
 isend/irecv ping-pong and a bare blocking TCP ping-pong on loopback
 (TCP_NODELAY, one write and one read per message; its stream is one
 write(8) per message). One program, bench/engine/remote_pingpong, runs all
-three in the same run; the runs are repeated (interleaved across drivers)
-and the tables give the median with the spread (min-max) of the runs.
+three in the same run; ZeroMQ PAIR over tcp:// (bench/engine/zmq_osu_latency
+and zmq_osu_bw at 8 B, under canal-launch: round trip = 2 x the OSU one-way
+latency, messages/s = its bandwidth / 8 B, windows of 64 messages) runs
+between them. The runs are repeated (interleaved) and the tables give the
+median with the spread (min-max) of the runs.
 Ranks pinned to CPUs 0 and 1 (--pin 1), as canal-launch pins them.
 
 Target of issue 16: remote channel round trip <= 1.2 x bare TCP.
@@ -38,6 +41,37 @@ def parse(text: str) -> Dict[str, Tuple[float, float]]:
     return out
 
 
+_OSU_ROW = re.compile(r"^\s*8\s+([0-9.]+)\s*$")
+
+
+def parse_osu8(text: str) -> float:
+    """The 8-byte row of an OSU table, or 0.0."""
+    for line in text.splitlines():
+        m = _OSU_ROW.match(line)
+        if m:
+            return float(m.group(1))
+    return 0.0
+
+
+def zmq_run(build_dir: str, iters: str, timeout: float) -> Tuple[float, float]:
+    """(round trip us, messages/s) of ZeroMQ PAIR over tcp:// at 8 B; 0.0
+    where a program is missing or failed."""
+    launch = os.path.join(build_dir, "bin/canal-launch")
+    out = []
+    for prog, n in (("zmq_osu_latency", iters), ("zmq_osu_bw", "200")):
+        path = os.path.join(build_dir, "bench/engine", prog)
+        if not (os.access(path, os.X_OK) and os.access(launch, os.X_OK)):
+            return 0.0, 0.0
+        try:
+            p = subprocess.run([launch, "-n", "2", path, "--transport", "tcp", "--min-size", "8",
+                                "--max-size", "8", "--iterations", n],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return 0.0, 0.0
+        out.append(parse_osu8(p.stdout) if p.returncode == 0 else 0.0)
+    return 2 * out[0], out[1] * 1e6 / 8
+
+
 def run(build_dir: str, mode: str) -> str:
     quick = mode == "quick"
     reps = int(os.environ.get("CANAL_REMOTE_REPS", "3" if quick else "7"))
@@ -68,14 +102,19 @@ def run(build_dir: str, mode: str) -> str:
                     skipped.append(f"{drv} run {rep + 1}: exit {p.returncode}: "
                                    f"{p.stderr.strip()[-200:]}")
                     continue
-                for method, (us, mps) in parse(p.stdout).items():
-                    rtt.setdefault((drv, method), []).append(us)
+                results = parse(p.stdout)
+                if drv == "tcp":
+                    report.progress(f"zeromq tcp run {rep + 1}/{reps}")
+                    results["zeromq"] = zmq_run(build_dir, iters, 120 if quick else 900)
+                for method, (us, mps) in results.items():
+                    if us > 0:
+                        rtt.setdefault((drv, method), []).append(us)
                     if mps > 0:
                         rate.setdefault((drv, method), []).append(mps)
                     raw_rows.append([drv, method, rep + 1, us, mps])
     rows = []
     for drv in ("tcp", "shm"):
-        for method in ("bare tcp", "engine", "remote"):
+        for method in ("bare tcp", "zeromq", "engine", "remote"):
             if (drv, method) in rtt:
                 r = rate.get((drv, method))
                 rows.append([drv, method, stats.fmt_spread(rtt[(drv, method)], lambda x: f"{x:.2f}"),

@@ -20,3 +20,8 @@ def test_parse_lines_and_ignore_the_rest():
 def test_parse_nothing():
     assert remote.parse("") == {}
     assert remote.parse("remote rtt_us 1 msgs_per_s 2\n") == {}
+
+
+def test_parse_osu8():
+    assert remote.parse_osu8("# Size  Latency (us)\n1  3.0\n8                      38.48\n") == 38.48
+    assert remote.parse_osu8("# Size  Latency (us)\n16  3.0\n") == 0.0
