@@ -240,13 +240,25 @@ static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
 	return true;
 }
 
+/* Whether q completed, without another progress round: the hub makes
+ * one round per pass (canal_engine_progress() in hub_main), and
+ * canal_engine_test() of a request already done only collects it. On TCP
+ * a progress round is a system call: one per pass instead of one per
+ * request took the 8-byte round trip from about 20 to about 17 us here
+ * (2 vCPUs shared with other jobs: noisy). */
+static int req_test(struct canal_remote *r, struct canal_engine_req *q,
+		    struct canal_engine_status *st)
+{
+	return q->done ? canal_engine_test(r->hub->e, q, st) : 0;
+}
+
 /* Free the sends that completed, oldest first. */
 static int complete_sends(struct canal_remote *r)
 {
 	int act = 0;
 	while (r->ctrl_count) {
 		struct send_slot *s = &r->ctrl[r->ctrl_head];
-		int t = canal_engine_test(r->hub->e, s->req, NULL);
+		int t = req_test(r, s->req, NULL);
 		if (t == 0)
 			break;
 		r->ctrl_head = (r->ctrl_head + 1) % CTRL_SLOTS;
@@ -257,7 +269,7 @@ static int complete_sends(struct canal_remote *r)
 	}
 	while (r->data_count) {
 		struct send_slot *s = &r->data[r->data_head];
-		int t = canal_engine_test(r->hub->e, s->req, NULL);
+		int t = req_test(r, s->req, NULL);
 		if (t == 0)
 			break;
 		r->data_head = (r->data_head + 1) % DATA_SLOTS;
@@ -382,7 +394,7 @@ static int receive_step(struct canal_remote *r)
 	if (!r->rreq)
 		return 0;
 	struct canal_engine_status st;
-	int t = canal_engine_test(r->hub->e, r->rreq, &st);
+	int t = req_test(r, r->rreq, &st);
 	if (t == 0)
 		return 0;
 	r->rreq = NULL;
