@@ -2,7 +2,8 @@
  * processes over the engine, on shm and on loopback TCP:
  *  - bad input: NULL, unknown end, bad gate and tag, elt_size 0 or too
  *    big, capacity 0 or too big -> -EINVAL; a second open of one (gate,
- *    tag) -> -EBUSY; stopping a hub with channels open -> -EBUSY;
+ *    tag) -> -EBUSY; stopping a hub with channels open -> -EBUSY; the
+ *    session used directly under canal_remote_hub_lock() meanwhile;
  *  - stress both ways at once: 4 producer threads per process send on the
  *    remote channel, 2 consumer threads of the other process receive, with
  *    a small capacity (credits run out all the time); closed midway
@@ -318,9 +319,18 @@ static int bad_input(struct canal_engine *e, struct canal_remote_hub *hub,
 	CHECK_EQ(canal_remote_open(hub, peer, 100, dir, 8, 1, &r2), -EBUSY);
 	CHECK_EQ(canal_chan_capacity(canal_remote_chan(r)), 1); /* 1 acts as 2 */
 	CHECK_EQ(canal_remote_hub_stop(hub), -EBUSY);
-	/* the session can be used meanwhile, under the hub's lock */
+	/* the session can be used meanwhile, under the hub's lock: a message
+	 * on another tag, while tag 100's hello crosses */
 	canal_remote_hub_lock(hub);
 	CHECK_EQ(canal_engine_gate_error(e, peer, NULL, 0), 0);
+	struct canal_engine_req *q;
+	uint64_t v = rank == 0 ? 0xfeedu : 0;
+	if (rank == 0)
+		CHECK_EQ(canal_engine_isend(e, peer, 200, &v, sizeof v, 0, &q), 0);
+	else
+		CHECK_EQ(canal_engine_irecv(e, peer, 200, &v, sizeof v, &q), 0);
+	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+	CHECK_EQ(v, 0xfeedu);
 	canal_remote_hub_unlock(hub);
 	CHECK_EQ(canal_remote_close(r, 20000000000), 0);
 	return 0;
