@@ -358,7 +358,7 @@ static void handle_message(struct canal_remote *r, size_t len)
 			return;
 		}
 		uint64_t n = get64(p + 8);
-		if (n == 0 || r->returned + n > r->sent) {
+		if (n == 0 || n > r->sent - r->returned) { /* no overflow */
 			protocol_error(r, "credits for elements never sent");
 			return;
 		}
