@@ -4,8 +4,10 @@
  * each end, and a hub thread per session that forwards elements between
  * the local channels and the engine, under credit flow control.
  *
- * Uses only the public APIs of <canal/channel.h> and <canal/engine.h>
- * (layers point one way: the engine uses channels, never the reverse).
+ * Uses the public API of <canal/channel.h> (layers point one way: the
+ * engine uses channels, never the reverse) and of <canal/engine.h>, plus
+ * one internal read of the engine's own layer: a request's done flag
+ * (req_test()).
  *
  * Wire (one engine flow per direction on the channel's (gate, tag);
  * little-endian):
@@ -45,7 +47,17 @@
  * not zero, so a round cannot starve it. The local channels are used
  * without the lock (they are thread-safe), except that a closer takes a
  * channel away (r->ch = NULL) under the lock, after which the hub never
- * touches it.
+ * touches it. Memory ordering: every shared field is read and written
+ * under the mutex (its lock/unlock pairs order them); hub->waiters is a
+ * relaxed hint (a stale read costs one yield or one round, never
+ * correctness); hub->stop is a release store paired with the hub
+ * thread's acquire load.
+ *
+ * Who wakes whom: users blocked on a local channel are woken by the
+ * channel itself when the hub pushes into it, takes from it or closes it.
+ * Nobody wakes the hub: it polls, spinning (yielding the CPU each idle
+ * pass) for spin_ns after the last event, then napping 16 us doubling to
+ * 1 ms. Closers and hub_stop poll the same way for an end to finish.
  */
 #define _GNU_SOURCE
 #include "internal.h"
