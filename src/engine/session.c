@@ -265,7 +265,14 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	bool shm = false, tcp = false, ucx = false;
 	int kinds = parse_drivers(driver, &shm, &tcp, &ucx);
 	const struct canal__strategy *strat = canal__strategy_find(strategy);
-	bool need_dir = size > 1 && (!pm || shm);
+	/* canal-launch --hosts: addresses through the launcher, no shared
+	 * directory (so no shm driver). */
+	const char *launch_addr = pm ? NULL : env_str("CANAL_LAUNCH_ADDR", NULL);
+	bool need_dir = size > 1 && ((!pm && !launch_addr) || shm);
+	if (need_dir && !dir && launch_addr)
+		fprintf(stderr, "canal engine: the shm driver needs the ranks on "
+				"one machine (canal-launch without -H); across "
+				"hosts use tcp or ucx\n");
 	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
 	    kinds < 1 || !strat) {
@@ -338,6 +345,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	xchg.rank = rank;
 	xchg.size = size;
 	xchg.dir = dir;
+	xchg.launch_addr = launch_addr;
 	canal__list_init(&e->any_posted);
 	e->gates = calloc((size_t)size, sizeof *e->gates);
 	if (!err && !e->gates)
