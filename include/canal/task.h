@@ -89,7 +89,9 @@ enum {
  *   -EINVAL  main_task is NULL, or an option is out of range (unknown
  *            flags or backend, loops > 1024, stack_size out of range);
  *   -EBUSY   a runtime is already running in this process (including a
- *            call from inside a task);
+ *            call from inside a task; the child of a fork() by a thread
+ *            that is not a loop has none: it may run its own, while a
+ *            child forked by a task may only exec or _exit);
  *   -ENOSYS  the backend asked for (option or CANAL_BACKEND) is not
  *            available (io_uring_setup failed);
  *   -ENOMEM, -EAGAIN, -EMFILE  the loops, threads or rings could not be

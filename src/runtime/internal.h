@@ -249,6 +249,8 @@ void canal__timer_fini(struct canal__loop *l);
 /* park.c: the runtime's parker and local waker. */
 extern const struct canal__parker_ops canal__task_parker_ops;
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count);
+/* In a forked child without the runtime: empty the parked table. */
+void canal__parked_forget(void);
 
 /* detach.c */
 int canal__detach_start(struct canal__runtime *rt);
