@@ -11,13 +11,6 @@
  * see it sleeping and are first to clear the flag: no syscall while it
  * runs. The last task to end sets rt->stop and wakes every loop.
  *
- * fork(): the child of a thread that is not a loop (a plain thread, or a
- * detached task's pool thread) has none of the runtime's threads, so no
- * runtime: the atfork child handler forgets it (canal__rt, the local
- * waker, the parked table, runtime_busy; the copied memory stays unused),
- * and the child may run its own. A child forked by a task on a loop is
- * inside that runtime's copy: it may only exec or _exit.
- *
  * Stealing: a loop whose queue is empty takes up to half of the longest
  * other queue before it sleeps, skipping pinned tasks (internal.h). A
  * stolen task's t->loop is changed under the victim's lock, before the
@@ -465,6 +458,12 @@ static int start_loop_thread(struct canal__loop *l)
 /* canal_run                                                           */
 /* ------------------------------------------------------------------ */
 
+/* fork(): the child of a thread that is not a loop (a plain thread, or a
+ * detached task's pool thread) has none of the runtime's threads, so no
+ * runtime: this atfork child handler forgets it (canal__rt, the local
+ * waker, the parked table, runtime_busy; the copied memory stays unused),
+ * and the child may run its own. A child forked by a task on a loop is
+ * inside that runtime's copy: it may only exec or _exit. */
 static void runtime_fork_child(void)
 {
 	if (this_loop && !this_loop->is_pool)
