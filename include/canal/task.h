@@ -89,7 +89,9 @@ enum {
  *   -EINVAL  main_task is NULL, or an option is out of range (unknown
  *            flags or backend, loops > 1024, stack_size out of range);
  *   -EBUSY   a runtime is already running in this process (including a
- *            call from inside a task);
+ *            call from inside a task; the child of a fork() by a thread
+ *            that is not a loop has none: it may run its own, while a
+ *            child forked by a task may only exec or _exit);
  *   -ENOSYS  the backend asked for (option or CANAL_BACKEND) is not
  *            available (io_uring_setup failed);
  *   -ENOMEM, -EAGAIN, -EMFILE  the loops, threads or rings could not be
@@ -237,9 +239,16 @@ int canal_io_close(int fd);
  * Cancellable by timeout_ns (>= 0; -ETIMEDOUT) and by the cancel condvar
  * (-ECANCELED) through IORING_OP_ASYNC_CANCEL; exactly one outcome when
  * they race with the completion (see above): if the operation completed
- * first, its res is returned. Buffers the SQE names must stay valid until
+ * first, its res is returned. An operation that posts several completions
+ * (a zero-copy send's result and notification, a multishot operation)
+ * returns at its last one, with the first one's res: a zero-copy send once
+ * the kernel let go of its buffer, a multishot operation once it ends (an
+ * error, timeout_ns or cancel). Buffers the SQE names must stay valid until
  * this returns (they do if they live in the task).
- * Errors: -EINVAL sqe NULL; -EPERM outside a task; -EOPNOTSUPP on the
+ * Errors: -EINVAL sqe NULL, or its flags link it to the next SQE
+ * (IOSQE_IO_LINK, IOSQE_IO_HARDLINK), drain the ring (IOSQE_IO_DRAIN: the
+ * loop always has a read in flight) or drop its completion
+ * (IOSQE_CQE_SKIP_SUCCESS); -EPERM outside a task; -EOPNOTSUPP on the
  * epoll backend (readiness cannot express an arbitrary operation); -EBUSY
  * the submission queue is full.
  */

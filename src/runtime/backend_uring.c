@@ -12,9 +12,16 @@
  * re-arms it), 1 is an ASYNC_CANCEL (its own CQE is ignored: what matters
  * is the CQE of the op it cancels), anything else a struct canal__io.
  *
- * Exactly one outcome per op: its CQE comes exactly once, whether it
+ * Exactly one outcome per op: its last CQE comes exactly once, whether it
  * completed, failed or was cancelled; the task waits for that CQE before
- * the op (on its stack) goes away (io.c).
+ * the op (on its stack) goes away (io.c). An op may post several CQEs (a
+ * caller's SQE: a zero-copy send's result then its notification, a
+ * multishot op's one per event): all but the last carry IORING_CQE_F_MORE,
+ * so the op completes only at the CQE without it, with the first result
+ * (notifications, IORING_CQE_F_NOTIF, carry none). A caller's SQE that
+ * links to the next SQE in the ring (another task's), drains the ring (it
+ * would wait for the wake-up read, always in flight) or asks for no CQE is
+ * refused.
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -116,6 +123,18 @@ static void ur_fini(struct canal__loop *l)
 	l->backend = NULL;
 }
 
+/* One CQE of op: complete it at its last (see the top of this file). */
+static void reap_op(struct canal__io *op, const struct io_uring_cqe *cqe)
+{
+	if (!(cqe->flags & IORING_CQE_F_NOTIF) && !op->has_result) {
+		op->result = cqe->res;
+		op->has_result = true;
+	}
+	if (cqe->flags & IORING_CQE_F_MORE)
+		return;
+	canal__io_complete(op, op->has_result ? op->result : cqe->res);
+}
+
 static void ur_reap(struct uring_backend *b)
 {
 	struct io_uring_cqe *cqe;
@@ -127,8 +146,7 @@ static void ur_reap(struct uring_backend *b)
 		if (ud == UD_WAKE)
 			b->read_armed = false;
 		else if (ud != UD_CANCEL)
-			canal__io_complete((struct canal__io *)(uintptr_t)ud,
-					   cqe->res);
+			reap_op((struct canal__io *)(uintptr_t)ud, cqe);
 	}
 	io_uring_cq_advance(&b->ring, seen);
 }
@@ -171,9 +189,15 @@ static void ur_wake(struct canal__loop *l)
 static int ur_submit(struct canal__loop *l, struct canal__io *op)
 {
 	struct uring_backend *b = l->backend;
+	if (op->kind == IO_SQE &&
+	    (((const struct io_uring_sqe *)op->sqe)->flags &
+	     (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |
+	      IOSQE_CQE_SKIP_SUCCESS)))
+		return -EINVAL;
 	struct io_uring_sqe *sqe = get_sqe(b);
 	if (!sqe)
 		return -EBUSY;
+	op->has_result = false;
 	switch (op->kind) {
 	case IO_READ:
 		io_uring_prep_read(sqe, op->fd, op->buf, (unsigned)op->len,

@@ -8,8 +8,11 @@
  * A task detaches by switching out with AFTER_DETACH: its loop's scheduler
  * pushes it on the pool's queue (pool->lock; pool->cond wakes a thread).
  * It attaches by switching out to its pool thread with AFTER_ATTACH: the
- * pool thread clears `detached` and pushes it to a loop. A detached task
- * is never on a loop's queue, so no loop touches it meanwhile.
+ * pool thread clears `detached`, makes the loop it picks the task's loop
+ * (t->loop, before the push: wakes push it there, and the timers and I/O
+ * of its next waits live there, internal.h) and pushes it to that loop. A
+ * detached task is never on a loop's queue, so no loop touches it
+ * meanwhile.
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -81,7 +84,9 @@ static void *pool_thread(void *arg)
 		}
 		/* AFTER_ATTACH (AFTER_YIELD: the same). */
 		t->detached = false;
-		canal__loop_push(canal__loop_pick(self->rt), t);
+		struct canal__loop *l = canal__loop_pick(self->rt);
+		t->loop = l;
+		canal__loop_push(l, t);
 	}
 	canal__set_this_loop(NULL);
 	return NULL;

@@ -41,6 +41,9 @@
  * Migration: idle loops steal from other loops' queues, but never a task
  * that is pinned (an armed timer or an in-flight I/O operation belongs to
  * its loop's heap or ring). A pinned task only resumes on task->loop.
+ * A task runs on task->loop: whoever puts it on another loop's queue (a
+ * thief, the detach pool at canal_attach) sets task->loop first, since
+ * wakes push it there and its next timer and I/O are armed where it runs.
  */
 #ifndef CANAL_RUNTIME_INTERNAL_H
 #define CANAL_RUNTIME_INTERNAL_H
@@ -249,6 +252,8 @@ void canal__timer_fini(struct canal__loop *l);
 /* park.c: the runtime's parker and local waker. */
 extern const struct canal__parker_ops canal__task_parker_ops;
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count);
+/* In a forked child without the runtime: empty the parked table. */
+void canal__parked_forget(void);
 
 /* detach.c */
 int canal__detach_start(struct canal__runtime *rt);

@@ -47,6 +47,7 @@ struct canal__io {
 	socklen_t *addrlenp; /* accept: in/out */
 	const void *sqe;   /* IO_SQE: a struct io_uring_sqe */
 	int32_t result;
+	bool has_result; /* io_uring: result holds the op's first CQE's */
 	bool done;
 	bool cancel_sent;
 	uint32_t events; /* epoll: the readiness it waits for */

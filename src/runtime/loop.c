@@ -458,6 +458,27 @@ static int start_loop_thread(struct canal__loop *l)
 /* canal_run                                                           */
 /* ------------------------------------------------------------------ */
 
+/* fork(): the child of a thread that is not a loop (a plain thread, or a
+ * detached task's pool thread) has none of the runtime's threads, so no
+ * runtime: this atfork child handler forgets it (canal__rt, the local
+ * waker, the parked table, runtime_busy; the copied memory stays unused),
+ * and the child may run its own. A child forked by a task on a loop is
+ * inside that runtime's copy: it may only exec or _exit. */
+static void runtime_fork_child(void)
+{
+	if (this_loop && !this_loop->is_pool)
+		return;
+	canal__set_local_waker(NULL);
+	canal__parked_forget();
+	atomic_store(&canal__rt, NULL);
+	atomic_store(&runtime_busy, 0);
+}
+
+static void runtime_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, runtime_fork_child);
+}
+
 static int choose_backend(int want, const struct canal__backend_ops **out)
 {
 	if (want == CANAL_BACKEND_AUTO) {
@@ -529,6 +550,8 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 		return -EINVAL;
 	if ((r = check_options(opts, &o)) != 0)
 		return r;
+	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+	pthread_once(&atfork_once, runtime_register_atfork);
 	int busy = 0;
 	if (!atomic_compare_exchange_strong(&runtime_busy, &busy, 1))
 		return -EBUSY;

@@ -109,6 +109,17 @@ static void node_unlink(struct bucket *b, struct wait_node *n)
 	n->linked = false;
 }
 
+/* A child forked by a plain thread (loop.c): the parent's parked tasks,
+ * copied into its memory, run nowhere; no wake of the child's may find
+ * them. Only the forking thread exists: nobody holds a lock any more. */
+void canal__parked_forget(void)
+{
+	for (unsigned i = 0; i < BUCKETS; i++) {
+		atomic_store_explicit(&table[i].lock, 0, memory_order_relaxed);
+		table[i].head = NULL;
+	}
+}
+
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
 {
 	struct bucket *b = bucket_of(word);
