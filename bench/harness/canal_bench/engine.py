@@ -354,6 +354,30 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
     return md
 
 
+def rails_netns(build_dir: str, skipped: List[str]) -> List[str]:
+    """Full mode: bench/engine/rails_netns.sh (two namespaces, tbf-limited
+    veth links): one TCP rail against two, equal links and unequal ones."""
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "engine", "rails_netns.sh")
+    md = ["## Two TCP rails against one (network namespaces, tbf-limited links)\n"]
+    for label, env in (("two links of 1 Gbit/s", {}),
+                       ("1 Gbit/s + 250 Mbit/s", {"RATE2": "250mbit"})):
+        report.progress(f"rails {label}")
+        try:
+            p = subprocess.run(["bash", script, build_dir], capture_output=True, text=True,
+                               timeout=900, env={**os.environ, "REPS": "3", **env})
+        except subprocess.TimeoutExpired:
+            skipped.append(f"rails_netns ({label}): timeout")
+            continue
+        if p.returncode == 77:
+            skipped.append(f"rails_netns: {p.stdout.strip()}")
+            return []
+        if p.returncode != 0:
+            skipped.append(f"rails_netns ({label}): exit {p.returncode}: {p.stderr.strip()[-200:]}")
+            continue
+        md.append(f"{label}:\n\n```\n{p.stdout.strip()}\n```\n")
+    return md
+
+
 def run(build_dir: str, mode: str) -> str:
     quick = mode == "quick"
     reps = int(os.environ.get("CANAL_ENGINE_REPS", "3" if quick else "5"))
@@ -402,6 +426,8 @@ def run(build_dir: str, mode: str) -> str:
         md.append("")
     md += overhead_table(build_dir, skipped)
     md += seed_experiments(build_dir, quick, reps, timeout, out_dir, skipped, raw_rows)
+    if not quick:
+        md += rails_netns(build_dir, skipped)
     if skipped:
         md.append("Not run or failed:\n")
         md += [f"- {s}" for s in skipped]
