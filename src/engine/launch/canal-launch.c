@@ -162,9 +162,14 @@ static int route_from(const char *addr, char *out, size_t cap)
 /* The key-value service: "P key value" stores (answer "K"), "G key"
  * answers "V value" or "N"; anything else "E". Keys and values are short
  * (the engine's limit, 4 KiB); at most KV_MAX entries. One line per
- * connection, each read bounded by a 1 s timeout. */
+ * connection. Connections are served side by side (up to KV_CONNS at once,
+ * non-blocking, the others wait in the listen queue), and one that has not
+ * sent its line within KV_TIMEOUT_S is closed: a slow, lossy or hostile
+ * client holds up nobody. */
 #define KV_MAX 65536
 #define KV_LINE 4400
+#define KV_CONNS 64
+#define KV_TIMEOUT_S 10.0
 
 struct kv {
 	char *key, *val;
@@ -172,66 +177,140 @@ struct kv {
 static struct kv *kv;
 static size_t nkv;
 
-static void kv_serve(int lfd)
-{
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	struct timeval tv = { 1, 0 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+struct kv_conn {
+	int fd; /* -1: free */
+	size_t got;
+	double deadline;
 	char line[KV_LINE];
-	size_t got = 0;
-	while (got < sizeof line - 1) {
-		ssize_t k = recv(fd, line + got, sizeof line - 1 - got, 0);
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-		if (memchr(line, '\n', got))
-			break;
+};
+static struct kv_conn kv_conns[KV_CONNS];
+
+static const char *kv_answer(char *line, char *out, size_t cap)
+{
+	char *key = line + 2, *sp = strchr(key, ' ');
+	if (line[0] == 'P' && line[1] == ' ' && sp && sp > key) {
+		*sp = 0;
+		size_t i;
+		for (i = 0; i < nkv && strcmp(kv[i].key, key); i++)
+			;
+		if (i < nkv) {
+			char *v = strdup(sp + 1);
+			if (!v)
+				return "E\n";
+			free(kv[i].val);
+			kv[i].val = v;
+			return "K\n";
+		}
+		if (nkv == KV_MAX)
+			return "E\n";
+		struct kv *g = realloc(kv, (nkv + 1) * sizeof *kv);
+		if (!g)
+			return "E\n";
+		kv = g;
+		kv[nkv].key = strdup(key);
+		kv[nkv].val = strdup(sp + 1);
+		if (!kv[nkv].key || !kv[nkv].val) {
+			free(kv[nkv].key);
+			free(kv[nkv].val);
+			return "E\n";
+		}
+		nkv++;
+		return "K\n";
 	}
-	line[got] = 0;
-	char *nl = strchr(line, '\n');
-	const char *ans = "E\n";
-	char out[KV_LINE + 4];
-	if (nl) {
-		*nl = 0;
-		char *key = line + 2, *sp = strchr(key, ' ');
-		if (line[0] == 'P' && line[1] == ' ' && sp && sp > key) {
-			*sp = 0;
-			size_t i;
-			for (i = 0; i < nkv && strcmp(kv[i].key, key); i++)
-				;
-			if (i == nkv && nkv < KV_MAX) {
-				struct kv *g = realloc(kv, (nkv + 1) * sizeof *kv);
-				if (g) {
-					kv = g;
-					kv[nkv].key = strdup(key);
-					kv[nkv].val = strdup(sp + 1);
-					if (kv[nkv].key && kv[nkv].val)
-						ans = "K\n", nkv++;
-				}
-			} else if (i < nkv) {
-				char *v = strdup(sp + 1);
-				if (v) {
-					free(kv[i].val);
-					kv[i].val = v;
-					ans = "K\n";
-				}
+	if (line[0] == 'G' && line[1] == ' ' && !sp) {
+		for (size_t i = 0; i < nkv; i++)
+			if (!strcmp(kv[i].key, key)) {
+				snprintf(out, cap, "V %s\n", kv[i].val);
+				return out;
 			}
-		} else if (line[0] == 'G' && line[1] == ' ' && !sp) {
-			ans = "N\n";
-			for (size_t i = 0; i < nkv; i++)
-				if (!strcmp(kv[i].key, key)) {
-					snprintf(out, sizeof out, "V %s\n", kv[i].val);
-					ans = out;
-					break;
-				}
+		return "N\n";
+	}
+	return "E\n";
+}
+
+static void kv_close(struct kv_conn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* Read what connection c has; answer and close once its line is whole,
+ * or close it when it overflows, ends early or fails. */
+static void kv_read(struct kv_conn *c)
+{
+	for (;;) {
+		ssize_t k = recv(c->fd, c->line + c->got, sizeof c->line - 1 - c->got, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (k <= 0) {
+			kv_close(c);
+			return;
+		}
+		c->got += (size_t)k;
+		c->line[c->got] = 0;
+		char *nl = strchr(c->line, '\n');
+		if (nl) {
+			*nl = 0;
+			char out[KV_LINE + 4];
+			const char *ans = kv_answer(c->line, out, sizeof out);
+			/* Small, into an empty socket buffer: it fits. A failed
+			 * answer: the rank asks again. */
+			(void)!send(c->fd, ans, strlen(ans), MSG_NOSIGNAL);
+			kv_close(c);
+			return;
+		}
+		if (c->got == sizeof c->line - 1) {
+			kv_close(c); /* no line fits: refused */
+			return;
 		}
 	}
-	/* A failed answer: the rank asks again or fails on its own. */
-	(void)!send(fd, ans, strlen(ans), MSG_NOSIGNAL);
-	close(fd);
+}
+
+/* Wait up to ms for the listener or the connections, and serve them. */
+static void kv_poll(int lfd, int ms)
+{
+	struct pollfd pf[KV_CONNS + 1];
+	int who[KV_CONNS + 1], n = 0, open_conns = 0;
+	double now = now_s();
+	for (int i = 0; i < KV_CONNS; i++) {
+		struct kv_conn *c = &kv_conns[i];
+		if (c->fd < 0)
+			continue;
+		if (now > c->deadline) {
+			kv_close(c);
+			continue;
+		}
+		pf[n] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		who[n++] = i;
+		open_conns++;
+	}
+	if (open_conns < KV_CONNS) {
+		pf[n] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		who[n++] = -1;
+	}
+	if (poll(pf, (nfds_t)n, ms) <= 0)
+		return;
+	for (int k = 0; k < n; k++) {
+		if (!pf[k].revents)
+			continue;
+		if (who[k] >= 0) {
+			kv_read(&kv_conns[who[k]]);
+			continue;
+		}
+		for (int i = 0; i < KV_CONNS; i++) {
+			struct kv_conn *c = &kv_conns[i];
+			if (c->fd >= 0)
+				continue;
+			c->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (c->fd < 0)
+				break;
+			c->got = 0;
+			c->deadline = now + KV_TIMEOUT_S;
+			kv_read(c);
+		}
+	}
 }
 
 static int kv_listen(const char *addr, char *where, size_t cap)
@@ -251,6 +330,8 @@ static int kv_listen(const char *addr, char *where, size_t cap)
 		return -1;
 	}
 	snprintf(where, cap, "%s:%u", addr, (unsigned)ntohs(sa.sin_port));
+	for (int i = 0; i < KV_CONNS; i++)
+		kv_conns[i].fd = -1;
 	return fd;
 }
 
@@ -526,9 +607,7 @@ int main(int argc, char **argv)
 			result = 124;
 		}
 		if (lfd >= 0) {
-			struct pollfd pf = { .fd = lfd, .events = POLLIN };
-			if (poll(&pf, 1, 2) > 0)
-				kv_serve(lfd);
+			kv_poll(lfd, 2);
 		} else {
 			struct timespec ts = { 0, 2 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
@@ -536,8 +615,12 @@ int main(int argc, char **argv)
 	}
 	if (*dir)
 		remove_dir(dir);
-	if (lfd >= 0)
+	if (lfd >= 0) {
 		close(lfd);
+		for (int i = 0; i < KV_CONNS; i++)
+			if (kv_conns[i].fd >= 0)
+				kv_close(&kv_conns[i]);
+	}
 	for (size_t k = 0; k < nkv; k++) {
 		free(kv[k].key);
 		free(kv[k].val);

@@ -30,17 +30,19 @@ uint64_t canal__now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+#define LAUNCHER_RETRY_MS 30000
+
 /* One request line to the launcher's key-value service, its answer line
  * into ans[cap] (without the newline): 0 or -errno (-EPROTO: a malformed
- * address or answer). Each call is bounded: 5 s to connect, send and
- * receive. */
+ * answer; -EINVAL: $CANAL_LAUNCH_ADDR is not "ip:port"). Each call is
+ * bounded: 5 s to connect, send and receive. */
 static int launcher_ask(const char *addr, const char *line, char *ans,
 			size_t cap)
 {
 	char host[64];
 	const char *colon = strrchr(addr, ':');
 	if (!colon || (size_t)(colon - addr) >= sizeof host)
-		return -EPROTO;
+		return -EINVAL; /* not "ip:port" */
 	memcpy(host, addr, (size_t)(colon - addr));
 	host[colon - addr] = 0;
 	char *end;
@@ -48,7 +50,7 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	if (*end || port <= 0 || port > 65535 ||
 	    inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		return -EPROTO;
+		return -EINVAL;
 	sa.sin_port = htons((uint16_t)port);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -98,8 +100,19 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
 		    snprintf(line, sizeof line, "P %s.%d %s\n", key, x->rank,
 			     value) >= (int)sizeof line)
 			return -EINVAL;
-		int err = launcher_ask(x->launch_addr, line, ans, sizeof ans);
-		return err ? err : strcmp(ans, "K") ? -EPROTO : 0;
+		/* A lossy network can cut an exchange short: ask again (a
+		 * put that arrived twice stores the same value) for up to
+		 * LAUNCHER_RETRY_MS. */
+		uint64_t until = canal__now_ms() + LAUNCHER_RETRY_MS;
+		for (;;) {
+			int err = launcher_ask(x->launch_addr, line, ans, sizeof ans);
+			if (!err && !strcmp(ans, "K"))
+				return 0;
+			if (err == -EINVAL || canal__now_ms() > until)
+				return err ? err : -EPROTO;
+			struct timespec ts = { 0, 10000000L };
+			nanosleep(&ts, NULL);
+		}
 	}
 	char path[600], tmp[620];
 	snprintf(path, sizeof path, "%s/%s.%d", x->dir, key, x->rank);
@@ -127,20 +140,22 @@ int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 		char line[256], ans[CANAL__XCHG_MAX + 8];
 		snprintf(line, sizeof line, "G %s.%d\n", key, rank);
 		for (;;) {
+			/* "N" (not there yet), or an exchange cut short by the
+			 * network or refused ("E"): ask again until the
+			 * deadline. */
 			int err = launcher_ask(x->launch_addr, line, ans,
 					       sizeof ans);
-			if (err)
-				return err;
-			if (ans[0] == 'V' && ans[1] == ' ') {
+			if (!err && ans[0] == 'V' && ans[1] == ' ') {
 				if (strlen(ans + 2) >= cap)
 					return -EPROTO;
 				strcpy(buf, ans + 2);
 				return 0;
 			}
-			if (strcmp(ans, "N"))
-				return -EPROTO;
+			if (err == -EINVAL)
+				return err;
 			if (canal__now_ms() > deadline_ms)
-				return -ETIMEDOUT;
+				return err ? err : strcmp(ans, "N") ? -EPROTO
+								   : -ETIMEDOUT;
 			struct timespec ts = { 0, 2000000L };
 			nanosleep(&ts, NULL);
 		}
