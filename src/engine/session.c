@@ -312,7 +312,10 @@ static void check_health(struct canal_engine *e)
 		if (gi == e->rank || g->error || !g->drv)
 			continue;
 		int h = g->drv->ops->health(g->drv);
-		if (h < 0) {
+		if (h == -EPROTO) {
+			canal__gate_fail(e, gi, h, "peer %d: malformed frame: %s",
+					 gi, g->drv->why);
+		} else if (h < 0) {
 			while (!g->error &&
 			       canal__sched_poll(e, gi, canal__collect_arrive) > 0)
 				;

@@ -51,7 +51,9 @@ struct canal__driver_ops {
 	bool (*buffered)(struct canal__driver *d);
 	/* true when nothing sent is waiting to be taken by the peer. */
 	bool (*idle)(struct canal__driver *d);
-	/* 0 while the peer is alive, -ECONNRESET once it is known dead. */
+	/* 0 while the peer is alive, -ECONNRESET once it is known dead,
+	 * -EPROTO when the link's own state is inconsistent (shm: the peer's
+	 * head and records disagree; the reason in why). */
 	int (*health)(struct canal__driver *d);
 	/* Read len bytes at the peer's address into buf (one copy), or a
 	 * negative errno; NULL when !caps.read_peer_memory. */
