@@ -32,6 +32,10 @@ struct canal__strategy {
 	const char *name;
 	int (*select)(struct canal_engine *e, struct canal__gate *g,
 		      struct canal__piece **out, int max);
+	/* The window is empty and p (an eager piece with credit) is alone:
+	 * may it go to the driver at once, without queueing and select()?
+	 * (The fast path of a small message; select() would take it now.) */
+	bool (*lone)(struct canal__gate *g, const struct canal__piece *p);
 };
 const struct canal__strategy *canal__strategy_find(const char *name);
 

@@ -26,6 +26,9 @@ struct canal__driver_caps {
 	bool gather;             /* send() gathers an iovec without a copy of
 				  * its own (writev) */
 	bool read_peer_memory;   /* process_vm_readv of the peer works */
+	bool flush_noop;         /* flush() never has bytes to push (shm):
+				  * progress skips push() while the window
+				  * is empty */
 };
 
 struct canal__driver;

@@ -443,6 +443,7 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 	d->base.caps.max_packet = SHM_MAX_PACKET;
 	d->base.caps.eager_max = SHM_EAGER_MAX;
 	d->base.caps.gather = false;
+	d->base.caps.flush_noop = true;
 	d->tx = &h->ring[side];
 	d->rx = &h->ring[1 - side];
 	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
