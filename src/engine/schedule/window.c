@@ -166,16 +166,13 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 	return enqueue_control(g, &rtr);
 }
 
-void canal__sched_credit_return(struct canal_engine *e, int gi, uint32_t bytes)
+void canal__sched_credit_send(struct canal_engine *e, int gi)
 {
 	struct canal__gate *g = &e->gates[gi];
-	g->credit_owed += bytes;
-	if (g->credit_owed >= (uint64_t)CANAL__CREDIT_WINDOW / 4) {
-		struct canal__piece_hdr c = { .kind = PIECE_CREDIT,
-					      .len = (uint32_t)g->credit_owed };
-		if (enqueue_control(g, &c) == 0)
-			g->credit_owed = 0;
-	}
+	struct canal__piece_hdr c = { .kind = PIECE_CREDIT,
+				      .len = (uint32_t)g->credit_owed };
+	if (enqueue_control(g, &c) == 0)
+		g->credit_owed = 0;
 }
 
 /* The RTR for send request r arrived: queue its data, chunk by chunk. */
