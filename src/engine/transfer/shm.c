@@ -77,6 +77,7 @@
 #define REC_PACKET 0x5041434bu
 #define REC_WRAP 0x57524150u
 #define REC_HDR 8u
+#define CACHE_LINE 64u
 /* 64 KiB of payload per packet plus room for piece headers. */
 #define SHM_MAX_PACKET ((size_t)65536 + 256)
 /* Eager up to 16 KiB: above, one copy by process_vm_readv beats two
@@ -234,19 +235,29 @@ static void shm_release(struct canal__driver *d_)
 	atomic_store_explicit(&d->rx->tail, d->rx_tail, memory_order_release);
 }
 
+/* Whether the next record is there, looked at only when its header word
+ * shares a cache line with the record just released (a line already
+ * here). A word at the start of a new line is left to the next poll:
+ * loading it now would fetch the line from the producer's core (it zeroed
+ * that word) on the path of the message just received, before the caller
+ * even sees it. Measured (osu_latency, 8 B, shm, minima over 11 runs):
+ * with the load here one-way latency stayed at 0.32 us while the raw ring
+ * went from 0.25 to 0.15 us. */
+static bool shm_buffered(struct canal__driver *d_)
+{
+	struct shm_driver *d = (struct shm_driver *)d_;
+	uint64_t pos = d->rx_tail & (RING_BYTES - 1);
+	if (pos % CACHE_LINE == 0)
+		return false;
+	return atomic_load_explicit(rec_word(d->rx_data, pos),
+				    memory_order_relaxed) != 0;
+}
+
 /* A send here is a copy that is over when send() returns: the ring is
  * never "busy transmitting" as a NIC is. It is busy only when it could not
  * take a largest packet: then the strategy may as well aggregate. (Waiting
  * for the peer to *consume* would tie our sends to its scheduling: measured
  * 50 us per round of two packs under load, against 0.6 us.) */
-static bool shm_buffered(struct canal__driver *d_)
-{
-	struct shm_driver *d = (struct shm_driver *)d_;
-	return atomic_load_explicit(rec_word(d->rx_data,
-					     d->rx_tail & (RING_BYTES - 1)),
-				    memory_order_relaxed) != 0;
-}
-
 static bool shm_idle(struct canal__driver *d_)
 {
 	struct shm_driver *d = (struct shm_driver *)d_;
