@@ -44,10 +44,12 @@
  *
  * HOSTILE PEER: each side keeps its own copies of the geometry and of its
  * own counter; the other side's counter and every record header are checked
- * against them (I1, record within [tail, head) and within the ring, len <=
- * max_packet) before use: a bad value is -EPROTO, never an access outside
- * the segment. The packet's bytes may still change under the parser (the
- * peer can write them): the parser reads each field once.
+ * against them before use (the producer: the consumer's tail against I1;
+ * the consumer: each record within the ring, len <= max_packet, no WRAP at
+ * offset 0; the producer's head against I1 and I3, lagging by at most
+ * HEAD_LAG_MAX, at each health check): a bad value is -EPROTO, never an
+ * access outside the segment. The packet's bytes may still change under
+ * the parser (the peer can write them): the parser reads each field once.
  *
  * DEATH: the peer's pid (from the segment) is watched through a pidfd,
  * readable once the process has exited (zombie or reaped).
