@@ -1,7 +1,8 @@
 /* test_engine_rails.c - a gate over two TCP rails (issue 16).
  * 1. Loopback, bind "127.0.0.1,127.0.0.1": 2 and 3 processes, both
  *    strategies, the exchange of remote_traffic.h exactly once and in
- *    order per tag, and both rails carried bytes.
+ *    order per tag, and both rails carried bytes; the same over rails of
+ *    two kinds (shm+tcp, ucx+tcp); bad rail and driver lists refused.
  * 2. Two network namespaces joined by two veth pairs (root; skipped with
  *    the reason otherwise): after the first round of the exchange the
  *    second link is pulled down (ip link set down) while the ranks go on;
@@ -73,6 +74,32 @@ static int run_loopback(void)
 			CHECK_EQ(job_run(&j, loop_traffic, NULL), 0);
 		}
 	unsetenv("CANAL_ENGINE_BIND");
+	/* Rails of different kinds: shm + TCP, and UCX + TCP where canal has
+	 * UCX (split by measured bandwidth, both carry bytes). */
+	const char *mixed[] = { "shm+tcp", "ucx+tcp" };
+	for (int m = 0; m < 2; m++) {
+		if (m == 1) {
+			struct canal_engine_options u;
+			canal_engine_options_init(&u);
+			u.rank = 0;
+			u.size = 1;
+			u.driver = "ucx";
+			struct canal_engine *ue;
+			if (canal_engine_open(&u, &ue) != 0) {
+				printf("test_engine_rails: ucx+tcp: SKIP: canal "
+				       "built without UCX\n");
+				continue;
+			}
+			canal_engine_close(ue);
+		}
+		for (int n = 2; n <= 3; n++) {
+			struct job j = { .n = n, .driver = mixed[m],
+					 .strategy = "default", .timeout_s = 60,
+					 .killed_rank = -1 };
+			CHECK_EQ(job_run(&j, loop_traffic, NULL), 0);
+		}
+		printf("test_engine_rails: %s rails: ok\n", mixed[m]);
+	}
 	/* Bad rail lists are refused. */
 	struct canal_engine_options o;
 	canal_engine_options_init(&o);
@@ -88,6 +115,18 @@ static int run_loopback(void)
 		o.bind = bad[i];
 		CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
 	}
+	/* Bad lists of driver kinds, and several TCP addresses with mixed
+	 * kinds. */
+	const char *bad_drv[] = { "shm+", "+tcp", "tcp+tcp", "shm+foo", "",
+				  "shm++tcp", "shm+tcp+shm" };
+	o.bind = NULL;
+	for (int i = 0; i < 7; i++) {
+		o.driver = bad_drv[i];
+		CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
+	}
+	o.driver = "shm+tcp";
+	o.bind = "127.0.0.1,127.0.0.1";
+	CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
 	return 0;
 }
 
@@ -120,12 +159,20 @@ static int malformed(struct canal_engine *e, int rank, int size, void *arg)
 			memcpy(f, &v, 8);
 			n = 20;
 			break;
-		case 3: /* an acknowledgement of what was never sent */
+		case 3: /* an acknowledgement of what was never sent (all-ones,
+			 * "below 1000", then the two rails' byte counts) */
 			v = UINT64_MAX;
 			memcpy(f, &v, 8);
 			v = 1000;
 			memcpy(f + 8, &v, 8);
-			n = 16;
+			n = 32;
+			break;
+		case 4: /* bytes received on rail 1 beyond what was sent on it */
+			v = UINT64_MAX;
+			memcpy(f, &v, 8);
+			v = 1ull << 40;
+			memcpy(f + 24, &v, 8);
+			n = 32;
 			break;
 		}
 		struct iovec iov = { f, n };
@@ -148,7 +195,8 @@ static int malformed(struct canal_engine *e, int rank, int size, void *arg)
 	char why[160] = "";
 	canal_engine_gate_error(e, 1, why, sizeof why);
 	const char *want[] = { "shorter than its header", "bad acknowledgement",
-			       "beyond the window", "acknowledgement beyond" };
+			       "beyond the window", "acknowledgement beyond",
+			       "acknowledged bytes beyond what was sent on rail 1" };
 	if (err != -EPROTO || !strstr(why, want[bad_case])) {
 		fprintf(stderr, "case %d: err %d, why '%s'\n", bad_case, err, why);
 		return 3;
@@ -159,7 +207,7 @@ static int malformed(struct canal_engine *e, int rank, int size, void *arg)
 static void run_malformed(void)
 {
 	setenv("CANAL_ENGINE_BIND", "127.0.0.1,127.0.0.1", 1);
-	for (bad_case = 0; bad_case < 4; bad_case++) {
+	for (bad_case = 0; bad_case < 5; bad_case++) {
 		struct job j = { .n = 2, .driver = "tcp", .strategy = "default",
 				 .timeout_s = 30, .killed_rank = -1 };
 		CHECK_EQ(job_run(&j, malformed, NULL), 0);

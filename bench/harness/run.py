@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from canal_bench import report  # noqa: E402
 
 FAMILIES = ["seed", "chan", "ipc", "micro", "web", "engine", "runtime"]
+FAMILIES.append("remote")  # issue 16: remote channels (canal_bench/remote.py)
 
 
 class ProgressOnly:

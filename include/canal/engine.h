@@ -83,8 +83,12 @@ struct canal_engine_options {
 	const char *dir;      /* rendezvous directory shared by the processes
 			       * (addresses, shm segments); NULL:
 			       * $CANAL_LAUNCH_DIR */
-	const char *driver;   /* "shm", "tcp" or "ucx"; NULL:
-			       * $CANAL_ENGINE_DRIVER, else "shm" */
+	const char *driver;   /* "shm", "tcp" or "ucx", or several joined
+			       * by '+' ("shm+tcp", "ucx+tcp"): one rail of
+			       * each per peer, large messages split by
+			       * their measured bandwidths, a failed rail
+			       * dropped (bind then takes one address);
+			       * NULL: $CANAL_ENGINE_DRIVER, else "shm" */
 	const char *strategy; /* "default" (one packet per piece) or
 			       * "aggregate" (small pieces of any flows packed
 			       * together while the driver is busy); NULL:

@@ -128,7 +128,7 @@ struct canal__gate {
 
 struct canal_engine {
 	int rank, size;
-	char driver_name[8];
+	char driver_name[16]; /* "shm", ..., or kinds joined: "shm+ucx+tcp" */
 	const struct canal__strategy *strategy;
 	struct canal__gate *gates;       /* size entries; gates[rank] unused */
 	struct canal__list any_posted;   /* any-gate receives, posting order */

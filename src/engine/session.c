@@ -162,6 +162,79 @@ static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
 	return err;
 }
 
+/* driver: one kind ("shm", "tcp", "ucx") or several joined by '+' (each
+ * at most once, "ucx" only where built): one rail of each kind per peer,
+ * joined by the rails driver. Sets the kinds named; returns how many, or
+ * -EINVAL. */
+static int parse_drivers(const char *driver, bool *shm, bool *tcp, bool *ucx)
+{
+	int n = 0;
+	for (const char *p = driver; ; p++) {
+		size_t l = strcspn(p, "+");
+		bool *k = l == 3 && !strncmp(p, "shm", 3)   ? shm
+			  : l == 3 && !strncmp(p, "tcp", 3) ? tcp
+			  : l == 3 && !strncmp(p, "ucx", 3) ? ucx
+							    : NULL;
+		if (!k || *k)
+			return -EINVAL; /* unknown, empty or twice */
+		*k = true;
+		n++;
+		p += l;
+		if (!*p)
+			return n;
+	}
+}
+
+/* Gates of rails of several kinds (shm, then UCX, then TCP): each kind
+ * connects to every peer as it would alone, then each peer's drivers are
+ * joined by the rails driver (which takes them over). */
+static int mixed_rails(struct canal__xchg *x, bool shm, bool ucx, bool tcp,
+		       const char *bind, int timeout, int dead,
+		       const unsigned char *key, struct canal__driver **drv)
+{
+	size_t size = (size_t)x->size;
+	struct canal__driver **k = calloc(3 * size, sizeof *k);
+	if (!k)
+		return -ENOMEM;
+	struct canal__driver **kshm = k, **kucx = k + size, **ktcp = k + 2 * size;
+	int err = 0;
+	for (int gi = 0; shm && gi < x->size && !err; gi++)
+		if (gi != x->rank)
+			err = canal__shm_connect(x->dir, x->rank, gi, timeout,
+						 &kshm[gi]);
+#ifdef CANAL_HAVE_UCX
+	if (!err && ucx)
+		err = canal__ucx_connect_all(x, timeout, kucx);
+#else
+	(void)ucx;
+#endif
+	if (!err && tcp)
+		err = canal__tcp_connect_xchg(x, bind, timeout,
+					      dead > 0 ? dead : 2000, key, ktcp);
+	for (size_t g = 0; g < size; g++) {
+		if ((int)g == x->rank)
+			continue;
+		struct canal__driver *s[3];
+		int n = 0;
+		bool whole = true;
+		for (int i = 0; i < 3; i++) {
+			bool want = i == 0 ? shm : i == 1 ? ucx : tcp;
+			if (!want)
+				continue;
+			s[n] = k[(size_t)i * size + g];
+			whole = whole && s[n];
+			n++;
+		}
+		if (!err && whole && (err = canal__rails_new(s, n, &drv[g])) == 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (s[i])
+				s[i]->ops->close(s[i]);
+	}
+	free(k);
+	return err;
+}
+
 EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			     struct canal_engine **out)
 {
@@ -194,13 +267,20 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 				       ? o.strategy
 				       : env_str("CANAL_ENGINE_STRATEGY", "default");
 	int timeout = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 30000;
-	bool shm = strcmp(driver, "shm") == 0, tcp = strcmp(driver, "tcp") == 0;
-	bool ucx = strcmp(driver, "ucx") == 0;
+	bool shm = false, tcp = false, ucx = false;
+	int kinds = parse_drivers(driver, &shm, &tcp, &ucx);
 	const struct canal__strategy *strat = canal__strategy_find(strategy);
-	bool need_dir = size > 1 && (!pm || shm);
+	/* canal-launch --hosts: addresses through the launcher, no shared
+	 * directory (so no shm driver). */
+	const char *launch_addr = pm ? NULL : env_str("CANAL_LAUNCH_ADDR", NULL);
+	bool need_dir = size > 1 && ((!pm && !launch_addr) || shm);
+	if (need_dir && !dir && launch_addr)
+		fprintf(stderr, "canal engine: the shm driver needs the ranks on "
+				"one machine (canal-launch without -H); across "
+				"hosts use tcp or ucx\n");
 	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
-	    (!shm && !tcp && !ucx) || !strat) {
+	    kinds < 1 || !strat) {
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}
@@ -223,6 +303,11 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		}
 	}
 	const char *bind = o.bind ? o.bind : env_str("CANAL_ENGINE_BIND", NULL);
+	if (kinds > 1 && bind && strchr(bind, ',')) {
+		/* Rails of several kinds take one TCP address. */
+		canal__pmix_fini(&xchg);
+		return -EINVAL;
+	}
 	struct canal_engine *e = calloc(1, sizeof *e);
 	if (!e) {
 		canal__pmix_fini(&xchg);
@@ -265,6 +350,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	xchg.rank = rank;
 	xchg.size = size;
 	xchg.dir = dir;
+	xchg.launch_addr = launch_addr;
 	canal__list_init(&e->any_posted);
 	e->gates = calloc((size_t)size, sizeof *e->gates);
 	if (!err && !e->gates)
@@ -277,12 +363,15 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	}
 	if (!err && size > 1) {
 		struct canal__driver **drv = calloc((size_t)size, sizeof *drv);
+		int dead = o.tcp_timeout_ms > 0
+				   ? o.tcp_timeout_ms
+				   : env_int("CANAL_ENGINE_TCP_TIMEOUT_MS", 0);
 		if (!drv) {
 			err = -ENOMEM;
+		} else if (kinds > 1) {
+			err = mixed_rails(&xchg, shm, ucx, tcp, bind, timeout,
+					  dead, key_file ? key : NULL, drv);
 		} else if (tcp) {
-			int dead = o.tcp_timeout_ms > 0
-					   ? o.tcp_timeout_ms
-					   : env_int("CANAL_ENGINE_TCP_TIMEOUT_MS", 0);
 			err = tcp_rails(&xchg, bind, timeout, dead,
 					key_file ? key : NULL, drv);
 #ifdef CANAL_HAVE_UCX

@@ -18,24 +18,48 @@
  * If the launcher dies, its children get SIGKILL (PR_SET_PDEATHSIG); on
  * SIGINT/SIGTERM/SIGHUP it stops them (status 128 + signal). Each rank is
  * a process group, stopped whole (with what it started).
+ *
+ * Several machines: -H HOST[,HOST...] (IPv4 addresses or names) places
+ * rank i on host i mod H. A host that is one of this machine's addresses
+ * runs its ranks here (forked, bound as above); the others through the
+ * remote shell (-r CMD, or $CANAL_LAUNCH_RSH, default "ssh -o
+ * BatchMode=yes"): CMD HOST "cd DIR; env VARS PROG ARGS" with every word
+ * quoted for the remote shell, as ssh expects. There is no shared
+ * directory: the ranks exchange their addresses through a key-value
+ * service of the launcher (CANAL_LAUNCH_ADDR = ip:port; the engine's
+ * "launcher" exchange, src/engine/transfer/exchange.h), listening on -a
+ * ADDR, by default the address this machine uses to reach the first
+ * remote host (127.0.0.1 when all are local). Each rank's TCP bind
+ * address (CANAL_ENGINE_BIND) is its host's address, and
+ * CANAL_ENGINE_DRIVER, _STRATEGY, _KEY_FILE and _TCP_TIMEOUT_MS are passed
+ * on when set. The shm driver needs one machine (no -H).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: canal-launch [-n N] [-t SECONDS] [-b core|none] [--] prog [args...]\n");
+	fprintf(stderr, "usage: canal-launch [-n N] [-t SECONDS] [-b core|none] "
+			"[-H HOST,...] [-r RSH] [-a ADDR] [--] prog [args...]\n");
 	exit(2);
 }
 
@@ -88,6 +112,215 @@ static int status_code(int st)
 	return 1;
 }
 
+/* ---- several machines (-H) ---- */
+
+struct host {
+	char name[128];
+	char addr[INET_ADDRSTRLEN]; /* its IPv4 address, numeric */
+	bool local;		    /* one of this machine's addresses */
+};
+
+/* Resolve h->name (IPv4) and tell whether it is this machine's: binding a
+ * socket to it works only then. */
+static int host_resolve(struct host *h)
+{
+	struct addrinfo hints = { .ai_family = AF_INET }, *ai;
+	int r = getaddrinfo(h->name, NULL, &hints, &ai);
+	if (r) {
+		fprintf(stderr, "canal-launch: host %s: %s\n", h->name,
+			gai_strerror(r));
+		return -1;
+	}
+	struct sockaddr_in sa = *(struct sockaddr_in *)ai->ai_addr;
+	freeaddrinfo(ai);
+	inet_ntop(AF_INET, &sa.sin_addr, h->addr, sizeof h->addr);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sa.sin_port = 0;
+	h->local = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/* The source address this machine uses toward addr (a UDP socket's
+ * connect sends nothing). */
+static int route_from(const char *addr, char *out, size_t cap)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		return -1;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	socklen_t l = sizeof sa;
+	int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		 getsockname(fd, (struct sockaddr *)&sa, &l) == 0 &&
+		 inet_ntop(AF_INET, &sa.sin_addr, out, (socklen_t)cap);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/* The key-value service: "P key value" stores (answer "K"), "G key"
+ * answers "V value" or "N"; anything else "E". Keys and values are short
+ * (the engine's limit, 4 KiB); at most KV_MAX entries. One line per
+ * connection, each read bounded by a 1 s timeout. */
+#define KV_MAX 65536
+#define KV_LINE 4400
+
+struct kv {
+	char *key, *val;
+};
+static struct kv *kv;
+static size_t nkv;
+
+static void kv_serve(int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct timeval tv = { 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	char line[KV_LINE];
+	size_t got = 0;
+	while (got < sizeof line - 1) {
+		ssize_t k = recv(fd, line + got, sizeof line - 1 - got, 0);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = 0;
+	char *nl = strchr(line, '\n');
+	const char *ans = "E\n";
+	char out[KV_LINE + 4];
+	if (nl) {
+		*nl = 0;
+		char *key = line + 2, *sp = strchr(key, ' ');
+		if (line[0] == 'P' && line[1] == ' ' && sp && sp > key) {
+			*sp = 0;
+			size_t i;
+			for (i = 0; i < nkv && strcmp(kv[i].key, key); i++)
+				;
+			if (i == nkv && nkv < KV_MAX) {
+				struct kv *g = realloc(kv, (nkv + 1) * sizeof *kv);
+				if (g) {
+					kv = g;
+					kv[nkv].key = strdup(key);
+					kv[nkv].val = strdup(sp + 1);
+					if (kv[nkv].key && kv[nkv].val)
+						ans = "K\n", nkv++;
+				}
+			} else if (i < nkv) {
+				char *v = strdup(sp + 1);
+				if (v) {
+					free(kv[i].val);
+					kv[i].val = v;
+					ans = "K\n";
+				}
+			}
+		} else if (line[0] == 'G' && line[1] == ' ' && !sp) {
+			ans = "N\n";
+			for (size_t i = 0; i < nkv; i++)
+				if (!strcmp(kv[i].key, key)) {
+					snprintf(out, sizeof out, "V %s\n", kv[i].val);
+					ans = out;
+					break;
+				}
+		}
+	}
+	/* A failed answer: the rank asks again or fails on its own. */
+	(void)!send(fd, ans, strlen(ans), MSG_NOSIGNAL);
+	close(fd);
+}
+
+static int kv_listen(const char *addr, char *where, size_t cap)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+		fprintf(stderr, "canal-launch: -a %s: not an IPv4 address\n", addr);
+		return -1;
+	}
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	socklen_t l = sizeof sa;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(fd, 1024) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &l) < 0) {
+		fprintf(stderr, "canal-launch: listening on %s: %s\n", addr,
+			strerror(errno));
+		return -1;
+	}
+	snprintf(where, cap, "%s:%u", addr, (unsigned)ntohs(sa.sin_port));
+	return fd;
+}
+
+/* Append s to b (cap), quoted for a POSIX shell: 'it'\''s'. */
+static int quote(char *b, size_t cap, const char *s)
+{
+	size_t n = strlen(b);
+	if (n + 1 >= cap)
+		return -1;
+	b[n++] = '\'';
+	for (; *s; s++) {
+		const char *piece = *s == '\'' ? "'\\''" : NULL;
+		size_t k = piece ? 4 : 1;
+		if (n + k + 2 >= cap)
+			return -1;
+		if (piece)
+			memcpy(b + n, piece, k);
+		else
+			b[n] = *s;
+		n += k;
+	}
+	b[n++] = '\'';
+	b[n++] = ' ';
+	b[n] = 0;
+	return 0;
+}
+
+/* The remote command line: cd to our directory, env with the rank's
+ * variables, then the program and its arguments, all quoted. */
+static int remote_command(char *b, size_t cap, char **env, int nenv,
+			  char **argv)
+{
+	char cwd[4096];
+	b[0] = 0;
+	if (getcwd(cwd, sizeof cwd)) {
+		snprintf(b, cap, "cd ");
+		if (quote(b, cap, cwd))
+			return -1;
+		size_t n = strlen(b);
+		snprintf(b + n, cap - n, "2>/dev/null; ");
+	}
+	size_t n = strlen(b);
+	snprintf(b + n, cap - n, "exec env ");
+	for (int i = 0; i < nenv; i++)
+		if (quote(b, cap, env[i]))
+			return -1;
+	for (int i = 0; argv[i]; i++)
+		if (quote(b, cap, argv[i]))
+			return -1;
+	return 0;
+}
+
+/* Split the remote shell command into words (spaces and tabs). */
+static int split_words(char *s, char **w, int max)
+{
+	int n = 0;
+	for (char *t = strtok(s, " \t"); t; t = strtok(NULL, " \t")) {
+		if (n == max - 1)
+			return -1;
+		w[n++] = t;
+	}
+	w[n] = NULL;
+	return n;
+}
+
+static const char *const passed_on[] = {
+	"CANAL_ENGINE_DRIVER", "CANAL_ENGINE_STRATEGY", "CANAL_ENGINE_KEY_FILE",
+	"CANAL_ENGINE_TCP_TIMEOUT_MS",
+};
+
 int main(int argc, char **argv)
 {
 	int n = 2;
@@ -98,12 +331,19 @@ int main(int argc, char **argv)
 	const char *bind = getenv("CANAL_LAUNCH_BIND");
 	if (!bind || !*bind)
 		bind = "core";
+	const char *host_list = NULL, *kv_addr = NULL;
+	const char *rsh = getenv("CANAL_LAUNCH_RSH");
+	if (!rsh || !*rsh)
+		rsh = "ssh -o BatchMode=yes";
 	int opt;
-	while ((opt = getopt(argc, argv, "+n:t:b:h")) != -1) {
+	while ((opt = getopt(argc, argv, "+n:t:b:H:r:a:h")) != -1) {
 		switch (opt) {
 		case 'n': n = atoi(optarg); break;
 		case 't': timeout = atof(optarg); break;
 		case 'b': bind = optarg; break;
+		case 'H': host_list = optarg; break;
+		case 'r': rsh = optarg; break;
+		case 'a': kv_addr = optarg; break;
 		default: usage();
 		}
 	}
@@ -117,12 +357,50 @@ int main(int argc, char **argv)
 		for (int c = 0; c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &allowed))
 				cpus[ncpu++] = c;
-	char dir[256];
-	snprintf(dir, sizeof dir, "%s/canal-launch.XXXXXX",
-		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("canal-launch: mkdtemp");
-		return 1;
+	/* -H: the hosts, the key-value service, the remote shell. */
+	struct host *hosts = NULL;
+	int nhosts = 0, lfd = -1, remote = 0;
+	char kv_where[96] = "";
+	char rsh_buf[1024], *rsh_argv[64];
+	if (host_list) {
+		hosts = calloc(strlen(host_list) + 1, sizeof *hosts);
+		if (!hosts)
+			return 1;
+		for (const char *p = host_list; *p;) {
+			size_t l = strcspn(p, ",");
+			if (l == 0 || l >= sizeof hosts[0].name)
+				usage();
+			memcpy(hosts[nhosts].name, p, l);
+			if (host_resolve(&hosts[nhosts]))
+				return 1;
+			remote += !hosts[nhosts].local;
+			nhosts++;
+			p += l + (p[l] == ',');
+		}
+		if (nhosts == 0)
+			usage();
+		snprintf(rsh_buf, sizeof rsh_buf, "%s", rsh);
+		if (split_words(rsh_buf, rsh_argv, 60) < 1) {
+			fprintf(stderr, "canal-launch: -r: empty or too long\n");
+			return 1;
+		}
+		char from[INET_ADDRSTRLEN] = "127.0.0.1";
+		for (int h = 0; h < nhosts && !kv_addr; h++)
+			if (!hosts[h].local &&
+			    route_from(hosts[h].addr, from, sizeof from) == 0)
+				break;
+		if ((lfd = kv_listen(kv_addr ? kv_addr : from, kv_where,
+				     sizeof kv_where)) < 0)
+			return 1;
+	}
+	char dir[256] = "";
+	if (!hosts) {
+		snprintf(dir, sizeof dir, "%s/canal-launch.XXXXXX",
+			 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+		if (!mkdtemp(dir)) {
+			perror("canal-launch: mkdtemp");
+			return 1;
+		}
 	}
 	pid_t *pids = calloc((size_t)n, sizeof *pids);
 	if (!pids)
@@ -134,8 +412,45 @@ int main(int argc, char **argv)
 		if (p < 0) {
 			perror("canal-launch: fork");
 			kill_all(pids, i, SIGKILL);
-			remove_dir(dir);
+			if (*dir)
+				remove_dir(dir);
 			return 1;
+		}
+		const struct host *h = hosts ? &hosts[i % nhosts] : NULL;
+		if (p == 0 && h && !h->local) {
+			setpgid(0, 0);
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			char env[8][4200], *envp[8], cmd[65536];
+			int ne = 0;
+			snprintf(env[ne++], sizeof env[0], "CANAL_RANK=%d", i);
+			snprintf(env[ne++], sizeof env[0], "CANAL_SIZE=%d", n);
+			snprintf(env[ne++], sizeof env[0], "CANAL_LAUNCH_ADDR=%s", kv_where);
+			snprintf(env[ne++], sizeof env[0], "CANAL_ENGINE_BIND=%s", h->addr);
+			for (size_t k = 0; k < sizeof passed_on / sizeof *passed_on; k++) {
+				const char *v = getenv(passed_on[k]);
+				if (v)
+					snprintf(env[ne++], sizeof env[0], "%s=%s",
+						 passed_on[k], v);
+			}
+			for (int k = 0; k < ne; k++)
+				envp[k] = env[k];
+			if (remote_command(cmd, sizeof cmd, envp, ne, argv + optind)) {
+				fprintf(stderr, "canal-launch: command line too long\n");
+				_exit(127);
+			}
+			int w = 0;
+			char *rargv[68];
+			while (rsh_argv[w]) {
+				rargv[w] = rsh_argv[w];
+				w++;
+			}
+			rargv[w++] = (char *)h->name;
+			rargv[w++] = cmd;
+			rargv[w] = NULL;
+			execvp(rargv[0], rargv);
+			fprintf(stderr, "canal-launch: %s: %s\n", rargv[0],
+				strerror(errno));
+			_exit(127);
 		}
 		if (p == 0) {
 			setpgid(0, 0);
@@ -150,7 +465,13 @@ int main(int argc, char **argv)
 			setenv("CANAL_RANK", buf, 1);
 			snprintf(buf, sizeof buf, "%d", n);
 			setenv("CANAL_SIZE", buf, 1);
-			setenv("CANAL_LAUNCH_DIR", dir, 1);
+			if (h) {
+				unsetenv("CANAL_LAUNCH_DIR");
+				setenv("CANAL_LAUNCH_ADDR", kv_where, 1);
+				setenv("CANAL_ENGINE_BIND", h->addr, 1);
+			} else {
+				setenv("CANAL_LAUNCH_DIR", dir, 1);
+			}
 			execvp(argv[optind], argv + optind);
 			fprintf(stderr, "canal-launch: %s: %s\n", argv[optind],
 				strerror(errno));
@@ -204,10 +525,25 @@ int main(int argc, char **argv)
 			kill_all(pids, n, SIGKILL);
 			result = 124;
 		}
-		struct timespec ts = { 0, 2 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		if (lfd >= 0) {
+			struct pollfd pf = { .fd = lfd, .events = POLLIN };
+			if (poll(&pf, 1, 2) > 0)
+				kv_serve(lfd);
+		} else {
+			struct timespec ts = { 0, 2 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
 	}
-	remove_dir(dir);
+	if (*dir)
+		remove_dir(dir);
+	if (lfd >= 0)
+		close(lfd);
+	for (size_t k = 0; k < nkv; k++) {
+		free(kv[k].key);
+		free(kv[k].val);
+	}
+	free(kv);
+	free(hosts);
 	free(pids);
 	return result;
 }

@@ -6,10 +6,16 @@
 #define _GNU_SOURCE
 #include "exchange.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 int canal__pmix_put(const struct canal__xchg *x, const char *key,
 		    const char *value);
@@ -24,11 +30,77 @@ uint64_t canal__now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* One request line to the launcher's key-value service, its answer line
+ * into ans[cap] (without the newline): 0 or -errno (-EPROTO: a malformed
+ * address or answer). Each call is bounded: 5 s to connect, send and
+ * receive. */
+static int launcher_ask(const char *addr, const char *line, char *ans,
+			size_t cap)
+{
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	if (!colon || (size_t)(colon - addr) >= sizeof host)
+		return -EPROTO;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = 0;
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	if (*end || port <= 0 || port > 65535 ||
+	    inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -EPROTO;
+	sa.sin_port = htons((uint16_t)port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = { 5, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	int err = 0;
+	size_t len = strlen(line), got = 0;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		err = -errno;
+	} else {
+		for (;;) {
+			ssize_t k = recv(fd, ans + got, cap - 1 - got, 0);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				err = k < 0 ? -errno : -EPROTO;
+				break;
+			}
+			got += (size_t)k;
+			if (memchr(ans, '\n', got))
+				break;
+			if (got == cap - 1) {
+				err = -EPROTO;
+				break;
+			}
+		}
+	}
+	close(fd);
+	if (err)
+		return err;
+	ans[got] = 0;
+	*strchr(ans, '\n') = 0;
+	return 0;
+}
+
 int canal__xchg_put(const struct canal__xchg *x, const char *key,
 		    const char *value)
 {
 	if (x->pmix)
 		return canal__pmix_put(x, key, value);
+	if (x->launch_addr) {
+		char line[CANAL__XCHG_MAX + 128], ans[8];
+		if (strchr(value, '\n') || strchr(key, ' ') ||
+		    snprintf(line, sizeof line, "P %s.%d %s\n", key, x->rank,
+			     value) >= (int)sizeof line)
+			return -EINVAL;
+		int err = launcher_ask(x->launch_addr, line, ans, sizeof ans);
+		return err ? err : strcmp(ans, "K") ? -EPROTO : 0;
+	}
 	char path[600], tmp[620];
 	snprintf(path, sizeof path, "%s/%s.%d", x->dir, key, x->rank);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -51,6 +123,28 @@ int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 {
 	if (x->pmix)
 		return canal__pmix_get(x, rank, key, buf, cap, deadline_ms);
+	if (x->launch_addr) {
+		char line[256], ans[CANAL__XCHG_MAX + 8];
+		snprintf(line, sizeof line, "G %s.%d\n", key, rank);
+		for (;;) {
+			int err = launcher_ask(x->launch_addr, line, ans,
+					       sizeof ans);
+			if (err)
+				return err;
+			if (ans[0] == 'V' && ans[1] == ' ') {
+				if (strlen(ans + 2) >= cap)
+					return -EPROTO;
+				strcpy(buf, ans + 2);
+				return 0;
+			}
+			if (strcmp(ans, "N"))
+				return -EPROTO;
+			if (canal__now_ms() > deadline_ms)
+				return -ETIMEDOUT;
+			struct timespec ts = { 0, 2000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
 	char path[600];
 	snprintf(path, sizeof path, "%s/%s.%d", x->dir, key, rank);
 	for (;;) {

@@ -8,6 +8,12 @@
  *    get polls for the peer's file until the deadline; fence does nothing.
  *  - PMIx (mpirun, srun): put is PMIx_Put, fence is PMIx_Commit then a
  *    PMIx_Fence over the whole job collecting the data, get is PMIx_Get.
+ *  - the launcher (canal-launch --hosts: no directory shared between the
+ *    hosts): $CANAL_LAUNCH_ADDR = "ip:port" of canal-launch's key-value
+ *    service; each put or get is one TCP connection carrying one line:
+ *    "P <key>.<rank> <value>" answered "K", or "G <key>.<rank>" answered
+ *    "V <value>" or "N" (not there yet: get asks again until its
+ *    deadline); fence does nothing.
  *
  * The protocol the drivers follow works with both: every rank puts what it
  * has, then every rank calls fence (collective: under PMIx it returns only
@@ -25,6 +31,7 @@
 struct canal__xchg {
 	int rank, size;
 	const char *dir;  /* files back end; NULL under PMIx */
+	const char *launch_addr; /* launcher back end ("ip:port"), or NULL */
 	void *pmix;       /* PMIx back end (a pmix_proc_t of this process) */
 	const char *tcp_key; /* key of the TCP address; NULL: "tcp" (rail i
 			      * of several: "tcp<i>") */

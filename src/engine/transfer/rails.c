@@ -5,12 +5,21 @@
  * The engine sees one gate; its packets are spread over the rails, and a
  * rail that fails is dropped without losing a packet.
  *
- * Balance: each packet goes to the next rail in turn that can take it at
- * once; a rail whose socket is full says -EAGAIN and is skipped, so each
- * rail takes packets at the rate it drains them (the split of a large
- * message - the engine's 64 KiB rendezvous chunks - follows the rails'
- * bandwidths as they are, measured by the back-pressure itself). Bytes
- * per rail are counted (canal__rails_bytes) for tests and reports.
+ * Balance (split-balance): each packet goes to the rail that should
+ * deliver it first: the one with the least (bytes in flight on it + the
+ * packet) / (its measured bandwidth), trying the others in that order when
+ * it cannot take the packet at once (-EAGAIN). Bytes in flight on a rail
+ * are those sent on it that the peer has not yet said it received: every
+ * acknowledgement carries, per rail, the bytes the peer received on it.
+ * The bandwidth of a rail is measured between two acknowledgements, only
+ * while it had at least BW_BACKLOG bytes in flight (else the sender, not
+ * the rail, set the pace), smoothed (1/4 per sample). Until every live
+ * rail has a measure, packets go to the rails in turn (each rail that can
+ * take one), which is also how the first measures are made. So a large
+ * message (the engine's 64 KiB rendezvous chunks) is divided in
+ * proportion to the rails' bandwidths, rails of different kinds (shm and
+ * TCP, UCX and TCP) included. Bytes per rail are counted
+ * (canal__rails_info) for tests and reports.
  *
  * Reliability across rails: every packet carries a u64 sequence number
  * (little-endian, before the engine's packet). The sender keeps a copy of
@@ -23,6 +32,12 @@
  * dropped. Packets of different rails arrive in any order: the engine
  * matches messages by their (gate, tag, seq) and rendezvous pieces by
  * cookie, so it does not need the packets in order.
+ *
+ * Acknowledgement frame: u64 all-ones, u64 "every packet below this
+ * arrived", then one u64 per rail: bytes received on it so far (frames of
+ * every kind, as the sender counts bytes[]). Acknowledgements may overtake
+ * each other on different rails: older values are ignored; a rail's count
+ * above what was sent on it is -EPROTO.
  *
  * Bounds: at most UNACKED_MAX packets (and UNACKED_BYTES) unacknowledged,
  * else send() says -EAGAIN; so a sequence number is always below
@@ -54,6 +69,7 @@
 #define ACK_DELAY_NS 200000u
 #define ACK_SEQ UINT64_MAX
 #define RMAX_IOV 65
+#define BW_BACKLOG ((uint64_t)65536)
 
 struct rpkt {
 	struct rpkt *next;
@@ -68,7 +84,12 @@ struct rails_driver {
 	int n, live;
 	struct canal__driver *sub[RAILS_MAX];
 	bool dead[RAILS_MAX];
-	uint64_t bytes[RAILS_MAX];
+	uint64_t bytes[RAILS_MAX];    /* sent on each rail (every frame) */
+	uint64_t acked_rx[RAILS_MAX]; /* the peer's received count, last ack */
+	uint64_t backlog[RAILS_MAX];  /* in flight at the last ack */
+	double bw[RAILS_MAX];         /* bytes/ns measured; 0: not yet */
+	uint64_t bw_t;                /* time of the last ack (ns) */
+	uint64_t rx[RAILS_MAX];       /* receiver: bytes received per rail */
 	int rr_send, rr_recv, cur;
 	/* sender */
 	uint64_t next_seq;
@@ -120,15 +141,51 @@ static int all_dead(struct rails_driver *d)
 	return d->last_err ? d->last_err : -ECONNRESET;
 }
 
-/* Offer v[0..n) (total bytes) to the rails in turn: the rail that took it,
- * -EAGAIN when none could, or -ECONNRESET-like when none is left. */
-static int put(struct rails_driver *d, const struct iovec *v, int n,
-	       size_t total)
+/* The order in which rails are offered a packet of total bytes: by
+ * expected delivery time when every live rail has a measured bandwidth,
+ * else in turn from rr_send. Returns the number of rails in order[]. */
+static int rail_order(const struct rails_driver *d, size_t total, int *order)
 {
+	int m = 0;
+	bool measured = true;
 	for (int k = 0; k < d->n; k++) {
 		int r = (d->rr_send + k) % d->n;
 		if (d->dead[r])
 			continue;
+		measured = measured && d->bw[r] > 0;
+		order[m++] = r;
+	}
+	if (!measured)
+		return m;
+	double when[RAILS_MAX];
+	for (int i = 0; i < m; i++) {
+		int r = order[i];
+		when[i] = (double)(d->bytes[r] - d->acked_rx[r] + total) / d->bw[r];
+	}
+	for (int i = 1; i < m; i++) /* insertion sort, m <= 4 */
+		for (int j = i; j > 0 && when[j] < when[j - 1]; j--) {
+			double w = when[j];
+			when[j] = when[j - 1];
+			when[j - 1] = w;
+			int r = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = r;
+		}
+	return m;
+}
+
+/* Offer v[0..n) (total bytes) to the rails in rail_order(): the rail that
+ * took it, -EAGAIN when none could, or -ECONNRESET-like when none is
+ * left. */
+static int put(struct rails_driver *d, const struct iovec *v, int n,
+	       size_t total)
+{
+	int order[RAILS_MAX];
+	int m = rail_order(d, total, order);
+	for (int k = 0; k < m; k++) {
+		int r = order[k];
+		if (d->dead[r])
+			continue; /* failed during this loop */
 		int err = d->sub[r]->ops->send(d->sub[r], v, n, total);
 		if (err == -EAGAIN)
 			continue;
@@ -145,9 +202,12 @@ static int put(struct rails_driver *d, const struct iovec *v, int n,
 
 static int send_ack(struct rails_driver *d)
 {
-	uint64_t a[2] = { htole64(ACK_SEQ), htole64(d->rnext) };
-	struct iovec v = { a, sizeof a };
-	int r = put(d, &v, 1, sizeof a);
+	uint64_t a[2 + RAILS_MAX] = { htole64(ACK_SEQ), htole64(d->rnext) };
+	for (int i = 0; i < d->n; i++)
+		a[2 + i] = htole64(d->rx[i]);
+	size_t len = (size_t)(2 + d->n) * 8;
+	struct iovec v = { a, len };
+	int r = put(d, &v, 1, len);
 	if (r >= 0) {
 		d->since_ack = 0;
 		d->last_ack_ns = now_ns();
@@ -240,6 +300,41 @@ static int rails_send(struct canal__driver *d_, const struct iovec *iov, int n,
 	return 0;
 }
 
+/* The peer's per-rail received counts rx[0..n): bytes in flight and the
+ * bandwidth measures (see Balance above). */
+static int acked_bytes(struct rails_driver *d, const uint64_t *rx)
+{
+	bool newer = false;
+	for (int r = 0; r < d->n; r++) {
+		if (rx[r] > d->bytes[r]) {
+			snprintf(d->base.why, sizeof d->base.why,
+				 "acknowledged bytes beyond what was sent on rail %d",
+				 r);
+			return -EPROTO;
+		}
+		newer = newer || rx[r] > d->acked_rx[r];
+	}
+	if (!newer)
+		return 0; /* an older acknowledgement, overtaken */
+	uint64_t t = now_ns();
+	uint64_t dt = t - d->bw_t;
+	for (int r = 0; r < d->n; r++) {
+		uint64_t got = rx[r] > d->acked_rx[r] ? rx[r] - d->acked_rx[r] : 0;
+		if (got)
+			d->acked_rx[r] = rx[r];
+		if (d->backlog[r] >= BW_BACKLOG && dt > 0) {
+			double sample = (double)got / (double)dt;
+			d->bw[r] = d->bw[r] > 0 ? 0.75 * d->bw[r] + 0.25 * sample
+						: sample;
+			if (d->bw[r] <= 0)
+				d->bw[r] = 1e-9; /* measured: nothing arrived */
+		}
+		d->backlog[r] = d->bytes[r] - d->acked_rx[r];
+	}
+	d->bw_t = t;
+	return 0;
+}
+
 static int acked(struct rails_driver *d, uint64_t upto)
 {
 	if (upto > d->next_seq) {
@@ -300,15 +395,22 @@ static int rails_recv(struct canal__driver *d_, const unsigned char **pkt,
 		memcpy(&seq, p, 8);
 		seq = le64toh(seq);
 		if (seq == ACK_SEQ) {
-			uint64_t upto;
-			if (l != 16) {
+			uint64_t upto, rx[RAILS_MAX];
+			if (l != (size_t)(2 + d->n) * 8) {
 				snprintf(d->base.why, sizeof d->base.why,
 					 "rail %d: bad acknowledgement", r);
 				return -EPROTO;
 			}
+			d->rx[r] += l;
 			memcpy(&upto, p + 8, 8);
+			for (int i = 0; i < d->n; i++) {
+				memcpy(&rx[i], p + 16 + 8 * i, 8);
+				rx[i] = le64toh(rx[i]);
+			}
 			d->sub[r]->ops->release(d->sub[r]);
 			int err = acked(d, le64toh(upto));
+			if (!err)
+				err = acked_bytes(d, rx);
 			if (err)
 				return err;
 			continue;
@@ -318,6 +420,7 @@ static int rails_recv(struct canal__driver *d_, const unsigned char **pkt,
 				 "rail %d: sequence number beyond the window", r);
 			return -EPROTO;
 		}
+		d->rx[r] += l;
 		if (seq < d->rnext || d->seen[seq % WIN]) {
 			d->sub[r]->ops->release(d->sub[r]); /* a duplicate */
 			continue;
@@ -421,15 +524,20 @@ int canal__rails_new(struct canal__driver **subs, int n,
 		return -ENOMEM;
 	d->base.ops = &rails_ops;
 	d->base.caps = subs[0]->caps;
-	for (int i = 1; i < n; i++)
+	/* What every rail can carry (they may be of different kinds). */
+	for (int i = 1; i < n; i++) {
 		if (subs[i]->caps.max_packet < d->base.caps.max_packet)
 			d->base.caps.max_packet = subs[i]->caps.max_packet;
+		if (subs[i]->caps.eager_max < d->base.caps.eager_max)
+			d->base.caps.eager_max = subs[i]->caps.eager_max;
+		d->base.caps.gather = d->base.caps.gather && subs[i]->caps.gather;
+	}
 	d->base.caps.max_packet -= 8; /* our header (TCP leaves 256 spare) */
 	d->base.caps.read_peer_memory = false;
 	d->base.peer_pid = subs[0]->peer_pid;
 	d->n = d->live = n;
 	memcpy(d->sub, subs, (size_t)n * sizeof *subs);
-	d->last_ack_ns = now_ns();
+	d->last_ack_ns = d->bw_t = now_ns();
 	*out = &d->base;
 	return 0;
 }

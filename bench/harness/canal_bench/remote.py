@@ -1,0 +1,146 @@
+"""Remote channels (issue 16): round trip and messages/s of 8-byte elements
+through a remote channel (canal/remote.h: a local channel at each end, a
+hub thread forwarding through the engine) beside the engine's own
+isend/irecv ping-pong and a bare blocking TCP ping-pong on loopback
+(TCP_NODELAY, one write and one read per message; its stream is one
+write(8) per message). One program, bench/engine/remote_pingpong, runs all
+three in the same run; ZeroMQ PAIR over tcp:// (bench/engine/zmq_osu_latency
+and zmq_osu_bw at 8 B, under canal-launch: round trip = 2 x the OSU one-way
+latency, messages/s = its bandwidth / 8 B, windows of 64 messages) runs
+between them. The runs are repeated (interleaved) and the tables give the
+median with the spread (min-max) of the runs.
+Ranks pinned to CPUs 0 and 1 (--pin 1), as canal-launch pins them.
+
+Target of issue 16: remote channel round trip <= 1.2 x bare TCP.
+Environment: CANAL_REMOTE_REPS overrides the number of repetitions.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from typing import Dict, List, Tuple
+
+from . import report, stats
+
+PROG = "bench/engine/remote_pingpong"
+TARGET = 1.2
+
+_LINE = re.compile(r"^(bare tcp|engine|remote)\s+rtt_us\s+([0-9.]+)\s+\[[^\]]*\]\s+"
+                   r"msgs_per_s\s+([0-9.]+)\s*$")
+
+
+def parse(text: str) -> Dict[str, Tuple[float, float]]:
+    """{method: (round trip us, messages/s)} from remote_pingpong's output;
+    other lines ignored. messages/s is 0 where not measured (engine)."""
+    out: Dict[str, Tuple[float, float]] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if m:
+            out[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return out
+
+
+_OSU_ROW = re.compile(r"^\s*8\s+([0-9.]+)\s*$")
+
+
+def parse_osu8(text: str) -> float:
+    """The 8-byte row of an OSU table, or 0.0."""
+    for line in text.splitlines():
+        m = _OSU_ROW.match(line)
+        if m:
+            return float(m.group(1))
+    return 0.0
+
+
+def zmq_run(build_dir: str, iters: str, timeout: float) -> Tuple[float, float]:
+    """(round trip us, messages/s) of ZeroMQ PAIR over tcp:// at 8 B; 0.0
+    where a program is missing or failed."""
+    launch = os.path.join(build_dir, "bin/canal-launch")
+    out = []
+    for prog, n in (("zmq_osu_latency", iters), ("zmq_osu_bw", "200")):
+        path = os.path.join(build_dir, "bench/engine", prog)
+        if not (os.access(path, os.X_OK) and os.access(launch, os.X_OK)):
+            return 0.0, 0.0
+        try:
+            p = subprocess.run([launch, "-n", "2", path, "--transport", "tcp", "--min-size", "8",
+                                "--max-size", "8", "--iterations", n],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return 0.0, 0.0
+        out.append(parse_osu8(p.stdout) if p.returncode == 0 else 0.0)
+    return 2 * out[0], out[1] * 1e6 / 8
+
+
+def run(build_dir: str, mode: str) -> str:
+    quick = mode == "quick"
+    reps = int(os.environ.get("CANAL_REMOTE_REPS", "3" if quick else "7"))
+    iters, msgs = ("2000", "100000") if quick else ("20000", "1000000")
+    md = report.header_lines(f"Remote channels, 8 B ({mode}, {reps} interleaved runs)")
+    md.append("Values: median (min-max) of the runs; each run's round trip is the median of "
+              f"{iters} round trips. Host shared with other jobs: noisy.\n")
+    prog = os.path.join(build_dir, PROG)
+    skipped: List[str] = []
+    rtt: Dict[Tuple[str, str], List[float]] = {}
+    rate: Dict[Tuple[str, str], List[float]] = {}
+    raw_rows = []
+    if not os.access(prog, os.X_OK):
+        skipped.append(f"{PROG} not built")
+    else:
+        for rep in range(reps):
+            for drv in ("tcp", "shm"):
+                report.progress(f"remote channels {drv} run {rep + 1}/{reps}")
+                try:
+                    p = subprocess.run([prog, "--driver", drv, "--pin", "1",
+                                        "--iterations", iters, "--messages", msgs],
+                                       capture_output=True, text=True,
+                                       timeout=120 if quick else 900)
+                except subprocess.TimeoutExpired:
+                    skipped.append(f"{drv} run {rep + 1}: timeout")
+                    continue
+                if p.returncode != 0:
+                    skipped.append(f"{drv} run {rep + 1}: exit {p.returncode}: "
+                                   f"{p.stderr.strip()[-200:]}")
+                    continue
+                results = parse(p.stdout)
+                if drv == "tcp":
+                    report.progress(f"zeromq tcp run {rep + 1}/{reps}")
+                    results["zeromq"] = zmq_run(build_dir, iters, 120 if quick else 900)
+                for method, (us, mps) in results.items():
+                    if us > 0:
+                        rtt.setdefault((drv, method), []).append(us)
+                    if mps > 0:
+                        rate.setdefault((drv, method), []).append(mps)
+                    raw_rows.append([drv, method, rep + 1, us, mps])
+    rows = []
+    for drv in ("tcp", "shm"):
+        for method in ("bare tcp", "zeromq", "engine", "remote"):
+            if (drv, method) in rtt:
+                r = rate.get((drv, method))
+                rows.append([drv, method, stats.fmt_spread(rtt[(drv, method)], lambda x: f"{x:.2f}"),
+                             stats.fmt_spread(r, lambda x: f"{x / 1e6:.2f} M") if r else "-"])
+    md.append(report.markdown_table(["driver", "method", "round trip (us)", "messages/s"], rows))
+    bare, remote = rtt.get(("tcp", "bare tcp")), rtt.get(("tcp", "remote"))
+    if bare and remote:
+        ratio = stats.median(remote) / stats.median(bare)
+        verdict = "met" if ratio <= TARGET else "MISSED"
+        md.append(f"\nTarget of issue 16: remote channel round trip over TCP <= {TARGET} x bare "
+                  f"TCP: {ratio:.2f} x ({verdict}).\n")
+        report.headline("remote", "round trip 8 B, TCP loopback", remote, "bare TCP", bare,
+                        "us", TARGET)
+    if rate.get(("tcp", "remote")) and rate.get(("tcp", "bare tcp")):
+        report.headline("remote", "messages/s 8 B, TCP loopback", rate[("tcp", "remote")],
+                        "bare TCP", rate[("tcp", "bare tcp")], "msg/s", 1.0,
+                        higher_is_better=True)
+    if skipped:
+        md.append("Not run or failed:\n")
+        md += [f"- {s}" for s in skipped]
+        md.append("")
+    text = "\n".join(md) + "\n"
+    out_dir = report.results_dir()
+    with open(os.path.join(out_dir, "remote.md"), "w") as f:
+        f.write(text)
+    report.write_csv(os.path.join(out_dir, "remote-runs.csv"),
+                     ["driver", "method", "run", "round_trip_us", "messages_per_s"], raw_rows)
+    print(text)
+    return text

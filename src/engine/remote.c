@@ -1,0 +1,818 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine/remote.c - remote channels (<canal/remote.h>): a local channel at
+ * each end, and a hub thread per session that forwards elements between
+ * the local channels and the engine, under credit flow control.
+ *
+ * Uses the public API of <canal/channel.h> (layers point one way: the
+ * engine uses channels, never the reverse) and of <canal/engine.h>, plus
+ * one internal read of the engine's own layer: a request's done flag
+ * (req_test()).
+ *
+ * Wire (one engine flow per direction on the channel's (gate, tag);
+ * little-endian):
+ *   HELLO  32 B: u32 kind=1, u32 end (CANAL_REMOTE_SEND/RECV of the
+ *          sender of the hello), u64 elt_size, u64 capacity, u64 credits
+ *          (the receiving end's window r; 0 from the sending end).
+ *   DATA   u32 kind=2, u32 n, then n elements (1 <= n <= batch).
+ *   CREDIT 32 B: u32 kind=3, u32 0, u64 n (elements given back).
+ *   FIN    32 B: u32 kind=4, u32 reason (0 normal, 1 this end stopped
+ *          early, 2 protocol error).
+ * Each end sends exactly one HELLO first and one FIN last. The sending
+ * end (S) sends FIN when its local channel is closed and drained, when
+ * the receiving end's FIN came, or when abandoned; the receiving end (R)
+ * sends FIN once S's FIN came and every element is in the local channel
+ * (the answer), or earlier when its users closed the local channel or it
+ * is abandoned (then it keeps receiving, discarding, until S's FIN). An
+ * end posts its one receive again only until the peer's FIN, so a normal
+ * ending leaves no receive posted on the tag (the engine has no cancel).
+ *
+ * Invariants (S counts sent and returned, R granted, received, pushed,
+ * returned; consumed = pushed - len(R's local channel), a lower bound of
+ * what R's users took because only the hub sends into that channel):
+ *  - S: credits + (sent - returned) == window (r): S takes an element from
+ *    its local channel only against a credit;
+ *  - R: returned <= consumed; granted = window + returned; received <=
+ *    granted (checked: more is a protocol error);
+ *  - so elements accepted and not yet taken by a receiver <=
+ *    len(S local) + sent - consumed <= s + window = capacity; and the
+ *    elements R holds but has not pushed (pend_n) always fit in its local
+ *    channel (received - pushed <= r - len).
+ *
+ * Threading: the hub's mutex protects every struct canal_remote field and
+ * serializes the engine session (one thread at a time, engine.h); the hub
+ * thread holds it for one round over all channels, then lets it go. A
+ * thread that wants it (open, close, error, hub_lock) counts itself in
+ * hub->waiters before locking; the hub thread yields while that count is
+ * not zero, so a round cannot starve it. The local channels are used
+ * without the lock (they are thread-safe), except that a closer takes a
+ * channel away (r->ch = NULL) under the lock, after which the hub never
+ * touches it. Memory ordering: every shared field is read and written
+ * under the mutex (its lock/unlock pairs order them); hub->waiters is a
+ * relaxed hint (a stale read costs one yield or one round, never
+ * correctness); hub->stop is a release store paired with the hub
+ * thread's acquire load.
+ *
+ * Who wakes whom: users blocked on a local channel are woken by the
+ * channel itself when the hub pushes into it, takes from it or closes it.
+ * Nobody wakes the hub: it polls, spinning (yielding the CPU each idle
+ * pass) for spin_ns after the last event, then napping 16 us doubling to
+ * 1 ms. Closers and hub_stop poll the same way for an end to finish.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <canal/remote.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MSG_HELLO = 1, MSG_DATA = 2, MSG_CREDIT = 3, MSG_FIN = 4 };
+enum { FIN_NORMAL = 0, FIN_STOPPED = 1, FIN_ERROR = 2 };
+
+#define CTRL_LEN 32
+#define DATA_HDR 8
+/* DATA messages in flight per sending end, and control messages. */
+#define DATA_SLOTS 4
+#define CTRL_SLOTS 4
+/* Elements per DATA message: up to this many bytes (half the TCP
+ * driver's 64 KiB eager size: one copy, no rendezvous), at least one. */
+#define BATCH_BYTES 32768
+/* Idle hub: spin this long after the last event, then sleep in steps
+ * doubling from 16 us to 1 ms. */
+#define SPIN_NS_DEFAULT 200000ull
+#define SLEEP_MIN_US 16
+#define SLEEP_MAX_US 1000
+
+struct send_slot {
+	struct canal_engine_req *req;
+	unsigned char *buf;
+};
+
+struct canal_remote {
+	struct canal__list link;
+	struct canal_remote_hub *hub;
+	struct canal_chan *ch; /* NULL once the closer took it away */
+	int gate;
+	unsigned tag;
+	int end;
+	size_t elt_size, capacity, window, batch;
+	/* the one posted receive */
+	struct canal_engine_req *rreq;
+	unsigned char *rbuf;
+	size_t rbuf_len;
+	/* R: elements of the last DATA not yet in the local channel */
+	size_t pend_off, pend_n;
+	/* sends in flight, oldest first */
+	struct send_slot data[DATA_SLOTS];
+	unsigned data_head, data_count;
+	struct send_slot ctrl[CTRL_SLOTS];
+	unsigned ctrl_head, ctrl_count;
+	unsigned char ctrl_buf[CTRL_SLOTS][CTRL_LEN];
+	uint64_t credits, sent;			  /* S */
+	uint64_t granted, received, pushed;	  /* R */
+	uint64_t returned;			  /* both */
+	bool hello_sent, hello_received, fin_sent, fin_received;
+	bool drained;	/* S: local channel closed and empty */
+	bool we_closed; /* the hub closed the local channel */
+	bool detached;	/* the closer left: the hub frees it when finished */
+	bool finished;
+	int error;
+	char why[192];
+};
+
+struct canal_remote_hub {
+	struct canal_engine *e;
+	pthread_mutex_t lock;
+	atomic_int waiters;
+	atomic_bool stop;
+	pthread_t thread;
+	struct canal__list chans;
+	uint64_t spin_ns;
+};
+
+/* ------------------------------------------------------------------ */
+/* Little helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+static uint32_t get32(const unsigned char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void hub_enter(struct canal_remote_hub *hub)
+{
+	atomic_fetch_add_explicit(&hub->waiters, 1, memory_order_relaxed);
+	pthread_mutex_lock(&hub->lock);
+	atomic_fetch_sub_explicit(&hub->waiters, 1, memory_order_relaxed);
+}
+
+static void sleep_us(unsigned us)
+{
+	struct timespec ts = { 0, (long)us * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+static void close_local(struct canal_remote *r)
+{
+	if (r->ch && !r->we_closed) {
+		r->we_closed = true;
+		canal_close(r->ch);
+	}
+}
+
+static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
+		      uint64_t a, uint64_t b, uint64_t c);
+
+/* The channel failed: err is the gate's error (why from the engine) or
+ * -EPROTO (why given). Both directions stop; R's users first get what had
+ * arrived; a protocol error is told to the peer by a FIN. */
+static void fail(struct canal_remote *r, int err, const char *why)
+{
+	if (r->error == 0) {
+		r->error = err;
+		if (why)
+			snprintf(r->why, sizeof r->why, "%s", why);
+		else if (canal_engine_gate_error(r->hub->e, r->gate, r->why,
+						 sizeof r->why) == 0)
+			snprintf(r->why, sizeof r->why, "peer %d: %s", r->gate,
+				 canal_strerror(err));
+	}
+	r->fin_received = true;
+	if (!r->fin_sent) {
+		r->fin_sent = true;
+		if (err == -EPROTO)
+			ctrl_send(r, MSG_FIN, FIN_ERROR, 0, 0, 0);
+	}
+	if (r->ch && r->pend_n) {
+		ssize_t k = canal_try_send_batch(
+			r->ch, r->rbuf + DATA_HDR + r->pend_off * r->elt_size,
+			r->pend_n);
+		if (k > 0)
+			r->pushed += (uint64_t)k;
+	}
+	r->pend_n = 0;
+	close_local(r);
+}
+
+static void protocol_error(struct canal_remote *r, const char *what)
+{
+	char why[192];
+	snprintf(why, sizeof why, "peer %d, tag %u: %s", r->gate, r->tag, what);
+	fail(r, -EPROTO, why);
+}
+
+/* Queue a control message; false when no slot is free (try again later)
+ * or the gate failed. */
+static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
+		      uint64_t a, uint64_t b, uint64_t c)
+{
+	if (r->ctrl_count == CTRL_SLOTS)
+		return false;
+	struct send_slot *s = &r->ctrl[(r->ctrl_head + r->ctrl_count) % CTRL_SLOTS];
+	unsigned char *p = s->buf;
+	put32(p, kind);
+	put32(p + 4, arg);
+	put64(p + 8, a);
+	put64(p + 16, b);
+	put64(p + 24, c);
+	int err = canal_engine_isend(r->hub->e, r->gate, r->tag, p, CTRL_LEN,
+				     0, &s->req);
+	if (err) {
+		fail(r, err, NULL);
+		return false;
+	}
+	r->ctrl_count++;
+	return true;
+}
+
+/* Whether q completed, without another progress round: the hub makes
+ * one round per pass (canal_engine_progress() in hub_main), and
+ * canal_engine_test() of a request already done only collects it. On TCP
+ * a progress round is a system call: one per pass instead of one per
+ * request took the 8-byte round trip from about 20 to about 17 us here
+ * (2 vCPUs shared with other jobs: noisy). */
+static int req_test(struct canal_remote *r, struct canal_engine_req *q,
+		    struct canal_engine_status *st)
+{
+	return q->done ? canal_engine_test(r->hub->e, q, st) : 0;
+}
+
+/* Free the sends that completed, oldest first. */
+static int complete_sends(struct canal_remote *r)
+{
+	int act = 0;
+	while (r->ctrl_count) {
+		struct send_slot *s = &r->ctrl[r->ctrl_head];
+		int t = req_test(r, s->req, NULL);
+		if (t == 0)
+			break;
+		r->ctrl_head = (r->ctrl_head + 1) % CTRL_SLOTS;
+		r->ctrl_count--;
+		act++;
+		if (t < 0)
+			fail(r, t, NULL);
+	}
+	while (r->data_count) {
+		struct send_slot *s = &r->data[r->data_head];
+		int t = req_test(r, s->req, NULL);
+		if (t == 0)
+			break;
+		r->data_head = (r->data_head + 1) % DATA_SLOTS;
+		r->data_count--;
+		act++;
+		if (t < 0)
+			fail(r, t, NULL);
+	}
+	return act;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiving a message                                                 */
+/* ------------------------------------------------------------------ */
+
+static void handle_hello(struct canal_remote *r, size_t len)
+{
+	const unsigned char *p = r->rbuf;
+	char what[160];
+	if (len != CTRL_LEN || r->hello_received) {
+		protocol_error(r, "malformed or second hello");
+		return;
+	}
+	uint32_t end = get32(p + 4);
+	uint64_t elt = get64(p + 8), cap = get64(p + 16), cr = get64(p + 24);
+	if ((int)end == r->end) {
+		protocol_error(r, r->end == CANAL_REMOTE_SEND
+					  ? "both ends were opened to send"
+					  : "both ends were opened to receive");
+		return;
+	}
+	if (elt != r->elt_size || cap != r->capacity) {
+		snprintf(what, sizeof what,
+			 "the peer opened elt_size %llu and capacity %llu, this end %zu and %zu",
+			 (unsigned long long)elt, (unsigned long long)cap,
+			 r->elt_size, r->capacity);
+		protocol_error(r, what);
+		return;
+	}
+	if (r->end == CANAL_REMOTE_SEND) {
+		if (cr != r->window) {
+			protocol_error(r, "hello with a wrong credit window");
+			return;
+		}
+		r->credits += cr;
+	}
+	r->hello_received = true;
+}
+
+static void handle_message(struct canal_remote *r, size_t len)
+{
+	const unsigned char *p = r->rbuf;
+	if (len < DATA_HDR) {
+		protocol_error(r, "message shorter than its header");
+		return;
+	}
+	uint32_t kind = get32(p), arg = get32(p + 4);
+	switch (kind) {
+	case MSG_HELLO:
+		handle_hello(r, len);
+		return;
+	case MSG_DATA:
+		if (r->end != CANAL_REMOTE_RECV || !r->hello_received) {
+			protocol_error(r, "data before hello, or to a sending end");
+			return;
+		}
+		if (arg == 0 || arg > r->batch ||
+		    len != DATA_HDR + (size_t)arg * r->elt_size) {
+			protocol_error(r, "data message of a wrong length");
+			return;
+		}
+		if (r->received + arg > r->granted) {
+			protocol_error(r, "data beyond the credits granted");
+			return;
+		}
+		r->received += arg;
+		if (r->ch && !r->fin_sent) {
+			r->pend_off = 0;
+			r->pend_n = arg;
+		} /* else: this end stopped early; discarded */
+		return;
+	case MSG_CREDIT:
+		if (len != CTRL_LEN || r->end != CANAL_REMOTE_SEND ||
+		    !r->hello_received) {
+			protocol_error(r, "malformed credit");
+			return;
+		}
+		uint64_t n = get64(p + 8);
+		if (n == 0 || n > r->sent - r->returned) { /* no overflow */
+			protocol_error(r, "credits for elements never sent");
+			return;
+		}
+		r->returned += n;
+		r->credits += n;
+		return;
+	case MSG_FIN:
+		if (len != CTRL_LEN) {
+			protocol_error(r, "malformed fin");
+			return;
+		}
+		r->fin_received = true;
+		if (arg == FIN_ERROR) {
+			char why[192];
+			snprintf(why, sizeof why,
+				 "peer %d, tag %u: the peer found a protocol error (see its canal_remote_error)",
+				 r->gate, r->tag);
+			fail(r, -EPROTO, why);
+			return;
+		}
+		/* S: the receivers stopped; R: the end of the data (nothing
+		 * is pending: a receive is posted only when pend_n is 0). */
+		close_local(r);
+		return;
+	default:
+		protocol_error(r, "message of unknown kind");
+	}
+}
+
+/* Test the posted receive, handle what came. */
+static int receive_step(struct canal_remote *r)
+{
+	if (!r->rreq)
+		return 0;
+	struct canal_engine_status st;
+	int t = req_test(r, r->rreq, &st);
+	if (t == 0)
+		return 0;
+	r->rreq = NULL;
+	if (t == -EMSGSIZE)
+		protocol_error(r, "message longer than any this end expects");
+	else if (t < 0)
+		fail(r, t, NULL);
+	else
+		handle_message(r, st.len);
+	return 1;
+}
+
+static void post_receive(struct canal_remote *r)
+{
+	if (r->rreq || r->fin_received || r->pend_n)
+		return;
+	int err = canal_engine_irecv(r->hub->e, r->gate, r->tag, r->rbuf,
+				     r->rbuf_len, &r->rreq);
+	if (err) {
+		r->rreq = NULL;
+		fail(r, err, NULL);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* One round of each end                                               */
+/* ------------------------------------------------------------------ */
+
+static int send_end_step(struct canal_remote *r)
+{
+	int act = 0;
+	if (!r->hello_sent && !r->fin_sent &&
+	    ctrl_send(r, MSG_HELLO, CANAL_REMOTE_SEND, r->elt_size, r->capacity, 0)) {
+		r->hello_sent = true;
+		act++;
+	}
+	post_receive(r);
+	act += receive_step(r);
+	post_receive(r);
+	bool stop = r->fin_received || r->detached || !r->ch;
+	while (!r->fin_sent && !stop && !r->drained && r->hello_received &&
+	       r->credits > 0 && r->data_count < DATA_SLOTS) {
+		struct send_slot *s = &r->data[(r->data_head + r->data_count) % DATA_SLOTS];
+		size_t want = r->credits < r->batch ? (size_t)r->credits : r->batch;
+		ssize_t n = canal_try_recv_batch(r->ch, s->buf + DATA_HDR, want);
+		if (n == -EAGAIN)
+			break;
+		if (n < 0) { /* -EPIPE: closed and drained */
+			r->drained = true;
+			break;
+		}
+		put32(s->buf, MSG_DATA);
+		put32(s->buf + 4, (uint32_t)n);
+		int err = canal_engine_isend(r->hub->e, r->gate, r->tag, s->buf,
+					     DATA_HDR + (size_t)n * r->elt_size, 0,
+					     &s->req);
+		if (err) { /* the elements taken are lost with the gate */
+			fail(r, err, NULL);
+			break;
+		}
+		r->data_count++;
+		r->credits -= (uint64_t)n;
+		r->sent += (uint64_t)n;
+		act++;
+	}
+	if (!r->fin_sent && r->hello_sent && (stop || r->drained) &&
+	    ctrl_send(r, MSG_FIN, r->drained ? FIN_NORMAL : FIN_STOPPED, 0, 0, 0)) {
+		r->fin_sent = true;
+		act++;
+	}
+	if (r->fin_received)
+		close_local(r);
+	act += complete_sends(r);
+	return act;
+}
+
+static int recv_end_step(struct canal_remote *r)
+{
+	int act = 0;
+	if (!r->hello_sent && !r->fin_sent &&
+	    ctrl_send(r, MSG_HELLO, CANAL_REMOTE_RECV, r->elt_size, r->capacity,
+		      r->window)) {
+		r->hello_sent = true;
+		r->granted = r->window;
+		act++;
+	}
+	post_receive(r);
+	act += receive_step(r);
+	if (r->pend_n && !r->ch)
+		r->pend_n = 0; /* abandoned */
+	if (r->pend_n) {
+		ssize_t k = canal_try_send_batch(
+			r->ch, r->rbuf + DATA_HDR + r->pend_off * r->elt_size,
+			r->pend_n);
+		if (k > 0) {
+			r->pushed += (uint64_t)k;
+			r->pend_off += (size_t)k;
+			r->pend_n -= (size_t)k;
+			act++;
+		} else if (k == -EPIPE) {
+			r->pend_n = 0; /* users closed the channel: discarded */
+		}
+	}
+	post_receive(r);
+	/* Users closed the local channel, or the closer left: stop early. */
+	bool stopped = !r->ch || (!r->we_closed && canal_chan_is_closed(r->ch));
+	if (!r->fin_sent && r->hello_sent &&
+	    ((r->fin_received && r->pend_n == 0) || stopped) &&
+	    ctrl_send(r, MSG_FIN, r->fin_received ? FIN_NORMAL : FIN_STOPPED, 0, 0, 0)) {
+		r->fin_sent = true;
+		act++;
+	}
+	/* Give back the credits of the elements users took; one credit
+	 * message in flight at a time besides the hello (the next one
+	 * carries all that accumulated meanwhile). */
+	if (!r->fin_sent && !r->fin_received && r->hello_sent && r->ch &&
+	    r->ctrl_count < 2) {
+		uint64_t len = canal_chan_len(r->ch);
+		uint64_t consumed = r->pushed > len ? r->pushed - len : 0;
+		if (consumed > r->returned) {
+			uint64_t give = consumed - r->returned;
+			if (ctrl_send(r, MSG_CREDIT, 0, give, 0, 0)) {
+				r->returned += give;
+				r->granted += give;
+				act++;
+			}
+		}
+	}
+	act += complete_sends(r);
+	return act;
+}
+
+static int remote_step(struct canal_remote *r)
+{
+	int act = r->end == CANAL_REMOTE_SEND ? send_end_step(r)
+					      : recv_end_step(r);
+	if (!r->finished && r->fin_sent && r->fin_received && !r->rreq &&
+	    r->ctrl_count == 0 && r->data_count == 0) {
+		r->finished = true;
+		act++;
+	}
+	return act;
+}
+
+static void remote_free(struct canal_remote *r)
+{
+	for (int i = 0; i < DATA_SLOTS; i++)
+		free(r->data[i].buf);
+	free(r->rbuf);
+	free(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* The hub                                                             */
+/* ------------------------------------------------------------------ */
+
+static void *hub_main(void *arg)
+{
+	struct canal_remote_hub *hub = arg;
+	uint64_t last_event = canal_now_ns();
+	unsigned nap = 0;
+	while (!atomic_load_explicit(&hub->stop, memory_order_acquire)) {
+		int act = 0;
+		pthread_mutex_lock(&hub->lock);
+		struct canal__list *l, *next;
+		for (l = hub->chans.next; l != &hub->chans; l = next) {
+			next = l->next;
+			struct canal_remote *r =
+				canal__container_of(l, struct canal_remote, link);
+			act += remote_step(r);
+			if (r->finished && r->detached) {
+				canal__list_remove(&r->link);
+				remote_free(r);
+			}
+		}
+		if (canal_engine_progress(hub->e) > 0)
+			act++;
+		pthread_mutex_unlock(&hub->lock);
+		while (atomic_load_explicit(&hub->waiters, memory_order_relaxed))
+			sched_yield();
+		uint64_t now = canal_now_ns();
+		if (act) {
+			last_event = now;
+			nap = 0;
+		} else if (now - last_event <= hub->spin_ns) {
+			/* spinning: let a user thread of this CPU run first
+			 * (one just woken by the element pushed) */
+			sched_yield();
+		} else {
+			nap = nap ? (nap * 2 > SLEEP_MAX_US ? SLEEP_MAX_US : nap * 2)
+				  : SLEEP_MIN_US;
+			sleep_us(nap);
+		}
+	}
+	return NULL;
+}
+
+EXPORT int canal_remote_hub_start(struct canal_engine *e,
+				  struct canal_remote_hub **out)
+{
+	if (!e || !out)
+		return -EINVAL;
+	struct canal_remote_hub *hub = calloc(1, sizeof *hub);
+	if (!hub)
+		return -ENOMEM;
+	hub->e = e;
+	canal__list_init(&hub->chans);
+	pthread_mutex_init(&hub->lock, NULL);
+	hub->spin_ns = SPIN_NS_DEFAULT;
+	const char *spin = getenv("CANAL_REMOTE_SPIN_US");
+	if (spin && *spin)
+		hub->spin_ns = strtoull(spin, NULL, 10) * 1000ull;
+	int err = pthread_create(&hub->thread, NULL, hub_main, hub);
+	if (err) {
+		pthread_mutex_destroy(&hub->lock);
+		free(hub);
+		return err == EAGAIN ? -EAGAIN : -err;
+	}
+	*out = hub;
+	return 0;
+}
+
+EXPORT int canal_remote_hub_stop(struct canal_remote_hub *hub)
+{
+	if (!hub)
+		return -EINVAL;
+	/* Channels abandoned by a timed-out close finish their exchange in
+	 * the background: give them up to 1 s. */
+	uint64_t deadline = canal_now_ns() + 1000000000ull;
+	for (;;) {
+		hub_enter(hub);
+		bool open = false, zombies = false;
+		struct canal__list *l;
+		for (l = hub->chans.next; l != &hub->chans; l = l->next) {
+			struct canal_remote *r =
+				canal__container_of(l, struct canal_remote, link);
+			if (r->detached)
+				zombies = true;
+			else
+				open = true;
+		}
+		pthread_mutex_unlock(&hub->lock);
+		if (open)
+			return -EBUSY;
+		if (!zombies || canal_now_ns() > deadline)
+			break;
+		sleep_us(200);
+	}
+	atomic_store_explicit(&hub->stop, true, memory_order_release);
+	pthread_join(hub->thread, NULL);
+	/* Zombies still there have a receive posted into their buffer: it
+	 * must outlive the session's requests, so it is left allocated. */
+	pthread_mutex_destroy(&hub->lock);
+	free(hub);
+	return 0;
+}
+
+EXPORT void canal_remote_hub_lock(struct canal_remote_hub *hub)
+{
+	hub_enter(hub);
+}
+
+EXPORT void canal_remote_hub_unlock(struct canal_remote_hub *hub)
+{
+	pthread_mutex_unlock(&hub->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Channels                                                            */
+/* ------------------------------------------------------------------ */
+
+EXPORT int canal_remote_open(struct canal_remote_hub *hub, int gate,
+			     unsigned tag, int end, size_t elt_size,
+			     size_t capacity, struct canal_remote **out)
+{
+	if (!hub || !out ||
+	    (end != CANAL_REMOTE_SEND && end != CANAL_REMOTE_RECV) ||
+	    tag > CANAL_ENGINE_TAG_MAX || elt_size == 0 ||
+	    elt_size > CANAL_REMOTE_ELT_SIZE_MAX || capacity == 0 ||
+	    capacity > CANAL_CAPACITY_MAX)
+		return -EINVAL;
+	/* gate checks need the session: under the lock */
+	size_t effective = capacity < 2 ? 2 : capacity;
+	size_t share = effective / 2, window = effective - share;
+	size_t batch = BATCH_BYTES / elt_size;
+	if (batch == 0)
+		batch = 1;
+	if (batch > window)
+		batch = window;
+	size_t local_cap = end == CANAL_REMOTE_SEND ? share : window;
+
+	struct canal_remote *r = calloc(1, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	canal__list_init(&r->link);
+	r->gate = gate;
+	r->tag = tag;
+	r->end = end;
+	r->elt_size = elt_size;
+	r->capacity = capacity;
+	r->window = window;
+	r->batch = batch;
+	r->hub = hub;
+	for (int i = 0; i < CTRL_SLOTS; i++)
+		r->ctrl[i].buf = r->ctrl_buf[i];
+	size_t data_len = DATA_HDR + batch * elt_size;
+	r->rbuf_len = end == CANAL_REMOTE_RECV && data_len > CTRL_LEN ? data_len
+								       : CTRL_LEN;
+	r->rbuf = malloc(r->rbuf_len);
+	int err = r->rbuf ? 0 : -ENOMEM;
+	for (int i = 0; !err && end == CANAL_REMOTE_SEND && i < DATA_SLOTS; i++)
+		if (!(r->data[i].buf = malloc(data_len)))
+			err = -ENOMEM;
+	if (!err) {
+		r->ch = canal_chan_create(elt_size, local_cap, 0);
+		if (!r->ch)
+			err = -errno;
+	}
+	if (err) {
+		remote_free(r);
+		return err;
+	}
+
+	hub_enter(hub);
+	int rank = canal_engine_rank(hub->e), size = canal_engine_size(hub->e);
+	if (gate < 0 || gate >= size || gate == rank) {
+		err = -EINVAL;
+	} else {
+		struct canal__list *l;
+		for (l = hub->chans.next; l != &hub->chans; l = l->next) {
+			struct canal_remote *o =
+				canal__container_of(l, struct canal_remote, link);
+			if (o->gate == gate && o->tag == tag)
+				err = -EBUSY;
+		}
+		if (!err) {
+			int ge = canal_engine_gate_error(hub->e, gate, NULL, 0);
+			err = ge < 0 ? ge : 0;
+		}
+	}
+	if (!err)
+		canal__list_append(&hub->chans, &r->link);
+	pthread_mutex_unlock(&hub->lock);
+	if (err) {
+		canal_chan_destroy(r->ch);
+		remote_free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+EXPORT struct canal_chan *canal_remote_chan(const struct canal_remote *r)
+{
+	/* r->ch changes only in canal_remote_close(), which the caller
+	 * must not overlap with this call. */
+	return r ? r->ch : NULL;
+}
+
+EXPORT int canal_remote_error(const struct canal_remote *r, char *buf,
+			      size_t buflen)
+{
+	if (!r)
+		return -EINVAL;
+	hub_enter(r->hub);
+	int err = r->error;
+	if (buf && buflen)
+		snprintf(buf, buflen, "%s", err ? r->why : "");
+	pthread_mutex_unlock(&r->hub->lock);
+	return err;
+}
+
+EXPORT int canal_remote_close(struct canal_remote *r, int64_t timeout_ns)
+{
+	if (!r)
+		return -EINVAL;
+	struct canal_remote_hub *hub = r->hub;
+	struct canal_chan *ch = r->ch;
+	/* A sending end closes its channel (the flow ends once it is
+	 * drained); a receiving end's close tells the sender to stop. */
+	canal_close(ch);
+	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX
+					   : canal_now_ns() + (uint64_t)timeout_ns;
+	unsigned nap = SLEEP_MIN_US;
+	for (;;) {
+		hub_enter(hub);
+		if (r->finished) {
+			canal__list_remove(&r->link);
+			int err = r->error;
+			pthread_mutex_unlock(&hub->lock);
+			canal_chan_destroy(ch);
+			remote_free(r);
+			return err;
+		}
+		if (canal_now_ns() >= deadline) {
+			r->detached = true;
+			r->ch = NULL;
+			r->pend_n = 0;
+			int err = r->error ? r->error : -ETIMEDOUT;
+			pthread_mutex_unlock(&hub->lock);
+			canal_chan_destroy(ch);
+			return err;
+		}
+		pthread_mutex_unlock(&hub->lock);
+		sleep_us(nap);
+		if (nap < SLEEP_MAX_US)
+			nap *= 2;
+	}
+}
