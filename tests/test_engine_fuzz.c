@@ -183,8 +183,61 @@ static void round_of(const char *driver, int round)
 	job_rmdir(dir);
 }
 
+/* The shm reader polls record headers, not the peer's head: a head moved
+ * without a record, or out of range, is found by the health check, and a
+ * WRAP record at offset 0 (which would send the reader round the ring
+ * forever) by the reader. Each case on a fresh pair: -EPROTO naming the
+ * peer, with its own reason. */
+static void shm_ring_case(const unsigned char *raw, size_t n, uint64_t advance,
+			  const char *reason)
+{
+	struct opener o[2];
+	char dir[] = "/tmp/canal-test-fuzz.XXXXXX";
+	CHECK(mkdtemp(dir));
+	for (int i = 0; i < 2; i++) {
+		snprintf(o[i].dir, sizeof o[i].dir, "%s", dir);
+		o[i].rank = i;
+		o[i].driver = "shm";
+	}
+	pthread_t t = spawn(open_thread, &o[1]);
+	open_thread(&o[0]);
+	join(t);
+	struct canal_engine *e = o[0].e;
+	struct canal_engine_req *r;
+	static unsigned char rb[64];
+	CHECK_EQ(canal_engine_irecv(e, 1, 0, rb, sizeof rb, &r), 0);
+	CHECK_EQ(canal__shm_inject(o[1].e->gates[0].drv, raw, n, advance), 0);
+	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
+	while (!e->gates[1].error && canal_now_ns() < deadline)
+		canal_engine_progress(e);
+	char why[160];
+	int gerr = canal_engine_gate_error(e, 1, why, sizeof why);
+	if (gerr != -EPROTO || !strstr(why, "peer 1") || !strstr(why, reason)) {
+		fprintf(stderr, "shm ring case \"%s\": gate error %d \"%s\"\n",
+			reason, gerr, why);
+		abort();
+	}
+	CHECK_EQ(canal_engine_wait(e, r, NULL), -EPROTO);
+	canal_engine_close(o[1].e);
+	canal_engine_close(e);
+	job_rmdir(dir);
+}
+
+static void shm_ring_cases(void)
+{
+	static const unsigned char zero[8];
+	const uint32_t wrap[2] = { 0, 0x57524150u }; /* REC_WRAP */
+	shm_ring_case(zero, sizeof zero, 64, "but no record at");
+	shm_ring_case(zero, sizeof zero, (uint64_t)4 << 20, "out of range");
+	/* backwards, further than the lag a head may have */
+	shm_ring_case(zero, sizeof zero, (uint64_t)0 - (8u << 20), "out of range");
+	shm_ring_case((const unsigned char *)wrap, sizeof wrap, 8, "bad record");
+	printf("shm: ring cases ok\n");
+}
+
 int main(void)
 {
+	shm_ring_cases();
 	int rounds = 150 * stress_scale();
 	const char *drivers[] = { "shm", "tcp" };
 	for (int d = 0; d < 2; d++) {

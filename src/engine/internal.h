@@ -157,7 +157,20 @@ struct canal_engine {
 struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind);
 struct canal_engine_req *canal__req_lookup(struct canal_engine *e,
 					   uint64_t cookie, int gate, int kind);
-void canal__req_complete(struct canal_engine_req *r, int error);
+/* Complete r with error (0 or a negative errno), once: take it off its
+ * posted list, count it in its pack, free it if internal. The common case
+ * (a request on no list, in no pack) is inline: it is on the path of
+ * every message, twice. */
+void canal__req_complete_slow(struct canal_engine_req *r, int error);
+static inline void canal__req_complete(struct canal_engine_req *r, int error)
+{
+	if (r->posted || r->parent || r->internal) {
+		canal__req_complete_slow(r, error);
+	} else if (!r->done) {
+		r->done = true;
+		r->error = error;
+	}
+}
 void canal__req_free(struct canal_engine_req *r);
 /* Close gate g with error (negative errno) and a reason: every request
  * tied to it completes with error. Returns error. */

@@ -116,7 +116,7 @@ void canal__req_free(struct canal_engine_req *r)
 	}
 }
 
-void canal__req_complete(struct canal_engine_req *r, int error)
+void canal__req_complete_slow(struct canal_engine_req *r, int error)
 {
 	if (r->done)
 		return;

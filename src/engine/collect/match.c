@@ -246,8 +246,10 @@ EXPORT int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
 	int err = canal__collect_send(e, gate, tag, buf, len, flags, req);
 	if (err)
 		return err;
-	/* Latency first: if the window lets it, the packet leaves now. */
-	canal__sched_push(e, gate);
+	/* Latency first: if the window lets it, the packet leaves now (it
+	 * may already have, by the fast path of canal__sched_send). */
+	if (!(*req)->done)
+		canal__sched_push(e, gate);
 	return 0;
 }
 

@@ -32,6 +32,10 @@ struct canal__strategy {
 	const char *name;
 	int (*select)(struct canal_engine *e, struct canal__gate *g,
 		      struct canal__piece **out, int max);
+	/* The window is empty and p (an eager piece with credit) is alone:
+	 * may it go to the driver at once, without queueing and select()?
+	 * (The fast path of a small message; select() would take it now.) */
+	bool (*lone)(struct canal__gate *g, const struct canal__piece *p);
 };
 const struct canal__strategy *canal__strategy_find(const char *name);
 
@@ -52,8 +56,18 @@ int canal__sched_send(struct canal_engine *e, int g,
 int canal__sched_accept_rts(struct canal_engine *e, int g,
 			    struct canal_engine_req *r,
 			    const struct canal__piece_hdr *rts);
-/* bytes of eager data were freed here: owe them back to the sender. */
-void canal__sched_credit_return(struct canal_engine *e, int g, uint32_t bytes);
+/* bytes of eager data were freed here: owe them back to the sender (a
+ * CREDIT piece once a quarter of the window is owed; canal__sched_credit_send
+ * queues it). */
+void canal__sched_credit_send(struct canal_engine *e, int g);
+static inline void canal__sched_credit_return(struct canal_engine *e, int gi,
+					      uint32_t bytes)
+{
+	struct canal__gate *g = &e->gates[gi];
+	g->credit_owed += bytes;
+	if (g->credit_owed >= (uint64_t)CANAL__CREDIT_WINDOW / 4)
+		canal__sched_credit_send(e, gi);
+}
 /* Send what the window and the strategy allow: the number of packets. */
 int canal__sched_push(struct canal_engine *e, int g);
 /* Take what arrived (a bounded number of packets): their number. */

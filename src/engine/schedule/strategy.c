@@ -96,9 +96,23 @@ static int select_aggregate(struct canal_engine *e, struct canal__gate *g,
 	return walk(g, &sel, max);
 }
 
+static bool lone_default(struct canal__gate *g, const struct canal__piece *p)
+{
+	(void)g;
+	(void)p;
+	return true;
+}
+
+/* As select_aggregate with one piece queued: it goes now if express or if
+ * the driver is idle (queued_bytes < AGGREGATE_FLUSH for an eager piece). */
+static bool lone_aggregate(struct canal__gate *g, const struct canal__piece *p)
+{
+	return p->express || g->drv->ops->idle(g->drv);
+}
+
 static const struct canal__strategy strategies[] = {
-	{ "default", select_default },
-	{ "aggregate", select_aggregate },
+	{ "default", select_default, lone_default },
+	{ "aggregate", select_aggregate, lone_aggregate },
 };
 
 const struct canal__strategy *canal__strategy_find(const char *name)

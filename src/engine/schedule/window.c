@@ -108,6 +108,27 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		r->rndv_wait = true;
 	}
 	r->pieces_left = 1;
+	/* Fast path (a small message into an empty window): straight to the
+	 * driver, no queueing and no select(). The strategy still decides
+	 * (lone()), credit is taken as walk() would, and anything but
+	 * success falls back to the queue (push() then meets a broken link
+	 * again and fails the gate). Not for the pieces of a pack: they are
+	 * queued together so that a strategy may join them. */
+	if (eager && !r->internal && canal__list_empty(&g->express) &&
+	    canal__list_empty(&g->normal) && !g->error &&
+	    g->credits >= (int64_t)p->credit_cost && e->strategy->lone(g, p)) {
+		struct iovec iov[2] = {
+			{ p->hdr, p->hdr_len },
+			{ (void *)p->payload, p->payload_len },
+		};
+		if (g->drv->ops->send(g->drv, iov, p->payload_len ? 2 : 1,
+				      (size_t)p->hdr_len + p->payload_len) == 0) {
+			g->credits -= p->credit_cost;
+			r->pieces_left = 0;
+			canal__req_complete(r, 0);
+			return 0;
+		}
+	}
 	enqueue(g, p);
 	return 0;
 }
@@ -145,16 +166,13 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 	return enqueue_control(g, &rtr);
 }
 
-void canal__sched_credit_return(struct canal_engine *e, int gi, uint32_t bytes)
+void canal__sched_credit_send(struct canal_engine *e, int gi)
 {
 	struct canal__gate *g = &e->gates[gi];
-	g->credit_owed += bytes;
-	if (g->credit_owed >= (uint64_t)CANAL__CREDIT_WINDOW / 4) {
-		struct canal__piece_hdr c = { .kind = PIECE_CREDIT,
-					      .len = (uint32_t)g->credit_owed };
-		if (enqueue_control(g, &c) == 0)
-			g->credit_owed = 0;
-	}
+	struct canal__piece_hdr c = { .kind = PIECE_CREDIT,
+				      .len = (uint32_t)g->credit_owed };
+	if (enqueue_control(g, &c) == 0)
+		g->credit_owed = 0;
 }
 
 /* The RTR for send request r arrived: queue its data, chunk by chunk. */

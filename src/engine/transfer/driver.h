@@ -26,6 +26,9 @@ struct canal__driver_caps {
 	bool gather;             /* send() gathers an iovec without a copy of
 				  * its own (writev) */
 	bool read_peer_memory;   /* process_vm_readv of the peer works */
+	bool flush_noop;         /* flush() never has bytes to push (shm):
+				  * progress skips push() while the window
+				  * is empty */
 };
 
 struct canal__driver;
@@ -51,7 +54,9 @@ struct canal__driver_ops {
 	bool (*buffered)(struct canal__driver *d);
 	/* true when nothing sent is waiting to be taken by the peer. */
 	bool (*idle)(struct canal__driver *d);
-	/* 0 while the peer is alive, -ECONNRESET once it is known dead. */
+	/* 0 while the peer is alive, -ECONNRESET once it is known dead,
+	 * -EPROTO when the link's own state is inconsistent (shm: the peer's
+	 * head and records disagree; the reason in why). */
 	int (*health)(struct canal__driver *d);
 	/* Read len bytes at the peer's address into buf (one copy), or a
 	 * negative errno; NULL when !caps.read_peer_memory. */

@@ -534,6 +534,9 @@ int canal__rails_new(struct canal__driver **subs, int n,
 	}
 	d->base.caps.max_packet -= 8; /* our header (TCP leaves 256 spare) */
 	d->base.caps.read_peer_memory = false;
+	/* flush() sends the acknowledgements and what a rail could not take,
+	 * even over shm rails: progress must call it with an empty window. */
+	d->base.caps.flush_noop = false;
 	d->base.peer_pid = subs[0]->peer_pid;
 	d->n = d->live = n;
 	memcpy(d->sub, subs, (size_t)n * sizeof *subs);
