@@ -14,7 +14,8 @@
  * Stealing: a loop whose queue is empty takes up to half of the longest
  * other queue before it sleeps, skipping pinned tasks (internal.h). A
  * stolen task's t->loop is changed under the victim's lock, before the
- * task is linked into the thief's queue.
+ * task is linked into the thief's queue. The runnext slot is not stolen:
+ * its task runs at the next switch out of the task that filled it.
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -123,6 +124,23 @@ void canal__loop_push(struct canal__loop *l, struct canal__task *t)
 		loop_wake(l);
 }
 
+void canal__loop_push_woken(struct canal__task *t)
+{
+	struct canal__loop *l = t->loop;
+	if (l == this_loop && l->current && !l->is_pool) {
+		/* Woken by the task running on its own loop: it runs at that
+		 * task's switch out, without the queue (internal.h). A task
+		 * already there goes to the queue (Go's runnext does the
+		 * same). */
+		struct canal__task *old = l->runnext;
+		l->runnext = t;
+		if (!old)
+			return;
+		t = old;
+	}
+	canal__loop_push(l, t);
+}
+
 struct canal__loop *canal__loop_pick(struct canal__runtime *rt)
 {
 	uint32_t i = atomic_fetch_add_explicit(&rt->spread, 1,
@@ -217,11 +235,20 @@ static void loop_poll_quick(struct canal__loop *l)
 		canal__timer_run(l, canal_now_ns());
 }
 
+static struct canal__task *take_runnext(struct canal__loop *l);
+
 /* A task goes back to the queue and the next one comes off it, under one
- * lock: the task to run next (t itself when nothing else is queued). */
+ * lock: the task to run next (the runnext task if there is one; t itself
+ * when nothing else waits). */
 static struct canal__task *requeue_and_pop(struct canal__loop *l,
 					   struct canal__task *t)
 {
+	if (l->runnext) {
+		canal__spin_lock(&l->lock);
+		queue_append(l, t);
+		canal__spin_unlock(&l->lock);
+		return take_runnext(l);
+	}
 	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
 		return t;
 	canal__spin_lock(&l->lock);
@@ -231,8 +258,28 @@ static struct canal__task *requeue_and_pop(struct canal__loop *l,
 	return next;
 }
 
+/* Fairness of the runnext slot: two tasks that wake each other on one
+ * loop would otherwise run forever ahead of its queue. After this many
+ * runnext tasks in a row, the slot's task goes to the back of the queue
+ * and the queue's first runs (Go bounds the same chain by a time slice). */
+#define RUNNEXT_STREAK_MAX 32u
+
+/* The task of the runnext slot, or NULL (loop thread only). */
+static struct canal__task *take_runnext(struct canal__loop *l)
+{
+	struct canal__task *t = l->runnext;
+	if (!t)
+		return NULL;
+	l->runnext = NULL;
+	if (++l->runnext_streak < RUNNEXT_STREAK_MAX)
+		return t;
+	l->runnext_streak = 0;
+	return requeue_and_pop(l, t);
+}
+
 /* What the task that just switched out asked for (internal.h). Returns
- * the task to run next, if that is already known (a yield), else NULL. */
+ * the task to run next if that is already known (a yield, the runnext
+ * slot), else NULL (then the queue's first). */
 static struct canal__task *after_switch(struct canal__loop *l,
 					struct canal__task *t)
 {
@@ -250,20 +297,22 @@ static struct canal__task *after_switch(struct canal__loop *l,
 					      memory_order_relaxed);
 			return requeue_and_pop(l, t);
 		}
-		return NULL;
+		return take_runnext(l);
 	}
 	case AFTER_EXIT:
 		canal__task_ended(l, t);
-		return NULL;
+		return take_runnext(l);
 	case AFTER_DETACH:
 		canal__detach_push(l->rt, t);
-		return NULL;
+		return take_runnext(l);
 	default:
 		abort();
 	}
 }
 
-/* Run t, then whatever its switch out names next, pacing the polls. */
+/* Run t, then whatever its switch out names next, pacing the polls.
+ * Returns with the runnext slot empty: only a task running on this loop
+ * fills it, and every switch out of one empties it. */
 static void run_chain(struct canal__loop *l, struct canal__task *t)
 {
 	while (t) {

@@ -17,10 +17,16 @@
  * under the same lock: as FUTEX_WAIT's check against FUTEX_WAKE, a
  * notifier that changed the word before the check is seen by the check
  * (the lock orders its change before our load), one that changes it after
- * finds the node linked. The waker unlinks the nodes whose task's wake it
- * won; a node whose task was woken by something else (timer, another word
- * of a wait_many) stays linked until its task unlinks it, after resuming,
- * under the lock: no node outlives its wait.
+ * finds the node linked. The waker unlinks the node whose task's wake it
+ * won, after winning it and before making the task runnable; a node whose
+ * task was woken by something else (timer, another word of a wait_many)
+ * stays linked until its task unlinks it, after resuming, under the lock:
+ * no node outlives its wait. The resumed task reads node->linked without
+ * the lock: only the winner of its wake writes it (false) besides the task
+ * itself, and that write happens-before the task's resumption (the
+ * winner's make-runnable is an acq_rel CAS on task->sched, or a push from
+ * the same thread); losing wakers only read the node, under the lock, and
+ * a node the winner unlinked is reachable by none of them afterwards.
  *
  * Process-shared words: their wakers may be other processes, which wake
  * through the kernel only, so such waits cannot use the table. On the
@@ -119,8 +125,11 @@ uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
 		next = n->next;
 		if (n->word != word)
 			continue;
-		if (canal__task_wake(n->task, WAKE_WOKEN)) {
+		if (canal__task_win(n->task, WAKE_WOKEN)) {
+			/* Unlinked before the task can run (see the top). */
+			struct canal__task *t = n->task;
 			node_unlink(b, n);
+			canal__task_make_runnable(t);
 			woken++;
 		}
 	}
@@ -215,10 +224,13 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 			why = canal__task_park(t, CANAL_NO_DEADLINE);
 	}
 	for (unsigned i = 0; i < linked; i++) {
+		/* Already unlinked by the waker that won (no lock needed to
+		 * see it: the top of this file). */
+		if (!nodes[i].linked)
+			continue;
 		struct bucket *b = bucket_of(words[i]);
 		bucket_lock(b);
-		if (nodes[i].linked)
-			node_unlink(b, &nodes[i]);
+		node_unlink(b, &nodes[i]);
 		bucket_unlock(b);
 	}
 	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);
