@@ -235,22 +235,10 @@ static void loop_poll_quick(struct canal__loop *l)
 		canal__timer_run(l, canal_now_ns());
 }
 
-static struct canal__task *take_runnext(struct canal__loop *l);
-
-/* A task goes back to the queue and the next one comes off it, under one
- * lock: the task to run next (the runnext task if there is one; t itself
- * when nothing else waits). */
-static struct canal__task *requeue_and_pop(struct canal__loop *l,
-					   struct canal__task *t)
+/* t to the back of the queue and the queue's first out, under one lock. */
+static struct canal__task *queue_swap(struct canal__loop *l,
+				      struct canal__task *t)
 {
-	if (l->runnext) {
-		canal__spin_lock(&l->lock);
-		queue_append(l, t);
-		canal__spin_unlock(&l->lock);
-		return take_runnext(l);
-	}
-	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
-		return t;
 	canal__spin_lock(&l->lock);
 	queue_append(l, t);
 	struct canal__task *next = queue_pop(l);
@@ -271,10 +259,28 @@ static struct canal__task *take_runnext(struct canal__loop *l)
 	if (!t)
 		return NULL;
 	l->runnext = NULL;
-	if (++l->runnext_streak < RUNNEXT_STREAK_MAX)
+	if (++l->runnext_streak < RUNNEXT_STREAK_MAX ||
+	    !atomic_load_explicit(&l->queued, memory_order_relaxed))
 		return t;
 	l->runnext_streak = 0;
-	return requeue_and_pop(l, t);
+	return queue_swap(l, t);
+}
+
+/* A task goes back to the queue and the next one comes off it: the
+ * runnext task if there is one, else the queue's first (t itself when
+ * nothing else waits). */
+static struct canal__task *requeue_and_pop(struct canal__loop *l,
+					   struct canal__task *t)
+{
+	if (__builtin_expect(l->runnext != NULL, 0)) {
+		canal__spin_lock(&l->lock);
+		queue_append(l, t);
+		canal__spin_unlock(&l->lock);
+		return take_runnext(l);
+	}
+	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
+		return t;
+	return queue_swap(l, t);
 }
 
 /* What the task that just switched out asked for (internal.h). Returns
