@@ -277,6 +277,10 @@ void canal__timer_fini(struct canal__loop *l);
 /* park.c: the runtime's parker and local waker. */
 extern const struct canal__parker_ops canal__task_parker_ops;
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count);
+/* Wait until no thread other than a loop (or a detach pool thread) is
+ * inside canal__local_wake: canal_run's end, after its last task ended and
+ * its loops and pool were joined, before it closes their backends. */
+void canal__local_wake_quiesce(void);
 
 /* detach.c */
 int canal__detach_start(struct canal__runtime *rt);

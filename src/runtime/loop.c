@@ -659,9 +659,12 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	/* The pool's threads too (a task that ended detached may still be
 	 * waking the loops), before any backend goes. */
 	canal__detach_stop(rt);
+	/* And the plain threads still inside the local waker: one that woke
+	 * the last task may still be waking its loop (park.c). */
+	canal__set_local_waker(NULL);
+	canal__local_wake_quiesce();
 	for (unsigned i = 1; i < rt->nloops; i++)
 		rt->backend->fini(&rt->loops[i]);
-	canal__set_local_waker(NULL);
 	atomic_store_explicit(&canal__rt, NULL, memory_order_release);
 	canal__overflow_handler_remove();
 	rt->backend->fini(l0);

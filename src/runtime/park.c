@@ -115,7 +115,44 @@ static void node_unlink(struct bucket *b, struct wait_node *n)
 	n->linked = false;
 }
 
+/*
+ * Plain threads inside the local waker. A thread that is not a loop (a
+ * program's thread sending on a channel) may win the wake of a runtime's
+ * last task and still be waking that task's loop (its eventfd, its ring)
+ * when the task has run, ended, and canal_run is closing the backends. So
+ * such a waker counts itself here for the whole call, and canal_run waits
+ * for the count to drop to 0 (canal__local_wake_quiesce) before closing
+ * any backend. Pairing: the waker's increment (seq_cst) comes before its
+ * bucket lock, so before it can make any task runnable; the task it wakes
+ * ends after that, and canal_run's load (seq_cst) comes after every task
+ * ended and every loop was joined, so it sees the increment; the
+ * decrement (release) pairs with that load's acquire, so all the waker did
+ * happens-before the backends are closed. A waker that counts itself too
+ * late finds no node of that runtime (its tasks have all ended) and
+ * touches only this table. Loop and pool threads are not counted: canal_run
+ * joins them first.
+ */
+static _Atomic uint32_t outside_wakers;
+
+void canal__local_wake_quiesce(void)
+{
+	while (atomic_load_explicit(&outside_wakers, memory_order_seq_cst))
+		sched_yield();
+}
+
+static uint32_t local_wake(_Atomic uint32_t *word, uint32_t count);
+
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
+{
+	if (canal__this_loop())
+		return local_wake(word, count);
+	atomic_fetch_add_explicit(&outside_wakers, 1, memory_order_seq_cst);
+	uint32_t woken = local_wake(word, count);
+	atomic_fetch_sub_explicit(&outside_wakers, 1, memory_order_release);
+	return woken;
+}
+
+static uint32_t local_wake(_Atomic uint32_t *word, uint32_t count)
 {
 	struct bucket *b = bucket_of(word);
 	uint32_t woken = 0;
