@@ -14,7 +14,9 @@
  *                      the same between two OS threads (today's canal)
  *   parked_bytes       resident bytes per task parked on a channel
  *                      (RSS delta / tasks, CANAL_RB_PARKED tasks)
- * Usage: canal-runtime-bench [rounds] (default 200000).
+ * Usage: canal-runtime-bench [rounds] (default 200000). CANAL_RB_ONLY=name
+ * runs only the workloads whose result names start with name (e.g.
+ * chan_pingpong_1loop, for callgrind: instructions per round trip).
  */
 #define _GNU_SOURCE
 #include <canal/channel.h>
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +192,14 @@ static void parked_main(void *arg)
 	canal_close(p->ch);
 }
 
+static const char *only;
+
+/* Whether the workload of result name runs (CANAL_RB_ONLY). */
+static bool wanted(const char *name)
+{
+	return !only || strncmp(name, only, strlen(only)) == 0;
+}
+
 static double elapsed_ns(uint64_t t0)
 {
 	return (double)(canal_now_ns() - t0);
@@ -198,54 +209,73 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		rounds = atol(argv[1]);
+	only = getenv("CANAL_RB_ONLY");
 	struct canal_run_options one = {.loops = 1}, two = {.loops = 2};
 	uint64_t t0;
 	int r;
 
-	t0 = canal_now_ns();
-	if ((r = canal_run(yield_main, NULL, &one)))
-		die("canal_run", r);
-	printf("yield_pingpong %.1f ns/switch\n", elapsed_ns(t0) / (2.0 * rounds));
+	if (wanted("yield_pingpong")) {
+		t0 = canal_now_ns();
+		if ((r = canal_run(yield_main, NULL, &one)))
+			die("canal_run", r);
+		printf("yield_pingpong %.1f ns/switch\n",
+		       elapsed_ns(t0) / (2.0 * rounds));
+	}
 
-	t0 = canal_now_ns();
-	if ((r = canal_run(spawn_main, NULL, &one)))
-		die("canal_run", r);
-	printf("spawn_join %.1f ns/task\n", elapsed_ns(t0) / rounds);
+	if (wanted("spawn_join")) {
+		t0 = canal_now_ns();
+		if ((r = canal_run(spawn_main, NULL, &one)))
+			die("canal_run", r);
+		printf("spawn_join %.1f ns/task\n", elapsed_ns(t0) / rounds);
+	}
 
-	struct cpp c = {.ping = canal_cond_create(), .pong = canal_cond_create()};
-	t0 = canal_now_ns();
-	if ((r = canal_run(cond_main, &c, &one)))
-		die("canal_run", r);
-	printf("cond_pingpong %.1f ns/rt\n", elapsed_ns(t0) / rounds);
-	canal_cond_destroy(c.ping);
-	canal_cond_destroy(c.pong);
+	if (wanted("cond_pingpong")) {
+		struct cpp c = {.ping = canal_cond_create(),
+				.pong = canal_cond_create()};
+		t0 = canal_now_ns();
+		if ((r = canal_run(cond_main, &c, &one)))
+			die("canal_run", r);
+		printf("cond_pingpong %.1f ns/rt\n", elapsed_ns(t0) / rounds);
+		canal_cond_destroy(c.ping);
+		canal_cond_destroy(c.pong);
+	}
 
 	const size_t caps[] = {0, 1};
 	for (int k = 0; k < 2; k++) {
 		struct cping p = {
 			canal_chan_create(sizeof(long), caps[k], 0),
 			canal_chan_create(sizeof(long), caps[k], 0)};
-		t0 = canal_now_ns();
-		if ((r = canal_run(chan_main, &p, &one)))
-			die("canal_run", r);
-		printf("chan_pingpong_1loop_%zu %.1f ns/rt\n", caps[k],
-		       elapsed_ns(t0) / rounds);
-		t0 = canal_now_ns();
-		if ((r = canal_run(chan_main, &p, &two)))
-			die("canal_run", r);
-		printf("chan_pingpong_2loops_%zu %.1f ns/rt\n", caps[k],
-		       elapsed_ns(t0) / rounds);
-		pthread_t th;
-		t0 = canal_now_ns();
-		pthread_create(&th, NULL, chan_ponger_thread, &p);
-		chan_pinger(&p);
-		pthread_join(th, NULL);
-		printf("thread_chan_pingpong_%zu %.1f ns/rt\n", caps[k],
-		       elapsed_ns(t0) / rounds);
+		char name[64];
+		snprintf(name, sizeof(name), "chan_pingpong_1loop_%zu", caps[k]);
+		if (wanted(name)) {
+			t0 = canal_now_ns();
+			if ((r = canal_run(chan_main, &p, &one)))
+				die("canal_run", r);
+			printf("%s %.1f ns/rt\n", name, elapsed_ns(t0) / rounds);
+		}
+		snprintf(name, sizeof(name), "chan_pingpong_2loops_%zu", caps[k]);
+		if (wanted(name)) {
+			t0 = canal_now_ns();
+			if ((r = canal_run(chan_main, &p, &two)))
+				die("canal_run", r);
+			printf("%s %.1f ns/rt\n", name, elapsed_ns(t0) / rounds);
+		}
+		snprintf(name, sizeof(name), "thread_chan_pingpong_%zu",
+			 caps[k]);
+		if (wanted(name)) {
+			pthread_t th;
+			t0 = canal_now_ns();
+			pthread_create(&th, NULL, chan_ponger_thread, &p);
+			chan_pinger(&p);
+			pthread_join(th, NULL);
+			printf("%s %.1f ns/rt\n", name, elapsed_ns(t0) / rounds);
+		}
 		canal_chan_destroy(p.a);
 		canal_chan_destroy(p.b);
 	}
 
+	if (!wanted("parked_bytes"))
+		return 0;
 	const char *e = getenv("CANAL_RB_PARKED");
 	struct parked pk = {.ch = canal_chan_create(0, 0, 0),
 			    .n = e ? atol(e) : 100000};

@@ -61,8 +61,8 @@ struct canal__parker_ops {
 	 * peer). */
 	void (*sleep_until)(void *self, uint64_t deadline_ns);
 	/* Spinning policy: a task holds its loop's thread while it spins,
-	 * so the wait layer spins only briefly for it and never runs the
-	 * yield phase as a thread does. */
+	 * so the wait layer parks it at once (no poll, no yield phase as a
+	 * thread has). */
 	bool is_task;
 };
 

@@ -178,7 +178,8 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  * once the deadline has passed.
  *
  * Phases, cheapest first (a thread; a task, whose parker says is_task,
- * only polls briefly and then parks, since it holds its loop's thread):
+ * parks at once, phase 4: it holds its loop's thread, and a poll cannot
+ * succeed while the task it waits for is on that loop; wait.c):
  *  1. if nobody sleeps on the queue, poll a little without writing anything
  *     shared (a reply already on its way, as in a ping-pong, costs no
  *     cache-line transfer for our bookkeeping);
@@ -234,7 +235,8 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 		     uint64_t deadline_ns);
 
 /* Adaptive spinning (wait.c): whether the calling thread's spins have
- * been paying lately, and the outcome of a spin phase it ran. */
+ * been paying lately (never for a task), and the outcome of a spin phase
+ * it ran. */
 bool canal__spin_pays(void);
 void canal__spin_outcome(bool success);
 

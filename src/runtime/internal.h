@@ -10,9 +10,23 @@
  *    loop's thread. The run queue is a list under the loop's mutex: any
  *    thread may push (a waker, a spawner, a stealer takes from it).
  *  - A task is at any time in exactly one of: running on a loop (that loop's
- *    `current`), in one run queue, parked (referenced only by what can wake
- *    it: a parker bucket, a condvar list, a timer, an in-flight I/O), or on
- *    the detach pool.
+ *    `current`), in one run queue, in one loop's runnext slot, parked
+ *    (referenced only by what can wake it: a parker bucket, a condvar list,
+ *    a timer, an in-flight I/O), or on the detach pool.
+ *
+ * The runnext slot (Go's runnext, a direct hand-off): a task woken by the
+ * task running on its own loop (a channel ping-pong, a condvar signal) is
+ * put in the loop's runnext slot instead of its queue, and runs as soon as
+ * the waker switches out, before the queue: no queue lock, and the woken
+ * task runs while what the waker wrote for it is in cache. Only the loop's
+ * thread touches the slot (a waker running there, its scheduler), so it
+ * needs no lock or atomic; the happens-before from waker to woken is that
+ * of one thread. It holds at most one task: a second wake-up pushes the
+ * first to the queue. Thieves do not see it (it is not `queued`): it runs
+ * at the next switch out, which every scheduler pass reaches before the
+ * loop looks for work or sleeps, so the slot is empty whenever the loop
+ * is in loop_schedule. Fairness: at most RUNNEXT_STREAK_MAX slot tasks in a
+ * row, then the queue's first runs (loop.c).
  *
  * Switching out (the rule that makes every wake-up safe): a task never makes
  * itself visible to another loop before it has switched out. It records
@@ -22,10 +36,12 @@
  *
  * The park handshake (task->sched):
  *   RUNNING --task: park--> PARKING --scheduler, after the switch--> PARKED
- *   A waker that won the wake (task->wake, below) calls task_make_runnable:
+ *   A waker that won the wake (task->wake, below) calls
+ *   canal__task_make_runnable:
  *     PARKING -> NOTIFIED (the scheduler, whose CAS PARKING->PARKED then
  *                fails, pushes the task itself), or
- *     PARKED  -> RUNNING, and the waker pushes it to task->loop's queue.
+ *     PARKED  -> RUNNING, and the waker pushes it to task->loop's queue
+ *                (or its runnext slot, below).
  *   Both CAS are acq_rel: the waker's writes before the wake (a result, an
  *   element) happen-before the task's resumption, and the task's writes
  *   before it parked (its saved registers, via the switch) happen-before
@@ -154,8 +170,8 @@ struct canal__loop {
 	size_t thread_stack_size;
 	struct canal__task *current; /* running task, NULL in the scheduler */
 
-	/* Run queue. Invariant: a task is linked here iff it is runnable and
-	 * not running. Pushers take the mutex; `sleeping` pairs with it: the
+	/* Run queue. Invariant: a task is linked here iff it is runnable,
+	 * not running and not in a runnext slot. Pushers take the mutex; `sleeping` pairs with it: the
 	 * loop stores sleeping = 1 (seq_cst) before its last look at the
 	 * queue under the mutex, a pusher loads it (seq_cst) after its push
 	 * under the mutex, so either the loop sees the task or the pusher
@@ -164,6 +180,9 @@ struct canal__loop {
 	struct canal__task *head, *tail;
 	_Atomic uint32_t queued; /* length, readable without the lock */
 	_Atomic uint32_t sleeping;
+	/* The runnext slot (loop thread only; see the top of this file). */
+	struct canal__task *runnext;
+	uint32_t runnext_streak; /* slot tasks run in a row */
 
 	/* Timers: a binary min-heap of tasks by deadline (loop thread only). */
 	struct canal__task **heap;
@@ -233,9 +252,18 @@ bool canal__task_disarm(struct canal__task *t);
 uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns);
 /* Try to wake t for reason: true if this call won (then t is runnable). */
 bool canal__task_wake(struct canal__task *t, uint32_t reason);
+/* canal__task_wake in two steps, for a waker that must act between them
+ * (park.c unlinks its wait node): win the wake (true: this call won, and
+ * the caller must then call canal__task_make_runnable exactly once). */
+bool canal__task_win(struct canal__task *t, uint32_t reason);
+void canal__task_make_runnable(struct canal__task *t);
 
 /* loop.c */
 void canal__loop_push(struct canal__loop *l, struct canal__task *t);
+/* Make t (whose wake the caller won, PARKED -> RUNNING) run: the runnext
+ * slot of t->loop when the caller is the task running there, else
+ * t->loop's queue. */
+void canal__loop_push_woken(struct canal__task *t);
 struct canal__loop *canal__loop_pick(struct canal__runtime *rt);
 /* t ended (it switched out with AFTER_EXIT to l, a loop or a pool
  * thread): free it; the last one stops the runtime. */
@@ -254,6 +282,10 @@ extern const struct canal__parker_ops canal__task_parker_ops;
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count);
 /* In a forked child without the runtime: empty the parked table. */
 void canal__parked_forget(void);
+/* Wait until no thread other than a loop (or a detach pool thread) is
+ * inside canal__local_wake: canal_run's end, after its last task ended and
+ * its loops and pool were joined, before it closes their backends. */
+void canal__local_wake_quiesce(void);
 
 /* detach.c */
 int canal__detach_start(struct canal__runtime *rt);

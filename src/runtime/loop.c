@@ -14,7 +14,8 @@
  * Stealing: a loop whose queue is empty takes up to half of the longest
  * other queue before it sleeps, skipping pinned tasks (internal.h). A
  * stolen task's t->loop is changed under the victim's lock, before the
- * task is linked into the thief's queue.
+ * task is linked into the thief's queue. The runnext slot is not stolen:
+ * its task runs at the next switch out of the task that filled it.
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -123,6 +124,23 @@ void canal__loop_push(struct canal__loop *l, struct canal__task *t)
 		loop_wake(l);
 }
 
+void canal__loop_push_woken(struct canal__task *t)
+{
+	struct canal__loop *l = t->loop;
+	if (l == this_loop && l->current && !l->is_pool) {
+		/* Woken by the task running on its own loop: it runs at that
+		 * task's switch out, without the queue (internal.h). A task
+		 * already there goes to the queue (Go's runnext does the
+		 * same). */
+		struct canal__task *old = l->runnext;
+		l->runnext = t;
+		if (!old)
+			return;
+		t = old;
+	}
+	canal__loop_push(l, t);
+}
+
 struct canal__loop *canal__loop_pick(struct canal__runtime *rt)
 {
 	uint32_t i = atomic_fetch_add_explicit(&rt->spread, 1,
@@ -217,13 +235,10 @@ static void loop_poll_quick(struct canal__loop *l)
 		canal__timer_run(l, canal_now_ns());
 }
 
-/* A task goes back to the queue and the next one comes off it, under one
- * lock: the task to run next (t itself when nothing else is queued). */
-static struct canal__task *requeue_and_pop(struct canal__loop *l,
-					   struct canal__task *t)
+/* t to the back of the queue and the queue's first out, under one lock. */
+static struct canal__task *queue_swap(struct canal__loop *l,
+				      struct canal__task *t)
 {
-	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
-		return t;
 	canal__spin_lock(&l->lock);
 	queue_append(l, t);
 	struct canal__task *next = queue_pop(l);
@@ -231,8 +246,46 @@ static struct canal__task *requeue_and_pop(struct canal__loop *l,
 	return next;
 }
 
+/* Fairness of the runnext slot: two tasks that wake each other on one
+ * loop would otherwise run forever ahead of its queue. After this many
+ * runnext tasks in a row, the slot's task goes to the back of the queue
+ * and the queue's first runs (Go bounds the same chain by a time slice). */
+#define RUNNEXT_STREAK_MAX 32u
+
+/* The task of the runnext slot, or NULL (loop thread only). */
+static struct canal__task *take_runnext(struct canal__loop *l)
+{
+	struct canal__task *t = l->runnext;
+	if (!t)
+		return NULL;
+	l->runnext = NULL;
+	if (++l->runnext_streak < RUNNEXT_STREAK_MAX ||
+	    !atomic_load_explicit(&l->queued, memory_order_relaxed))
+		return t;
+	l->runnext_streak = 0;
+	return queue_swap(l, t);
+}
+
+/* A task goes back to the queue and the next one comes off it: the
+ * runnext task if there is one, else the queue's first (t itself when
+ * nothing else waits). */
+static struct canal__task *requeue_and_pop(struct canal__loop *l,
+					   struct canal__task *t)
+{
+	if (__builtin_expect(l->runnext != NULL, 0)) {
+		canal__spin_lock(&l->lock);
+		queue_append(l, t);
+		canal__spin_unlock(&l->lock);
+		return take_runnext(l);
+	}
+	if (!atomic_load_explicit(&l->queued, memory_order_relaxed))
+		return t;
+	return queue_swap(l, t);
+}
+
 /* What the task that just switched out asked for (internal.h). Returns
- * the task to run next, if that is already known (a yield), else NULL. */
+ * the task to run next if that is already known (a yield, the runnext
+ * slot), else NULL (then the queue's first). */
 static struct canal__task *after_switch(struct canal__loop *l,
 					struct canal__task *t)
 {
@@ -250,20 +303,22 @@ static struct canal__task *after_switch(struct canal__loop *l,
 					      memory_order_relaxed);
 			return requeue_and_pop(l, t);
 		}
-		return NULL;
+		return take_runnext(l);
 	}
 	case AFTER_EXIT:
 		canal__task_ended(l, t);
-		return NULL;
+		return take_runnext(l);
 	case AFTER_DETACH:
 		canal__detach_push(l->rt, t);
-		return NULL;
+		return take_runnext(l);
 	default:
 		abort();
 	}
 }
 
-/* Run t, then whatever its switch out names next, pacing the polls. */
+/* Run t, then whatever its switch out names next, pacing the polls.
+ * Returns with the runnext slot empty: only a task running on this loop
+ * fills it, and every switch out of one empties it. */
 static void run_chain(struct canal__loop *l, struct canal__task *t)
 {
 	while (t) {
@@ -627,9 +682,12 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	/* The pool's threads too (a task that ended detached may still be
 	 * waking the loops), before any backend goes. */
 	canal__detach_stop(rt);
+	/* And the plain threads still inside the local waker: one that woke
+	 * the last task may still be waking its loop (park.c). */
+	canal__set_local_waker(NULL);
+	canal__local_wake_quiesce();
 	for (unsigned i = 1; i < rt->nloops; i++)
 		rt->backend->fini(&rt->loops[i]);
-	canal__set_local_waker(NULL);
 	atomic_store_explicit(&canal__rt, NULL, memory_order_release);
 	canal__overflow_handler_remove();
 	rt->backend->fini(l0);

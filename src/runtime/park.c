@@ -17,10 +17,16 @@
  * under the same lock: as FUTEX_WAIT's check against FUTEX_WAKE, a
  * notifier that changed the word before the check is seen by the check
  * (the lock orders its change before our load), one that changes it after
- * finds the node linked. The waker unlinks the nodes whose task's wake it
- * won; a node whose task was woken by something else (timer, another word
- * of a wait_many) stays linked until its task unlinks it, after resuming,
- * under the lock: no node outlives its wait.
+ * finds the node linked. The waker unlinks the node whose task's wake it
+ * won, after winning it and before making the task runnable; a node whose
+ * task was woken by something else (timer, another word of a wait_many)
+ * stays linked until its task unlinks it, after resuming, under the lock:
+ * no node outlives its wait. The resumed task reads node->linked without
+ * the lock: only the winner of its wake writes it (false) besides the task
+ * itself, and that write happens-before the task's resumption (the
+ * winner's make-runnable is an acq_rel CAS on task->sched, or a push from
+ * the same thread); losing wakers only read the node, under the lock, and
+ * a node the winner unlinked is reachable by none of them afterwards.
  *
  * Process-shared words: their wakers may be other processes, which wake
  * through the kernel only, so such waits cannot use the table. On the
@@ -109,18 +115,57 @@ static void node_unlink(struct bucket *b, struct wait_node *n)
 	n->linked = false;
 }
 
+/*
+ * Plain threads inside the local waker. A thread that is not a loop (a
+ * program's thread sending on a channel) may win the wake of a runtime's
+ * last task and still be waking that task's loop (its eventfd, its ring)
+ * when the task has run, ended, and canal_run is closing the backends. So
+ * such a waker counts itself here for the whole call, and canal_run waits
+ * for the count to drop to 0 (canal__local_wake_quiesce) before closing
+ * any backend. Pairing: the waker's increment (seq_cst) comes before its
+ * bucket lock, so before it can make any task runnable; the task it wakes
+ * ends after that, and canal_run's load (seq_cst) comes after every task
+ * ended and every loop was joined, so it sees the increment; the
+ * decrement (release) pairs with that load's acquire, so all the waker did
+ * happens-before the backends are closed. A waker that counts itself too
+ * late finds no node of that runtime (its tasks have all ended) and
+ * touches only this table. Loop and pool threads are not counted: canal_run
+ * joins them first.
+ */
+static _Atomic uint32_t outside_wakers;
+
+void canal__local_wake_quiesce(void)
+{
+	while (atomic_load_explicit(&outside_wakers, memory_order_seq_cst))
+		sched_yield();
+}
+
+static uint32_t local_wake(_Atomic uint32_t *word, uint32_t count);
+
 /* A child forked by a plain thread (loop.c): the parent's parked tasks,
  * copied into its memory, run nowhere; no wake of the child's may find
- * them. Only the forking thread exists: nobody holds a lock any more. */
+ * them. Only the forking thread exists: nobody holds a lock any more, and
+ * no other thread is inside the local waker. */
 void canal__parked_forget(void)
 {
 	for (unsigned i = 0; i < BUCKETS; i++) {
 		atomic_store_explicit(&table[i].lock, 0, memory_order_relaxed);
 		table[i].head = NULL;
 	}
+	atomic_store_explicit(&outside_wakers, 0, memory_order_relaxed);
 }
 
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
+{
+	if (canal__this_loop())
+		return local_wake(word, count);
+	atomic_fetch_add_explicit(&outside_wakers, 1, memory_order_seq_cst);
+	uint32_t woken = local_wake(word, count);
+	atomic_fetch_sub_explicit(&outside_wakers, 1, memory_order_release);
+	return woken;
+}
+
+static uint32_t local_wake(_Atomic uint32_t *word, uint32_t count)
 {
 	struct bucket *b = bucket_of(word);
 	uint32_t woken = 0;
@@ -130,8 +175,11 @@ uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
 		next = n->next;
 		if (n->word != word)
 			continue;
-		if (canal__task_wake(n->task, WAKE_WOKEN)) {
+		if (canal__task_win(n->task, WAKE_WOKEN)) {
+			/* Unlinked before the task can run (see the top). */
+			struct canal__task *t = n->task;
 			node_unlink(b, n);
+			canal__task_make_runnable(t);
 			woken++;
 		}
 	}
@@ -226,10 +274,13 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 			why = canal__task_park(t, CANAL_NO_DEADLINE);
 	}
 	for (unsigned i = 0; i < linked; i++) {
+		/* Already unlinked by the waker that won (no lock needed to
+		 * see it: the top of this file). */
+		if (!nodes[i].linked)
+			continue;
 		struct bucket *b = bucket_of(words[i]);
 		bucket_lock(b);
-		if (nodes[i].linked)
-			node_unlink(b, &nodes[i]);
+		node_unlink(b, &nodes[i]);
 		bucket_unlock(b);
 	}
 	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);

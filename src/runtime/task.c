@@ -92,8 +92,7 @@ void canal__task_switch_out(struct canal__task *t)
 	san_finish_switch(t->asan_fake_stack);
 }
 
-/* Make a parked task runnable (the caller won its wake). */
-static void task_make_runnable(struct canal__task *t)
+void canal__task_make_runnable(struct canal__task *t)
 {
 	uint32_t s = atomic_load_explicit(&t->sched, memory_order_acquire);
 	for (;;) {
@@ -109,7 +108,7 @@ static void task_make_runnable(struct canal__task *t)
 				    &t->sched, &s, TASK_RUNNING,
 				    memory_order_acq_rel,
 				    memory_order_acquire)) {
-				canal__loop_push(t->loop, t);
+				canal__loop_push_woken(t);
 				return;
 			}
 		} else {
@@ -118,14 +117,19 @@ static void task_make_runnable(struct canal__task *t)
 	}
 }
 
-bool canal__task_wake(struct canal__task *t, uint32_t reason)
+bool canal__task_win(struct canal__task *t, uint32_t reason)
 {
 	uint32_t armed = WAKE_ARMED;
-	if (!atomic_compare_exchange_strong_explicit(&t->wake, &armed, reason,
-						     memory_order_acq_rel,
-						     memory_order_acquire))
+	return atomic_compare_exchange_strong_explicit(&t->wake, &armed, reason,
+						       memory_order_acq_rel,
+						       memory_order_acquire);
+}
+
+bool canal__task_wake(struct canal__task *t, uint32_t reason)
+{
+	if (!canal__task_win(t, reason))
 		return false;
-	task_make_runnable(t);
+	canal__task_make_runnable(t);
 	return true;
 }
 
