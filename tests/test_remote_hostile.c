@@ -7,7 +7,8 @@
  * credits granted, data before the hello, a data message of a wrong
  * length, credits for elements never sent, an unknown kind, a message
  * shorter than a header, a message longer than any the end expects, a
- * hello with another element size. On shm and TCP; the job's alarm
+ * hello with another element size, a hello of an unknown end, a second
+ * hello. On shm and TCP; the job's alarm
  * bounds the time. */
 #include "engine_job.h"
 
@@ -52,7 +53,7 @@ static void data(struct canal_engine *e, unsigned tag, uint32_t n, uint64_t firs
 	put(e, tag, b, 8 + 8 * (size_t)n);
 }
 
-#define NCASES 8
+#define NCASES 10
 
 static const char *const expect[NCASES] = {
 	"beyond the credits",	 /* tag 1 */
@@ -63,6 +64,8 @@ static const char *const expect[NCASES] = {
 	"shorter than its header", /* tag 6 */
 	"longer than",		 /* tag 7 */
 	"elt_size",		 /* tag 8 */
+	"unknown end",		 /* tag 9 */
+	"second hello",		 /* tag 10 */
 };
 
 static int attacker(struct canal_engine *e)
@@ -102,6 +105,11 @@ static int attacker(struct canal_engine *e)
 	CHECK_EQ(canal_engine_isend(e, 0, 7, big, 100000, 0, &bq), 0);
 	/* 8: a hello of another element size */
 	put(e, 8, b, msg(b, HELLO, CANAL_REMOTE_SEND, 16, 4, 0));
+	/* 9: a hello of an end that is neither sending nor receiving */
+	put(e, 9, b, msg(b, HELLO, 7, 8, 4, 0));
+	/* 10: two hellos */
+	put(e, 10, b, msg(b, HELLO, CANAL_REMOTE_SEND, 8, 4, 0));
+	put(e, 10, b, msg(b, HELLO, CANAL_REMOTE_SEND, 8, 4, 0));
 	/* stay until rank 0 has seen everything */
 	uint32_t done;
 	struct canal_engine_req *q;
@@ -153,8 +161,8 @@ static int victim(struct canal_engine *e)
 		CHECK(strstr(why, "peer 1") != NULL);
 		CHECK_EQ(canal_remote_close(r[tag - 1], 20000000000), -EPROTO);
 	}
-	/* tag 9: opened, the peer never answers: still healthy */
-	CHECK_EQ(canal_remote_open(hub, 1, 9, CANAL_REMOTE_RECV, 8, 4, &r[NCASES]), 0);
+	/* tag NCASES + 1: opened, the peer never answers: still healthy */
+	CHECK_EQ(canal_remote_open(hub, 1, NCASES + 1, CANAL_REMOTE_RECV, 8, 4, &r[NCASES]), 0);
 	uint64_t x;
 	CHECK_EQ(canal_recv_timeout(canal_remote_chan(r[NCASES]), &x, 1000000), -ETIMEDOUT);
 	CHECK_EQ(canal_remote_error(r[NCASES], NULL, 0), 0);

@@ -307,6 +307,10 @@ static void handle_hello(struct canal_remote *r, size_t len)
 	}
 	uint32_t end = get32(p + 4);
 	uint64_t elt = get64(p + 8), cap = get64(p + 16), cr = get64(p + 24);
+	if (end != CANAL_REMOTE_SEND && end != CANAL_REMOTE_RECV) {
+		protocol_error(r, "hello of an unknown end");
+		return;
+	}
 	if ((int)end == r->end) {
 		protocol_error(r, r->end == CANAL_REMOTE_SEND
 					  ? "both ends were opened to send"

@@ -339,7 +339,7 @@ static int kv_listen(const char *addr, char *where, size_t cap)
 static int quote(char *b, size_t cap, const char *s)
 {
 	size_t n = strlen(b);
-	if (n + 1 >= cap)
+	if (n + 3 >= cap) /* room for '' and a space, then the NUL */
 		return -1;
 	b[n++] = '\'';
 	for (; *s; s++) {

@@ -34,10 +34,11 @@ uint64_t canal__now_ms(void)
 
 /* One request line to the launcher's key-value service, its answer line
  * into ans[cap] (without the newline): 0 or -errno (-EPROTO: a malformed
- * answer; -EINVAL: $CANAL_LAUNCH_ADDR is not "ip:port"). Each call is
- * bounded: 5 s to connect, send and receive. */
+ * answer; -EINVAL: $CANAL_LAUNCH_ADDR is not "ip:port"; -ETIMEDOUT: no
+ * answer in time). Each call is bounded: 5 s, or until deadline_ms if
+ * sooner (1 ms at least), to connect, send and receive. */
 static int launcher_ask(const char *addr, const char *line, char *ans,
-			size_t cap)
+			size_t cap, uint64_t deadline_ms)
 {
 	char host[64];
 	const char *colon = strrchr(addr, ':');
@@ -55,7 +56,11 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	struct timeval tv = { 5, 0 };
+	uint64_t now = canal__now_ms();
+	uint64_t ms = deadline_ms > now ? deadline_ms - now : 1;
+	if (ms > 5000)
+		ms = 5000;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	int err = 0;
@@ -82,6 +87,8 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 		}
 	}
 	close(fd);
+	if (err == -EAGAIN || err == -EWOULDBLOCK || err == -EINPROGRESS)
+		return -ETIMEDOUT; /* a socket timeout's errno */
 	if (err)
 		return err;
 	ans[got] = 0;
@@ -105,7 +112,8 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
 		 * LAUNCHER_RETRY_MS. */
 		uint64_t until = canal__now_ms() + LAUNCHER_RETRY_MS;
 		for (;;) {
-			int err = launcher_ask(x->launch_addr, line, ans, sizeof ans);
+			int err = launcher_ask(x->launch_addr, line, ans,
+					       sizeof ans, until);
 			if (!err && !strcmp(ans, "K"))
 				return 0;
 			if (err == -EINVAL || canal__now_ms() > until)
@@ -144,7 +152,7 @@ int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 			 * network or refused ("E"): ask again until the
 			 * deadline. */
 			int err = launcher_ask(x->launch_addr, line, ans,
-					       sizeof ans);
+					       sizeof ans, deadline_ms);
 			if (!err && ans[0] == 'V' && ans[1] == ' ') {
 				if (strlen(ans + 2) >= cap)
 					return -EPROTO;

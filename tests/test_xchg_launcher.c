@@ -1,0 +1,78 @@
+/* test_xchg_launcher.c - the engine's "launcher" address exchange
+ * (CANAL_LAUNCH_ADDR, src/engine/transfer/exchange.c) against a launcher
+ * that does not answer: a listening socket that never accepts (the
+ * connection waits in its backlog). canal__xchg_get must end with
+ * -ETIMEDOUT (its contract, exchange.h; not -EAGAIN, the errno of a
+ * socket timeout) and not be held past its deadline by one question.
+ * Then against a service that answers garbage: -EPROTO; and malformed
+ * addresses: -EINVAL. The time is bounded by the socket timeouts (5 s
+ * each at most); pass/fail is the errors. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "engine/transfer/exchange.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+static int listener(char *addr, size_t cap)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	socklen_t l = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	CHECK_EQ(listen(fd, 16), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
+	snprintf(addr, cap, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+	return fd;
+}
+
+/* Answers every question with a line the protocol does not have, until
+ * the listener is shut down. */
+static void *garbage(void *arg)
+{
+	int lfd = *(int *)arg;
+	for (;;) {
+		int fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL;
+		char b[256];
+		(void)!recv(fd, b, sizeof b, 0);
+		(void)!send(fd, "Z what\n", 7, MSG_NOSIGNAL);
+		close(fd);
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	char addr[64], buf[128];
+	int lfd = listener(addr, sizeof addr);
+	struct canal__xchg x = { .rank = 0, .size = 2, .launch_addr = addr };
+	CHECK_EQ(canal__xchg_get(&x, 1, "tcp", buf, sizeof buf,
+				 canal__now_ms() + 200),
+		 -ETIMEDOUT);
+	close(lfd);
+
+	lfd = listener(addr, sizeof addr);
+	pthread_t t = spawn(garbage, &lfd);
+	CHECK_EQ(canal__xchg_get(&x, 1, "tcp", buf, sizeof buf,
+				 canal__now_ms() + 2000),
+		 -EPROTO);
+	shutdown(lfd, SHUT_RDWR);
+	pthread_join(t, NULL);
+	close(lfd);
+
+	const char *bad[] = { "127.0.0.1", "127.0.0.1:", "127.0.0.1:0",
+			      "127.0.0.1:70000", "nohost:80", ":80" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		x.launch_addr = bad[i];
+		CHECK_EQ(canal__xchg_get(&x, 1, "tcp", buf, sizeof buf,
+					 canal__now_ms() + 200),
+			 -EINVAL);
+	}
+	printf("test_xchg_launcher: ok\n");
+	return 0;
+}
