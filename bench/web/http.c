@@ -427,6 +427,7 @@ void web_conn_init(struct web_conn *c, int fd, const struct web_server *srv)
 	c->close_after = false;
 	c->eof = false;
 	c->requests = 0;
+	c->style_sends_small = false;
 	c->opened_ns = web_now_ns();
 	c->deadline_ns = c->opened_ns + srv->idle_timeout_ns;
 }
@@ -441,7 +442,9 @@ void web_conn_fini(struct web_conn *c)
 enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 {
 	for (;;) {
-		/* 1. Flush the response in progress. */
+		/* 1. Flush the response in progress (or leave it to the style). */
+		if (c->style_sends_small && web_conn_small_out(c))
+			goto want_write;
 		if (c->out_off < c->out_len) {
 			bool more = c->file_fd >= 0;
 			ssize_t n = send(c->fd, c->out + c->out_off,
@@ -514,6 +517,12 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 want_write:
 	c->deadline_ns = web_now_ns() + srv->idle_timeout_ns;
 	return WEB_WANT_WRITE;
+}
+
+bool web_conn_small_out(const struct web_conn *c)
+{
+	return c->out_off == 0 && c->out_len > 0 &&
+	       (c->file_fd < 0 || (c->file_off == 0 && c->file_end <= WEB_SMALL_BODY));
 }
 
 ssize_t web_conn_recv(struct web_conn *c)

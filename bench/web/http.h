@@ -100,6 +100,12 @@ struct web_conn {
 	uint64_t deadline_ns;
 	uint64_t opened_ns; /* web_conn_init's time */
 	uint64_t requests;  /* responses completed */
+	/* Set by a style that sends small responses itself (io_uring: one
+	 * ring SEND of head + body): web_conn_run then leaves a response
+	 * with web_conn_small_out true unsent and returns WEB_WANT_WRITE; the
+	 * style sends it, closes file_fd, sets out_off = out_len and
+	 * file_fd = -1, and calls web_conn_run again. web_conn_init clears it. */
+	bool style_sends_small;
 	char in[WEB_IN_MAX];
 	char out[512];
 };
@@ -118,6 +124,13 @@ void web_conn_fini(struct web_conn *c);
  * what the connection waits for. Updates c->deadline_ns.
  */
 enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c);
+
+/* Largest body a style_sends_small style sends from memory. */
+#define WEB_SMALL_BODY (64 * 1024)
+
+/* web_conn_small_out - a response is pending, none of it sent yet, and its
+ * body (if any) is a file of at most WEB_SMALL_BODY bytes. */
+bool web_conn_small_out(const struct web_conn *c);
 
 /* web_conn_recv - one recv(2) into the input buffer: bytes read (> 0),
  * 0 at end of input, -EAGAIN, or another negative errno. */

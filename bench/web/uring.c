@@ -12,13 +12,23 @@
  *   recv:   one multishot recv per connection from a provided buffer ring
  *           (group 0); each buffer goes back to the ring as soon as its
  *           bytes are copied into the connection (web_conn_feed).
- *   send:   headers with send(2) and bodies with sendfile(2) on the
- *           non-blocking socket from the loop (web_conn_run): connection
- *           sockets stay ordinary descriptors because sendfile needs them;
- *           when the socket is full, a POLL_ADD(POLLOUT) waits.
+ *   send:   a response whose body is at most WEB_SMALL_BODY bytes (and
+ *           every status answer) goes through the ring, batched with
+ *           everything else (web_conn's style_sends_small): the head is
+ *           copied into the connection's buffer, a READ of the file fills
+ *           the rest, linked (IOSQE_IO_LINK) to one SEND of head + body;
+ *           the READ's completion queues a CLOSE of the file. A short
+ *           READ (the file shrank) breaks the link: the SEND ends with
+ *           -ECANCELED and the connection closes, as the core does. A
+ *           short SEND is resubmitted for the rest. Larger bodies: the
+ *           core's send(2) + sendfile(2) from the loop (web_conn_run);
+ *           connection sockets stay ordinary descriptors because sendfile
+ *           needs them; when the socket is full, a POLL_ADD(POLLOUT) waits.
+ *           The core still opens and fstats each file with direct system
+ *           calls (openat2, fstat): path checks stay in the core.
  *
  * Lifetime: a connection is in conn[fd] while it has operations in flight
- * (recv_armed, poll_armed). Closing cancels them (ASYNC_CANCEL by
+ * (recv_armed, poll_armed, read_armed, send_armed). Closing cancels them (ASYNC_CANCEL by
  * user_data) and the fd is closed only when both CQEs have come back, so
  * no CQE ever names a reused fd.
  */
@@ -35,16 +45,31 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define URING_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define URING_TSAN 1
+#endif
+#endif
+#ifndef URING_TSAN
+#define URING_TSAN 0
+#endif
+
 #define RING_ENTRIES 4096
 #define NBUF 1024 /* provided buffers, power of two */
 #define BUF_SIZE 4096
 #define BGID 0
 
-enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL };
+enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL, OP_READ, OP_SEND };
 
 struct uconn {
 	struct web_conn c;
-	bool recv_armed, poll_armed, closing;
+	bool recv_armed, poll_armed, read_armed, send_armed, closing;
+	char *buf; /* head + body of a small response, bufcap bytes */
+	size_t bufcap;
+	const char *sdata; /* the SEND in flight: sdata[soff, slen) */
+	size_t slen, soff;
 };
 
 struct loop {
@@ -112,10 +137,12 @@ static void cancel(struct loop *l, int fd, enum op op)
 /* Free the connection once nothing of it is in flight. */
 static void maybe_free(struct loop *l, struct uconn *u)
 {
-	if (!u->closing || u->recv_armed || u->poll_armed)
+	if (!u->closing || u->recv_armed || u->poll_armed || u->read_armed ||
+	    u->send_armed)
 		return;
 	l->conn[u->c.fd] = NULL;
 	web_close(&u->c);
+	free(u->buf);
 	free(u);
 }
 
@@ -130,7 +157,57 @@ static void conn_close(struct loop *l, struct uconn *u)
 		cancel(l, u->c.fd, OP_RECV);
 	if (u->poll_armed)
 		cancel(l, u->c.fd, OP_POLL);
+	if (u->read_armed)
+		cancel(l, u->c.fd, OP_READ);
+	if (u->send_armed)
+		cancel(l, u->c.fd, OP_SEND);
 	maybe_free(l, u);
+}
+
+static void submit_send(struct loop *l, struct uconn *u, unsigned sqe_flags)
+{
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_send(s, u->c.fd, u->sdata + u->soff, u->slen - u->soff,
+			   MSG_NOSIGNAL);
+	s->flags |= sqe_flags;
+	io_uring_sqe_set_data64(s, ud(u->c.fd, OP_SEND));
+	u->send_armed = true;
+}
+
+/* Send a small response (web_conn_small_out) through the ring. Returns
+ * false when it cannot (no memory): the core then sends it. */
+static bool start_send(struct loop *l, struct uconn *u)
+{
+	struct web_conn *c = &u->c;
+	if (c->file_fd < 0) {
+		u->sdata = c->out;
+		u->slen = c->out_len;
+		u->soff = 0;
+		submit_send(l, u, 0);
+		return true;
+	}
+	size_t body = (size_t)c->file_end, n = c->out_len + body;
+	if (n > u->bufcap) {
+		char *b = realloc(u->buf, n);
+		if (!b)
+			return false;
+		u->buf = b;
+		u->bufcap = n;
+	}
+	memcpy(u->buf, c->out, c->out_len);
+	/* Both SQEs must be in the same submission for the link: make room. */
+	if (io_uring_sq_space_left(&l->ring) < 2)
+		io_uring_submit(&l->ring);
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_read(s, c->file_fd, u->buf + c->out_len, (unsigned)body, 0);
+	s->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data64(s, ud(c->fd, OP_READ));
+	u->read_armed = true;
+	u->sdata = u->buf;
+	u->slen = n;
+	u->soff = 0;
+	submit_send(l, u, 0);
+	return true;
 }
 
 static void progress(struct loop *l, struct uconn *u)
@@ -141,6 +218,16 @@ static void progress(struct loop *l, struct uconn *u)
 			arm_recv(l, u);
 		break;
 	case WEB_WANT_WRITE:
+		if (u->c.style_sends_small && web_conn_small_out(&u->c)) {
+			if (u->read_armed || u->send_armed)
+				break; /* already on its way */
+			if (start_send(l, u))
+				break;
+			u->c.style_sends_small = false; /* no memory: the core sends */
+			progress(l, u);
+			u->c.style_sends_small = true;
+			break;
+		}
 		arm_poll(l, u);
 		break;
 	case WEB_CLOSE:
@@ -167,7 +254,11 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	}
 	web_sock_setup(fd);
 	web_conn_init(&u->c, fd, &l->ctx->srv);
+	u->c.style_sends_small = true;
 	u->recv_armed = u->poll_armed = u->closing = false;
+	u->read_armed = u->send_armed = false;
+	u->buf = NULL;
+	u->bufcap = 0;
 	l->conn[fd] = u;
 	if ((size_t)fd > l->maxfd)
 		l->maxfd = (size_t)fd;
@@ -202,6 +293,61 @@ static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
 		conn_close(l, u);
 		return;
 	}
+	progress(l, u);
+}
+
+/* The file is read (or the READ failed): close it through the ring. */
+static void on_read(struct loop *l, struct uconn *u)
+{
+	u->read_armed = false;
+	if (u->c.file_fd >= 0 && URING_TSAN) {
+		/* ThreadSanitizer tracks descriptors through the calls it
+		 * intercepts: a CLOSE done by the kernel through the ring is
+		 * invisible to it, and the next loop thread's close of the
+		 * same number (reused for a socket accepted through the ring)
+		 * is then reported as a race. Under TSan, close directly. */
+		close(u->c.file_fd);
+		u->c.file_fd = -1;
+	}
+	if (u->c.file_fd >= 0) {
+		struct io_uring_sqe *s = sqe_get(l);
+		io_uring_prep_close(s, u->c.file_fd);
+		io_uring_sqe_set_data64(s, ud(u->c.fd, OP_IGNORE));
+		u->c.file_fd = -1;
+	}
+	if (u->closing)
+		maybe_free(l, u);
+	/* A short READ broke the link: the SEND's -ECANCELED closes. */
+}
+
+static void on_send(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
+{
+	u->send_armed = false;
+	if (u->closing) {
+		maybe_free(l, u);
+		return;
+	}
+	if (cqe->res == -EAGAIN || cqe->res == -EINTR) {
+		submit_send(l, u, 0);
+		return;
+	}
+	if (cqe->res < 0) { /* the peer went away, or the file shrank */
+		conn_close(l, u);
+		return;
+	}
+	u->soff += (size_t)cqe->res;
+	if (u->soff < u->slen) {
+		submit_send(l, u, 0);
+		return;
+	}
+	/* Done: the core sees the response complete. */
+	struct web_conn *c = &u->c;
+	if (c->file_fd >= 0) { /* cannot happen: the READ completed first */
+		close(c->file_fd);
+		c->file_fd = -1;
+	}
+	c->out_off = c->out_len;
+	c->file_off = c->file_end;
 	progress(l, u);
 }
 
@@ -292,6 +438,14 @@ static int loop(struct web_ctx *ctx, int lfd)
 				if (u)
 					on_poll(l, u);
 				break;
+			case OP_READ:
+				if (u)
+					on_read(l, u);
+				break;
+			case OP_SEND:
+				if (u)
+					on_send(l, u, cqe);
+				break;
 			default:
 				break;
 			}
@@ -313,6 +467,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 	for (size_t fd = 0; fd <= l->maxfd; fd++)
 		if (l->conn[fd]) {
 			web_close(&l->conn[fd]->c);
+			free(l->conn[fd]->buf);
 			free(l->conn[fd]);
 		}
 	free(l->conn);
