@@ -55,6 +55,26 @@ static inline int job_open(const char *dir, int rank, int n,
 	return canal_engine_open(&o, e);
 }
 
+/* Whether this build has the UCX driver (asked in a child, so that this
+ * process does not load libucp before forking the ranks). */
+static inline int job_have_ucx(void)
+{
+	pid_t p = fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		struct canal_engine_options o;
+		canal_engine_options_init(&o);
+		o.rank = 0;
+		o.size = 1;
+		o.driver = "ucx";
+		struct canal_engine *e;
+		_exit(canal_engine_open(&o, &e) == 0 ? 0 : 1);
+	}
+	int st;
+	CHECK(waitpid(p, &st, 0) == p);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 /* Returns 0 when every rank exited 0 (and killed_rank, if >= 0, died of
  * SIGKILL). */
 static inline int job_run(const struct job *j, job_fn fn, void *arg)

@@ -100,26 +100,6 @@ static int receiver_dies(struct canal_engine *e, int rank, int size, void *arg)
 	return 0;
 }
 
-/* Whether this build has the UCX driver (asked in a child, so that this
- * process does not load libucp before forking the ranks). */
-static int have_ucx(void)
-{
-	pid_t p = fork();
-	CHECK(p >= 0);
-	if (p == 0) {
-		struct canal_engine_options o;
-		canal_engine_options_init(&o);
-		o.rank = 0;
-		o.size = 1;
-		o.driver = "ucx";
-		struct canal_engine *e;
-		_exit(canal_engine_open(&o, &e) == 0 ? 0 : 1);
-	}
-	int st;
-	CHECK(waitpid(p, &st, 0) == p);
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void)
 {
 #ifdef __SANITIZE_THREAD__
@@ -127,7 +107,7 @@ int main(void)
 	setenv("UCX_MEM_EVENTS", "no", 0);
 #endif
 	const char *drivers[] = { "shm", "tcp", "ucx" };
-	int ndrivers = have_ucx() ? 3 : 2;
+	int ndrivers = job_have_ucx() ? 3 : 2;
 	if (ndrivers == 2)
 		printf("canal built without UCX: shm and tcp only\n");
 	for (int d = 0; d < ndrivers; d++) {
