@@ -146,6 +146,39 @@ static inline int netns_enter(int i)
 	return r;
 }
 
+/* Fork ranks 0..n-1 (n <= 8), each running rank_main(rank, dir) bounded
+ * by limit_s seconds; their pids into p[]. */
+static inline void netns_fork_ranks(pid_t *p, int n,
+				    int (*rank_main)(int rank, const char *dir),
+				    const char *dir, unsigned limit_s)
+{
+	fflush(NULL);
+	for (int r = 0; r < n; r++) {
+		p[r] = fork();
+		CHECK(p[r] >= 0);
+		if (p[r] == 0) {
+			alarm(limit_s);
+			_exit(rank_main(r, dir));
+		}
+	}
+}
+
+/* Wait for the ranks of netns_fork_ranks: 0 when every one exited 0;
+ * otherwise says which did not (label names the run). */
+static inline int netns_wait_ranks(const pid_t *p, int n, const char *label)
+{
+	int bad = 0;
+	for (int r = 0; r < n; r++) {
+		int st;
+		CHECK(waitpid(p[r], &st, 0) == p[r]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "%s: rank %d: status %d\n", label, r, st);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
 /* Run body in a child bounded by limit_s seconds, then delete the
  * namespaces whatever happened: the child's exit status (0 = pass). */
 static inline int netns_run(int (*body)(void), unsigned limit_s)

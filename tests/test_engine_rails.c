@@ -297,15 +297,7 @@ static int body(void)
 	CHECK(mkdtemp(dir));
 	CHECK(pipe(cut_pipe) == 0);
 	pid_t p[2];
-	fflush(NULL);
-	for (int r = 0; r < 2; r++) {
-		p[r] = fork();
-		CHECK(p[r] >= 0);
-		if (p[r] == 0) {
-			alarm(90);
-			_exit(rank_main(r, dir));
-		}
-	}
+	netns_fork_ranks(p, 2, rank_main, dir, 90);
 	close(cut_pipe[1]);
 	char c;
 	if (read(cut_pipe[0], &c, 1) == 1) {
@@ -313,15 +305,7 @@ static int body(void)
 		printf("test_engine_rails: rail 2 (cv2a) pulled down mid-run\n");
 		fflush(NULL);
 	}
-	int bad = 0;
-	for (int r = 0; r < 2; r++) {
-		int st;
-		CHECK(waitpid(p[r], &st, 0) == p[r]);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(stderr, "rank %d: status %d\n", r, st);
-			bad = 1;
-		}
-	}
+	int bad = netns_wait_ranks(p, 2, "two rails");
 	sh("rm -rf %s", dir);
 	return bad;
 }

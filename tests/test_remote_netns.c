@@ -52,24 +52,8 @@ static int body(void)
 	char dir[] = "/tmp/canal-test-remote-netns.XXXXXX";
 	CHECK(mkdtemp(dir));
 	pid_t p[2];
-	fflush(NULL);
-	for (int r = 0; r < 2; r++) {
-		p[r] = fork();
-		CHECK(p[r] >= 0);
-		if (p[r] == 0) {
-			alarm(90);
-			_exit(rank_main(r, dir));
-		}
-	}
-	int bad = 0;
-	for (int r = 0; r < 2; r++) {
-		int st;
-		CHECK(waitpid(p[r], &st, 0) == p[r]);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(stderr, "rank %d: status %d\n", r, st);
-			bad = 1;
-		}
-	}
+	netns_fork_ranks(p, 2, rank_main, dir, 90);
+	int bad = netns_wait_ranks(p, 2, "remote channels");
 	sh("rm -rf %s", dir);
 	if (bad)
 		return 1;
