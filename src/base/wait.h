@@ -196,9 +196,13 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  *     element without a wake-up: fwd-canal 1/1000 0.07 -> 0.03 s); others
  *     yield only while waiters do not far outnumber cores. The phase is cut
  *     short when the CPU proves contended (a yield that let another thread
- *     run for longer than CANAL__YIELD_SLICE_NS: a busy process shares our
- *     CPU, and every further yield would hand it a time slice); the thread
- *     then skips yield phases for CANAL__CONTENDED_NS and parks at once;
+ *     run for longer than CANAL__YIELD_SLICE_NS while the process's other
+ *     waits got almost nowhere: a busy process shares our CPU, and every
+ *     further yield would hand it a time slice); the thread then skips
+ *     yield phases for CANAL__CONTENDED_NS and parks at once. A long slice
+ *     during which other waits of the process completed went to our own
+ *     threads (more threads than cores): yielding on is what lets them
+ *     run (wait.c, wait_progress);
  *  4. park on the queue's futex word through the parker. The spinner leaves
  *     its role first (spin_end before prepare: the pairing above). Shared
  *     queues sleep at most CANAL__SHARED_RECHECK_NS at a time.
