@@ -20,6 +20,11 @@ cell whose runs differ by more than 3x says "unstable". "factor canal/pipe"
 is t(pipe) / t(canal), as in the seed: x30 means canal is 30 times faster,
 x(1/3) 3 times slower. The seed's own names for the tables are kept as
 references ("the seed's fwd 1000/1000").
+
+fwd-canal-task (issue 13) is fwd with canal tasks in place of threads (one
+canal_run, a loop per CPU); it runs beside fwd-go (goroutines) and
+fwd-canal (threads) in the thread tables, and alone with fwd-go at
+100 000 x 100 000 (full mode), which no thread variant can run.
 """
 from __future__ import annotations
 
@@ -37,7 +42,11 @@ from . import report, runner, stats
 # --------------------------------------------------------------------------
 
 THREAD_VARIANTS = ["canal", "canal-sync", "canal-batch", "canal-onecopy",
-                   "canal-select", "pipe", "socket", "go", "floor"]
+                   "canal-select", "canal-task", "pipe", "socket", "go", "floor"]
+# Variants whose writers and readers are user-space tasks, not threads:
+# the kernel's thread limit does not apply, and 100 000 x 100 000 (issue 13)
+# runs for them only.
+TASK_VARIANTS = {"go", "canal-task"}
 PROC_VARIANTS = ["canal-proc", "pipe-proc", "socket-proc", "floor-proc"]
 CANAL_EXTENSIONS = ["canal", "canal-sync", "canal-batch", "canal-onecopy",
                     "canal-select"]
@@ -47,13 +56,17 @@ Config = Tuple[int, int]  # (writers, readers)
 
 GROUPS: List[Tuple[str, str, List[Config]]] = [
     ("equal", "as many writers as readers",
-     [(1, 1), (10, 10), (100, 100), (1000, 1000), (5000, 5000), (10000, 10000)]),
+     [(1, 1), (10, 10), (100, 100), (1000, 1000), (5000, 5000), (10000, 10000),
+      (100000, 100000)]),
     ("writers", "more writers than readers",
      [(10, 1), (100, 1), (1000, 1), (10000, 1)]),
     ("readers", "more readers than writers",
      [(1, 10), (1, 100), (1, 1000), (1, 10000)]),
 ]
 QUICK_THREAD_CONFIGS = {(1, 1), (100, 100), (1000, 1000), (10000, 1), (1, 10000)}
+# Configurations only the task variants (TASK_VARIANTS) run: 200 001
+# threads or processes are beyond what a machine allows.
+TASKS_ONLY_CONFIGS = {(100000, 100000)}
 QUICK_PROC_CONFIGS = {(1, 1), (100, 100), (1000, 1000)}
 
 RUNS = {"quick": 3, "full": 8}
@@ -78,6 +91,12 @@ def is_proc(variant: str) -> bool:
     return variant.endswith("-proc")
 
 
+def variant_runs(variant: str, cfg: Config) -> bool:
+    """Whether fwd-<variant> runs configuration cfg (TASKS_ONLY_CONFIGS are
+    for the task variants only)."""
+    return cfg not in TASKS_ONLY_CONFIGS or variant in TASK_VARIANTS
+
+
 def configs_for(mode: str, proc: bool) -> List[Config]:
     out = []
     for _, _, cfgs in GROUPS:
@@ -96,8 +115,11 @@ def estimate_memory(variant: str, writers: int, readers: int) -> int:
     readers and the forwarder) at the per-thread or per-process estimate."""
     tasks = writers + readers + 1
     per = PROC_BYTES if is_proc(variant) else THREAD_BYTES
-    if variant == "go":
-        per = 8 << 10  # goroutines: an 8 KiB stack each
+    if variant in TASK_VARIANTS:
+        # goroutines: an 8 KiB stack each; canal tasks: 64 KiB stacks of
+        # which fwd touches one page or two (about 3 KiB per task measured
+        # at 100 000 x 100 000)
+        per = 8 << 10
     return BASE_BYTES + tasks * per
 
 
@@ -111,7 +133,7 @@ def refusal_reason(variant: str, writers: int, readers: int,
         return (f"needs about {need / 2**30:.1f} GiB, only "
                 f"{mem_available / 2**30:.1f} GiB available (MemAvailable)")
     tasks = writers + readers + 1
-    if variant != "go" and task_room is not None and tasks > task_room:
+    if variant not in TASK_VARIANTS and task_room is not None and tasks > task_room:
         return f"needs {tasks} tasks, the kernel allows only {task_room} more"
     return None
 
@@ -401,6 +423,8 @@ def _jobs(build: str, mode: str, work: str) -> Tuple[List[Job], Dict[str, str]]:
         for cfg in configs_for(mode, proc):
             for v in variants:
                 w, r = cfg
+                if not variant_runs(v, cfg):
+                    continue
                 jobs.append(Job("fwd", v, config_label(cfg),
                                 [_binary(build, f"fwd-{v}"), str(w), str(r)], True,
                                 refuse=refusal_reason(v, w, r, avail, room),
@@ -543,7 +567,8 @@ def build_report(runs: Sequence[Run], mode: str, n_runs: int, file_labels: Seque
            "FAILED: at least one run failed, was killed or timed out (never timed); "
            "SKIPPED: variant not available here; REFUSED: estimated memory > MemAvailable.",
            ""]
-    thread_factors = [("canal/pipe", "pipe", "canal"), ("canal/Go", "go", "canal")]
+    thread_factors = [("canal/pipe", "pipe", "canal"), ("canal/Go", "go", "canal"),
+                      ("canal-task/Go", "go", "canal-task")]
     proc_factors = [("canal/pipe", "pipe-proc", "canal-proc")]
     present = {k[2] for k in s if k[0] == "fwd"}
     for key, title, cfgs in GROUPS:
@@ -585,6 +610,7 @@ HEADLINES = [
     ("fwd 10000/1, threads", "fwd", "10000/1", "canal", ["pipe", "socket", "go"], 1.0),
     ("fwd 1/10000, threads", "fwd", "1/10000", "canal", ["pipe", "socket", "go"], 1.0),
     ("fwd 1000/1000 vs the floor", "fwd", "1000/1000", "canal", ["floor"], 1.3),
+    ("fwd 1000/1000, tasks vs goroutines", "fwd", "1000/1000", "canal-task", ["go"], 1.0),
     ("fwd 100/100, processes", "fwd", "100/100", "canal-proc",
      ["pipe-proc", "socket-proc"], 1.0),
 ]

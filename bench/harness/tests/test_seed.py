@@ -152,7 +152,20 @@ def test_quick_matrix_is_a_subset_of_full():
     assert set(quick) < set(full)
     assert (10000, 10000) in full and (10000, 10000) not in quick
     assert set(seed.configs_for("quick", True)) <= set(quick)
-    assert len(full) == 14
+    assert len(full) == 15  # the seed's 14 and issue 13's 100 000 x 100 000
+
+
+def test_100k_by_100k_runs_only_tasks_and_goroutines():
+    big = (100000, 100000)
+    assert big in seed.configs_for("full", False)
+    assert big not in seed.configs_for("quick", False)
+    assert seed.variant_runs("canal-task", big) and seed.variant_runs("go", big)
+    for v in ("canal", "pipe", "floor", "canal-proc", "pipe-proc"):
+        assert not seed.variant_runs(v, big)
+    assert seed.variant_runs("canal", (10000, 10000))
+    # tasks are not threads: the kernel's thread limit does not refuse them
+    assert seed.refusal_reason("canal-task", 100000, 100000, 64 << 30, 15000) is None
+    assert seed.refusal_reason("canal", 10000, 10000, 64 << 30, 15000) is not None
 
 
 # ------------------------------------------------------------------ memory
