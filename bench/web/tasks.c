@@ -105,13 +105,7 @@ static void accept_task(void *arg)
 			close(fd);
 			free(c);
 			canal_sleep_ns((uint64_t)WEB_ACCEPT_BACKOFF_MS * 1000000);
-			continue;
 		}
-		/* Let the tasks that are ready run before the next accept
-		 * (one accept per turn, as uring.c's one per pass): an accept
-		 * that succeeds at once would otherwise take the whole backlog
-		 * before any of it is answered. */
-		canal_yield();
 	}
 }
 
