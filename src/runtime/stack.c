@@ -3,8 +3,9 @@
  * stack.c - task stacks (stack.h) and the stack overflow report.
  *
  * The pool's invariants (pool->lock): `free` lists blocks nobody uses;
- * `guarded` counts live guarded blocks (in tasks, caches or the pool)
- * against `guard_budget`; `slabs` lists every slab mapping, unmapped at
+ * `ndirty` counts those of them whose pages were not given back to the
+ * kernel (block->dirty), at most `dirty_max`; `guarded` counts live
+ * guarded blocks (in tasks, caches or the pool) against `guard_budget`; `slabs` lists every slab mapping, unmapped at
  * destroy once every block is back. A loop's cache is touched by its own
  * thread only.
  */
@@ -25,10 +26,21 @@
 #define STACK_CANARY 0x63616e616c535443ull /* "canalSTC" */
 #define CACHE_MAX 64u
 #define SLAB_STACKS 64u
+/*
+ * Free blocks beyond the loops' caches keep their pages, up to this many
+ * bytes of stack (counted at their full size: an upper bound of what they
+ * hold), before blocks go back to the kernel. Giving pages back is a
+ * madvise(MADV_DONTNEED) per block, whose TLB shootdown interrupts every
+ * other CPU running the process: on a VM the interrupt crosses the
+ * hypervisor, and fwd on tasks (1000 writers, 1000 readers) spent a
+ * quarter of its time there, as the tasks ended.
+ */
+#define DIRTY_BYTES_MAX (64u << 20)
 
 struct canal__stack_block {
 	struct canal__stack_block *next;
 	struct canal__stack st;
+	bool dirty; /* in the pool's free list with its pages (ndirty) */
 };
 
 struct slab {
@@ -43,6 +55,7 @@ struct canal__stack_pool {
 	size_t page;
 	struct canal__stack_block *free;
 	size_t nfree;
+	size_t ndirty, dirty_max;
 	size_t guarded, guard_budget;
 	struct slab *slabs;
 	char *slab_cur; /* next uncarved block of the newest slab */
@@ -72,6 +85,7 @@ int canal__stack_pool_create(size_t stack_size,
 	p->page = (size_t)sysconf(_SC_PAGESIZE);
 	p->stack_bytes = (stack_size + p->page - 1) & ~(p->page - 1);
 	p->guard_budget = map_count_budget();
+	p->dirty_max = DIRTY_BYTES_MAX / p->stack_bytes;
 	pthread_mutex_init(&p->lock, NULL);
 	*out = p;
 	return 0;
@@ -165,6 +179,8 @@ void *canal__stack_get(struct canal__stack_pool *p,
 			b = p->free;
 			p->free = b->next;
 			p->nfree--;
+			if (b->dirty)
+				p->ndirty--;
 		} else if (block_new(p, st) != 0) {
 			pthread_mutex_unlock(&p->lock);
 			return NULL;
@@ -185,22 +201,36 @@ void canal__stack_put(struct canal__stack_pool *p,
 	struct canal__stack copy = *st;
 	b->st = copy;
 	if (c && c->n < CACHE_MAX) {
+		b->dirty = false; /* caches are not counted in ndirty */
 		b->next = c->free;
 		c->free = b;
 		c->n++;
 		return;
 	}
-	/* Beyond the cache the pages go back to the kernel (all but the
+	/* Beyond the cache, the pool keeps the pages of up to dirty_max
+	 * blocks; the pages of the others go back to the kernel (all but the
 	 * task area's page, which holds the free-list link). */
-	size_t keep = p->page;
-	if (copy.size + CANAL__TASK_AREA > keep)
-		madvise(copy.lo, copy.size + CANAL__TASK_AREA - keep,
-			MADV_DONTNEED);
 	pthread_mutex_lock(&p->lock);
+	b->dirty = p->ndirty < p->dirty_max;
+	if (b->dirty) {
+		p->ndirty++;
+	} else {
+		pthread_mutex_unlock(&p->lock);
+		size_t keep = p->page;
+		if (copy.size + CANAL__TASK_AREA > keep)
+			madvise(copy.lo, copy.size + CANAL__TASK_AREA - keep,
+				MADV_DONTNEED);
+		pthread_mutex_lock(&p->lock);
+	}
 	b->next = p->free;
 	p->free = b;
 	p->nfree++;
 	pthread_mutex_unlock(&p->lock);
+}
+
+size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *p)
+{
+	return p->dirty_max;
 }
 
 void canal__stack_cache_flush(struct canal__stack_pool *p,

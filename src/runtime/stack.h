@@ -64,6 +64,10 @@ void *canal__stack_get(struct canal__stack_pool *pool,
 void canal__stack_put(struct canal__stack_pool *pool,
 		      struct canal__stack_cache *cache, void *task_area,
 		      const struct canal__stack *st);
+/* How many free blocks the pool keeps with their pages (beyond the loops'
+ * caches) before it gives the pages of further blocks back to the kernel
+ * (stack.c, DIRTY_BYTES_MAX). */
+size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *pool);
 /* Move a loop's cache to the pool (loop exit). */
 void canal__stack_cache_flush(struct canal__stack_pool *pool,
 			      struct canal__stack_cache *cache);
