@@ -76,7 +76,7 @@ static void *pool_thread(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->lock);
-		canal__task_run(self, t);
+		t = canal__task_run(self, t);
 		canal__stack_canary_check(&t->stack, t->id);
 		if (t->after == AFTER_EXIT) { /* it ended detached */
 			canal__task_ended(self, t);

@@ -139,6 +139,12 @@ struct canal__task {
 	_Atomic uint32_t wake;	  /* enum task_wake */
 	uint32_t after;		  /* enum task_after, read by the scheduler */
 	uint32_t pinned;	  /* armed timer + in-flight I/O: no steal */
+	/* 1 while a direct yield switches it out: it is already linked in
+	 * its loop's queue but still running (loop.c, canal__loop_yield_next);
+	 * stealers skip it. Set under the queue's lock; cleared (release) by
+	 * the task switched to, once this one's context is saved; read by
+	 * stealers under the victim's lock (acquire). */
+	_Atomic uint32_t switching;
 	bool detached;		  /* runs on the detach pool */
 	uint32_t poll_round;	  /* park.c: polls of a shared word in a row */
 	uint64_t id;
@@ -169,6 +175,12 @@ struct canal__loop {
 	const void *thread_stack_bottom; /* for ASan's switch annotations */
 	size_t thread_stack_size;
 	struct canal__task *current; /* running task, NULL in the scheduler */
+	/* The task that last switched out to the scheduler (canal__task_run
+	 * returns it: after a direct yield it is not the one run). */
+	struct canal__task *out;
+	/* The task a direct yield just switched away from, until the task
+	 * switched to clears its `switching` (loop thread only). */
+	struct canal__task *direct_prev;
 
 	/* Run queue. Invariant: a task is linked here iff it is runnable,
 	 * not running and not in a runnext slot. Pushers take the mutex; `sleeping` pairs with it: the
@@ -227,8 +239,15 @@ int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
 		       void *arg, struct canal__loop *loop,
 		       struct canal__task **out);
 void canal__task_free(struct canal__task *t);
-/* Switch from the scheduler context of the calling loop into t. */
-void canal__task_run(struct canal__loop *l, struct canal__task *t);
+/* Switch from the scheduler context of the calling loop into t; returns
+ * the task that switched back out to the scheduler (t, or a task t
+ * yielded to directly). */
+struct canal__task *canal__task_run(struct canal__loop *l,
+				    struct canal__task *t);
+/* loop.c: the task a yield of t switches to directly (t then linked in
+ * the queue, `switching`), or NULL: yield through the scheduler. */
+struct canal__task *canal__loop_yield_next(struct canal__loop *l,
+					   struct canal__task *t);
 /* Switch from the running task to its loop's scheduler (t->after set). */
 void canal__task_switch_out(struct canal__task *t);
 

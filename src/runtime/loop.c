@@ -172,7 +172,8 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 	struct canal__task **pp = &victim->head, *prev = NULL;
 	while (*pp && taken < want) {
 		struct canal__task *t = *pp;
-		if (t->pinned) {
+		if (t->pinned ||
+		    atomic_load_explicit(&t->switching, memory_order_acquire)) {
 			prev = t;
 			pp = &t->next;
 			continue;
@@ -283,6 +284,40 @@ static struct canal__task *requeue_and_pop(struct canal__loop *l,
 	return queue_swap(l, t);
 }
 
+/*
+ * A direct yield (task.c, canal_yield): the yielding task t goes to the
+ * back of its loop's queue and the queue's first is switched to from t at
+ * once, without the scheduler context in between (one context switch, not
+ * two). t is linked in the queue while it still runs, against the queue's
+ * invariant (internal.h), made safe by two facts: stealing loops skip it
+ * while t->switching is set (set here under the lock; cleared, release,
+ * by the task switched to, after t's context is saved; read by stealers
+ * under the lock, acquire), and only this loop's thread pops this queue,
+ * which it does after the switch, being the thread that makes it. Every
+ * POLL_EVERY runs a yield goes through the scheduler instead, which polls
+ * completions and timers (tasks yielding to each other would otherwise
+ * starve them); and while the runnext slot is full, as does the
+ * scheduler's path, its task goes first. Returns NULL for the
+ * scheduler's path (nothing else to run, too: the scheduler then runs t
+ * again after its polls).
+ */
+struct canal__task *canal__loop_yield_next(struct canal__loop *l,
+					   struct canal__task *t)
+{
+	if (l->runnext || l->is_pool ||
+	    !atomic_load_explicit(&l->queued, memory_order_relaxed) ||
+	    ++l->runs % POLL_EVERY == 0)
+		return NULL;
+	canal__spin_lock(&l->lock);
+	struct canal__task *next = queue_pop(l);
+	if (next) {
+		atomic_store_explicit(&t->switching, 1, memory_order_relaxed);
+		queue_append(l, t);
+	}
+	canal__spin_unlock(&l->lock);
+	return next;
+}
+
 /* What the task that just switched out asked for (internal.h). Returns
  * the task to run next if that is already known (a yield, the runnext
  * slot), else NULL (then the queue's first). */
@@ -324,8 +359,7 @@ static void run_chain(struct canal__loop *l, struct canal__task *t)
 	while (t) {
 		if (++l->runs % POLL_EVERY == 0)
 			loop_poll_quick(l);
-		canal__task_run(l, t);
-		t = after_switch(l, t);
+		t = after_switch(l, canal__task_run(l, t));
 	}
 }
 

@@ -21,10 +21,24 @@ _Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA - 8,
 	       "the task structure must fit its stack block's task area, "
 	       "short of its last word (the canary of the block above)");
 
+/* Every resumption of a task clears `switching` of the task a direct
+ * yield switched away from to get here (internal.h): its context is
+ * saved now. Release: pairs with the acquire of a stealing loop. */
+static inline void task_resumed(struct canal__loop *l)
+{
+	struct canal__task *prev = l->direct_prev;
+	if (prev) {
+		l->direct_prev = NULL;
+		atomic_store_explicit(&prev->switching, 0,
+				      memory_order_release);
+	}
+}
+
 static void task_entry(void *arg)
 {
 	struct canal__task *t = arg;
 	san_finish_switch(NULL);
+	task_resumed(canal__this_loop());
 	t->fn(t->arg);
 	t->after = AFTER_EXIT;
 	canal__task_switch_out(t);
@@ -70,7 +84,8 @@ void canal__task_free(struct canal__task *t)
 			 &st);
 }
 
-void canal__task_run(struct canal__loop *l, struct canal__task *t)
+struct canal__task *canal__task_run(struct canal__loop *l,
+				    struct canal__task *t)
 {
 	l->current = t;
 	san_start_switch(&l->asan_fake_stack, t->stack.lo, t->stack.size);
@@ -78,6 +93,7 @@ void canal__task_run(struct canal__loop *l, struct canal__task *t)
 	canal__ctx_switch(&l->sched_sp, t->sp);
 	san_finish_switch(l->asan_fake_stack);
 	l->current = NULL;
+	return l->out;
 }
 
 void canal__task_switch_out(struct canal__task *t)
@@ -88,8 +104,10 @@ void canal__task_switch_out(struct canal__task *t)
 	san_start_switch(t->after == AFTER_EXIT ? NULL : &t->asan_fake_stack,
 			 l->thread_stack_bottom, l->thread_stack_size);
 	san_fiber_switch(l->tsan_fiber);
+	l->out = t;
 	canal__ctx_switch(&t->sp, l->sched_sp);
 	san_finish_switch(t->asan_fake_stack);
+	task_resumed(canal__this_loop());
 }
 
 void canal__task_make_runnable(struct canal__task *t)
@@ -195,8 +213,23 @@ EXPORT void canal_yield(void)
 		sched_yield();
 		return;
 	}
-	t->after = AFTER_YIELD;
-	canal__task_switch_out(t);
+	struct canal__loop *l = canal__this_loop();
+	struct canal__task *next = canal__loop_yield_next(l, t);
+	if (!next) {
+		t->after = AFTER_YIELD;
+		canal__task_switch_out(t);
+		return;
+	}
+	/* Straight to next, without the scheduler context (loop.c). */
+	canal__stack_canary_check(&t->stack, t->id);
+	l->current = next;
+	l->direct_prev = t;
+	san_start_switch(&t->asan_fake_stack, next->stack.lo,
+			 next->stack.size);
+	san_fiber_switch(next->tsan_fiber);
+	canal__ctx_switch(&t->sp, next->sp);
+	san_finish_switch(t->asan_fake_stack);
+	task_resumed(canal__this_loop());
 }
 
 EXPORT int canal_sleep_ns(uint64_t ns)
