@@ -39,8 +39,12 @@ static void produce(struct mix *m, uint32_t id)
 	for (uint32_t s = 0; s < m->per_producer; s++) {
 		struct elt e = {id, s};
 		int r;
-		if (s % 7 == 3) /* some timed sends, long enough never to fire */
-			r = canal_send_timeout(m->ch, &e, 10000000000ll);
+		/* Some timed sends, with a deadline that never fires: an hour,
+		 * beyond ctest's limit, so that a lost wake-up shows as a hang
+		 * ctest reports, and a slow machine (TSan, loaded) is no
+		 * failure (10 s once was, maybe, on 2 loaded vCPUs). */
+		if (s % 7 == 3)
+			r = canal_send_timeout(m->ch, &e, 3600000000000ll);
 		else
 			r = canal_send(m->ch, &e);
 		CHECK_EQ(r, 0);
