@@ -217,7 +217,7 @@ static void test_io(unsigned flags)
 /* ---------------- full duplex: a reader and a writer on one fd ------- */
 
 static int dsv[2];
-static _Atomic int duplex_read, duplex_busy;
+static _Atomic int duplex_read, duplex_busy, duplex_second_done;
 #define DUPLEX_BYTES (4 << 20)
 
 static void duplex_reader(void *arg)
@@ -234,11 +234,16 @@ static void duplex_second_reader(void *arg)
 	(void)arg;
 	char c;
 	ssize_t r = canal_io_recv(dsv[0], &c, 1, 0, 1000000, NULL);
-	/* epoll: one reader per fd per loop; io_uring: any number. */
+	/* epoll: one reader per fd per loop; io_uring: any number. Nothing
+	 * is sent towards dsv[0] until this reader is done (the main task
+	 * waits for duplex_second_done), so with io_uring its receive
+	 * times out: two receives pending on one socket are served in no
+	 * promised order, and the byte must go to the first reader. */
 	if (r == -EBUSY)
 		atomic_store(&duplex_busy, 1);
 	else
 		CHECK_EQ(r, -ETIMEDOUT);
+	atomic_store(&duplex_second_done, 1);
 }
 
 static void duplex_writer(void *arg)
@@ -273,6 +278,8 @@ static void duplex_main(void *arg)
 		got += (size_t)r;
 	}
 	CHECK_EQ(atomic_load(&duplex_read), 0);
+	while (!atomic_load(&duplex_second_done))
+		canal_sleep_ns(100000);
 	CHECK_EQ(canal_io_send(dsv[1], "r", 1, 0, -1, NULL), 1);
 	while (!atomic_load(&duplex_read))
 		canal_sleep_ns(100000);
