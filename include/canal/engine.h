@@ -18,10 +18,21 @@
  *    are received in the order they were sent. Nothing else is promised:
  *    messages of different tags or gates may overtake each other, and the
  *    strategies use that freedom.
- *  - Progress is made by the caller: inside canal_engine_wait(),
- *    canal_engine_test(), canal_engine_probe() and canal_engine_progress().
- *    A send is not guaranteed to leave the process until one of them runs.
- *    Blocking calls poll (spin, then yield the CPU) until they can complete.
+ *  - Progress is made by the caller (the default): inside
+ *    canal_engine_wait(), canal_engine_test(), canal_engine_probe() and
+ *    canal_engine_progress(). A send is not guaranteed to leave the process
+ *    until one of them runs. Blocking calls poll (spin, then yield the CPU)
+ *    until they can complete. With the option progress = "thread" (or
+ *    $CANAL_ENGINE_PROGRESS=thread), a thread of the session also makes
+ *    progress while the caller is elsewhere (computing): rendezvous are
+ *    answered, large messages copied, windows pushed; it polls while a
+ *    request of the session is incomplete or something is queued, backing
+ *    off to short sleeps (up to 0.5 ms) when nothing moves, and sleeps
+ *    without polling when the session has no work. It costs a CPU while it
+ *    polls: on a machine with no spare core it slows a ping-pong down.
+ *    With the thread, calls on one session may also come from several
+ *    threads at once (they are serialised by a lock), as long as each
+ *    request and each pack is used by one thread at a time.
  *  - Buffers given to isend/irecv/pack/unpack must stay valid and untouched
  *    until their request completes.
  *  - Errors of a peer: when a peer dies (its process exits or is killed;
@@ -108,6 +119,10 @@ struct canal_engine_options {
 			       * pass an HMAC challenge-response keyed by it,
 			       * others are refused, closed and logged; NULL:
 			       * $CANAL_ENGINE_KEY_FILE, else no handshake */
+	const char *progress; /* "caller" (progress only inside the calls)
+			       * or "thread" (a progress thread as well; see
+			       * the top of this file); NULL:
+			       * $CANAL_ENGINE_PROGRESS, else "caller" */
 };
 
 /* What a completed receive (or a probe) found. */
@@ -133,8 +148,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  * nor $CANAL_RANK set, rank, size and addresses come from PMIx).
  * opt may be NULL (all defaults: the environment canal-launch sets).
  * Returns 0 and *out, or:
- *   -EINVAL     bad rank/size, unknown driver or strategy, no directory,
- *               a bad bind list;
+ *   -EINVAL     bad rank/size, unknown driver, strategy or progress mode,
+ *               no directory, a bad bind list;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
  *   -EACCES     key_file readable by others or not this user's;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms;
@@ -145,9 +160,10 @@ int canal_engine_open(const struct canal_engine_options *opt,
 		      struct canal_engine **out);
 
 /*
- * canal_engine_close - close the session: flushes what was queued for
- * living peers (waiting up to 1 s), then frees everything, including
- * requests not waited for. NULL is accepted. Returns 0, or -EBUSY when
+ * canal_engine_close - close the session: stops its progress thread if it
+ * has one, flushes what was queued for living peers (waiting up to 1 s),
+ * then frees everything, including requests not waited for. No other call
+ * on the session may run or follow. NULL is accepted. Returns 0, or -EBUSY when
  * requests were still pending (they are freed all the same).
  */
 int canal_engine_close(struct canal_engine *e);

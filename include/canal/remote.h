@@ -94,7 +94,8 @@ enum {
  * canal_remote_hub_start - start the progress thread that carries the
  * remote channels of session e. From now on the hub owns the session
  * (see "The session" above) until canal_remote_hub_stop(). One hub per
- * session. Returns 0 and *out, or -EINVAL (NULL argument), -ENOMEM,
+ * session. Returns 0 and *out, or -EINVAL (NULL argument, or a session
+ * opened with a progress thread: the hub is its progress), -ENOMEM,
  * -EAGAIN (no thread could be created). Never blocks.
  */
 int canal_remote_hub_start(struct canal_engine *e,

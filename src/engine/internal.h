@@ -9,7 +9,12 @@
  * a schedule file including a collect header.
  *
  * Threading: a session is used by one thread at a time (engine.h), so none
- * of these structures is concurrent. The only memory shared with another
+ * of these structures is concurrent - except with a progress thread
+ * (progress.c): then every public call and every round of the thread
+ * holds the session lock (canal__engine_lock()) while it touches them,
+ * and the lock's acquire/release orders everything behind it. In caller
+ * mode the lock functions do nothing (e->pt is NULL and never changes
+ * while the session is open). The only memory shared with another
  * process is the shm driver's segment (see transfer/shm.c for its
  * invariants and memory-ordering pairs).
  *
@@ -22,6 +27,7 @@
 #define CANAL_ENGINE_INTERNAL_H
 
 #include <canal/engine.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -137,6 +143,7 @@ struct canal_engine {
 	struct canal_engine_req **reqtab;
 	uint32_t *reqgen;
 	uint32_t reqcap, reqlive;
+	uint32_t undone;                 /* live requests not yet complete */
 	uint32_t *reqfree;
 	uint32_t nfree;
 	/* freed requests kept for reuse (linked by link.next) */
@@ -151,7 +158,39 @@ struct canal_engine {
 	 * PMIx) and removes it at close. */
 	void *pmix;
 	bool pmix_dir;
+	/* Progress thread (progress.c), NULL in caller mode; set before the
+	 * thread starts and cleared after it is joined. lock: 0 free, 1
+	 * held; taken only when pt is set. */
+	struct canal__progress *pt;
+	_Atomic uint32_t lock;
+	/* Callers inside canal_engine_wait() (relaxed: a hint that tells the
+	 * thread to stay out of the lock while they poll). */
+	_Atomic uint32_t waiters;
 };
+
+/* The session lock (progress.c), taken by every public call that touches
+ * the session when a progress thread runs; nothing in caller mode.
+ * canal__engine_unlock() wakes the thread, before releasing, if it
+ * sleeps and the call left work for it. */
+void canal__engine_lock_slow(struct canal_engine *e);
+void canal__engine_unlock_slow(struct canal_engine *e);
+static inline void canal__engine_lock(struct canal_engine *e)
+{
+	if (e->pt)
+		canal__engine_lock_slow(e);
+}
+static inline void canal__engine_unlock(struct canal_engine *e)
+{
+	if (e->pt)
+		canal__engine_unlock_slow(e);
+}
+/* Start the progress thread of e (after its gates are connected), stop
+ * and join it (before anything is freed): 0 or a negative errno. */
+int canal__progress_start(struct canal_engine *e);
+void canal__progress_stop(struct canal_engine *e);
+/* One round of progress on every gate (session.c): the number of events
+ * handled. The caller holds the session lock. */
+int canal__engine_progress_once(struct canal_engine *e);
 
 /* Core (req.c): request table and completion. */
 struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind);
@@ -169,6 +208,7 @@ static inline void canal__req_complete(struct canal_engine_req *r, int error)
 	} else if (!r->done) {
 		r->done = true;
 		r->error = error;
+		r->e->undone--;
 	}
 }
 void canal__req_free(struct canal_engine_req *r);

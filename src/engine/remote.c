@@ -611,7 +611,9 @@ static void *hub_main(void *arg)
 EXPORT int canal_remote_hub_start(struct canal_engine *e,
 				  struct canal_remote_hub **out)
 {
-	if (!e || !out)
+	/* The hub is the session's one driver of progress (it reads the
+	 * requests' state between its own calls): no progress thread. */
+	if (!e || !out || e->pt)
 		return -EINVAL;
 	struct canal_remote_hub *hub = calloc(1, sizeof *hub);
 	if (!hub)

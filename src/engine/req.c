@@ -80,6 +80,7 @@ struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
 	r->cookie = ((uint64_t)e->reqgen[idx] << 32) | idx;
 	e->reqtab[idx] = r;
 	e->reqlive++;
+	e->undone++;
 	return r;
 }
 
@@ -103,6 +104,8 @@ void canal__req_free(struct canal_engine_req *r)
 	if (r->posted)
 		canal__list_remove(&r->link);
 	e->reqtab[idx] = NULL;
+	if (!r->done)
+		e->undone--;
 	if (++e->reqgen[idx] == 0)
 		e->reqgen[idx] = 1;
 	e->reqfree[e->nfree++] = idx;
@@ -122,6 +125,7 @@ void canal__req_complete_slow(struct canal_engine_req *r, int error)
 		return;
 	r->done = true;
 	r->error = error;
+	r->e->undone--;
 	if (r->posted) {
 		canal__list_remove(&r->link);
 		r->posted = false;

@@ -4,9 +4,9 @@
  * progress loop, waiting, closing. It sits above the three layers.
  *
  * Progress (canal__engine_progress_once) is the internal interface that
- * any driver of progress calls: today the caller's wait/test/probe; a
- * progress thread or a runtime task would call the same function (under
- * the session's one-thread-at-a-time rule). One round polls each gate's
+ * any driver of progress calls: the caller's wait/test/probe, and the
+ * progress thread of progress.c (each under the session lock, a no-op
+ * without the thread); a runtime task would call the same function. One round polls each gate's
  * driver (bounded), then pushes its window; every HEALTH_EVERY rounds it
  * asks the drivers whether their peers are alive (a pidfd poll on shm):
  * the dead peer's ring is drained once more (it may have written its last
@@ -22,6 +22,7 @@
 #include "transfer/exchange.h"
 
 #include <canal/channel.h>
+#include "base/spin.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -47,8 +48,6 @@
  * the noise (osu_latency 8 B, minima 0.31 us with a pause in every round,
  * 0.32 us without in the first 64); kept for the cores with long pauses. */
 #define SPIN_NO_PAUSE 64
-
-int canal__engine_progress_once(struct canal_engine *e);
 
 EXPORT void canal_engine_options_init(struct canal_engine_options *opt)
 {
@@ -268,6 +267,10 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	const char *strategy = o.strategy
 				       ? o.strategy
 				       : env_str("CANAL_ENGINE_STRATEGY", "default");
+	const char *progress = o.progress
+				       ? o.progress
+				       : env_str("CANAL_ENGINE_PROGRESS", "caller");
+	bool threaded = !strcmp(progress, "thread");
 	int timeout = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 30000;
 	bool shm = false, tcp = false, ucx = false;
 	int kinds = parse_drivers(driver, &shm, &tcp, &ucx);
@@ -282,7 +285,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 				"hosts use tcp or ucx\n");
 	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
-	    kinds < 1 || !strat) {
+	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller"))) {
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}
@@ -393,6 +396,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			e->gates[gi].drv = drv[gi];
 		free(drv);
 	}
+	if (!err && threaded)
+		err = canal__progress_start(e);
 	if (err) {
 		free_session(e);
 		return err;
@@ -451,7 +456,10 @@ EXPORT int canal_engine_progress(struct canal_engine *e)
 {
 	if (!e)
 		return -EINVAL;
-	return canal__engine_progress_once(e);
+	canal__engine_lock(e);
+	int n = canal__engine_progress_once(e);
+	canal__engine_unlock(e);
+	return n;
 }
 
 static void fill_status(const struct canal_engine_req *r,
@@ -478,12 +486,16 @@ EXPORT int canal_engine_test(struct canal_engine *e,
 {
 	if (!e || !r || r->e != e)
 		return -EINVAL;
+	canal__engine_lock(e);
 	if (!r->done)
 		canal__engine_progress_once(e);
-	if (!r->done)
-		return 0;
-	int err = finish(r, st);
-	return err ? err : 1;
+	int err = 0;
+	if (r->done) {
+		err = finish(r, st);
+		err = err ? err : 1;
+	}
+	canal__engine_unlock(e);
+	return err;
 }
 
 EXPORT int canal_engine_wait(struct canal_engine *e,
@@ -495,27 +507,37 @@ EXPORT int canal_engine_wait(struct canal_engine *e,
 	unsigned idle = 0;
 	bool yielding = false;
 	uint64_t idle_start = 0;
+	if (e->pt)
+		atomic_fetch_add_explicit(&e->waiters, 1, memory_order_relaxed);
+	canal__engine_lock(e);
 	while (!r->done) {
 		if (canal__engine_progress_once(e) > 0) {
 			idle = 0;
 			yielding = false;
 			continue;
 		}
+		/* Backing off: without the lock (another caller may go on). */
+		canal__engine_unlock(e);
 		if (yielding) {
 			sched_yield();
-			continue;
+		} else {
+			if (++idle % SPIN_CHECK_EVERY == 0) {
+				uint64_t now = canal_now_ns();
+				if (idle == SPIN_CHECK_EVERY)
+					idle_start = now;
+				else if (now - idle_start > SPIN_NS)
+					yielding = true;
+			}
+			if (idle > SPIN_NO_PAUSE)
+				canal__cpu_relax();
 		}
-		if (++idle % SPIN_CHECK_EVERY == 0) {
-			uint64_t now = canal_now_ns();
-			if (idle == SPIN_CHECK_EVERY)
-				idle_start = now;
-			else if (now - idle_start > SPIN_NS)
-				yielding = true;
-		}
-		if (idle > SPIN_NO_PAUSE)
-			__builtin_ia32_pause();
+		canal__engine_lock(e);
 	}
-	return finish(r, st);
+	int err = finish(r, st);
+	canal__engine_unlock(e);
+	if (e->pt)
+		atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
+	return err;
 }
 
 static bool flushed(struct canal_engine *e)
@@ -540,6 +562,7 @@ EXPORT int canal_engine_close(struct canal_engine *e)
 {
 	if (!e)
 		return 0;
+	canal__progress_stop(e); /* the flush below is the caller's */
 	uint64_t deadline = canal_now_ns() + CLOSE_FLUSH_NS;
 	while (!flushed(e) && canal_now_ns() < deadline) {
 		if (canal__engine_progress_once(e) == 0)
@@ -579,8 +602,14 @@ EXPORT int canal_engine_gate_error(const struct canal_engine *e, int gate,
 {
 	if (!e || !canal__gate_valid(e, gate))
 		return -EINVAL;
+	/* The lock is the session's state, not its meaning: taking it in a
+	 * const query is fine. */
+	struct canal_engine *me = (struct canal_engine *)(uintptr_t)e;
+	canal__engine_lock(me);
 	const struct canal__gate *g = &e->gates[gate];
 	if (buf && buflen)
 		snprintf(buf, buflen, "%s", g->error ? g->errmsg : "");
-	return g->error;
+	int err = g->error;
+	canal__engine_unlock(me);
+	return err;
 }

@@ -243,19 +243,35 @@ EXPORT int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
 			      const void *buf, size_t len, unsigned flags,
 			      struct canal_engine_req **req)
 {
+	if (!e)
+		return -EINVAL;
+	canal__engine_lock(e);
 	int err = canal__collect_send(e, gate, tag, buf, len, flags, req);
-	if (err)
-		return err;
 	/* Latency first: if the window lets it, the packet leaves now (it
 	 * may already have, by the fast path of canal__sched_send). */
-	if (!(*req)->done)
+	if (!err && !(*req)->done)
 		canal__sched_push(e, gate);
-	return 0;
+	canal__engine_unlock(e);
+	return err;
 }
+
+static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
+		 size_t len, struct canal_engine_req **req);
 
 EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 			      void *buf, size_t len,
 			      struct canal_engine_req **req)
+{
+	if (!e)
+		return -EINVAL;
+	canal__engine_lock(e);
+	int err = irecv(e, gate, tag, buf, len, req);
+	canal__engine_unlock(e);
+	return err;
+}
+
+static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
+		 size_t len, struct canal_engine_req **req)
 {
 	int err = check_tag_gate(e, gate, tag, true);
 	if (err)
@@ -304,7 +320,8 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 	return 0;
 }
 
-int canal__engine_progress_once(struct canal_engine *e);
+static int probe(struct canal_engine *e, int gate, unsigned tag,
+		 struct canal_engine_status *st);
 
 EXPORT int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 			      struct canal_engine_status *st)
@@ -312,6 +329,15 @@ EXPORT int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 	int err = check_tag_gate(e, gate, tag, true);
 	if (err)
 		return err;
+	canal__engine_lock(e);
+	err = probe(e, gate, tag, st);
+	canal__engine_unlock(e);
+	return err;
+}
+
+static int probe(struct canal_engine *e, int gate, unsigned tag,
+		 struct canal_engine_status *st)
+{
 	canal__engine_progress_once(e);
 	for (int gi = 0; gi < e->size; gi++) {
 		if (gi == e->rank || (gate != CANAL_ENGINE_ANY_GATE && gi != gate))
@@ -342,9 +368,11 @@ EXPORT int canal_engine_set_urgent(struct canal_engine *e, unsigned tag,
 	if (!e || tag > CANAL_ENGINE_TAG_MAX)
 		return -EINVAL;
 	uint64_t bit = (uint64_t)1 << (tag % 64);
+	canal__engine_lock(e);
 	if (urgent)
 		e->urgent[tag / 64] |= bit;
 	else
 		e->urgent[tag / 64] &= ~bit;
+	canal__engine_unlock(e);
 	return 0;
 }

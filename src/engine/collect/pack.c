@@ -69,8 +69,11 @@ static int begin(struct canal_engine *e, int gate, unsigned tag, bool unpack,
 	if (!(unpack && gate == CANAL_ENGINE_ANY_GATE)) {
 		if (!canal__gate_valid(e, gate))
 			return -EINVAL;
-		if (e->gates[gate].error)
-			return e->gates[gate].error;
+		canal__engine_lock(e);
+		int gerr = e->gates[gate].error;
+		canal__engine_unlock(e);
+		if (gerr)
+			return gerr;
 	}
 	struct canal_engine_pack *p = calloc(1, sizeof *p);
 	if (!p)
@@ -105,11 +108,22 @@ EXPORT int canal_engine_pack(struct canal_engine_pack *p, const void *buf,
 	return 0;
 }
 
+static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req);
+
 EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 				 struct canal_engine_req **req)
 {
 	if (!p || p->unpack || !req)
 		return -EINVAL;
+	struct canal_engine *e = p->e;
+	canal__engine_lock(e);
+	int err = pack_end(p, req);
+	canal__engine_unlock(e);
+	return err;
+}
+
+static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
+{
 	struct canal_engine *e = p->e;
 	int gerr = e->gates[p->gate].error;
 	if (gerr) {
