@@ -163,8 +163,8 @@ struct canal_engine {
 	 * held; taken only when pt is set. */
 	struct canal__progress *pt;
 	_Atomic uint32_t lock;
-	/* Callers inside canal_engine_wait() (relaxed: a hint that tells the
-	 * thread to stay out of the lock while they poll). */
+	/* Callers inside canal_engine_wait(): the progress thread sleeps
+	 * while there are any (seq_cst, paired in progress.c). */
 	_Atomic uint32_t waiters;
 };
 

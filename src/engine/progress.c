@@ -17,19 +17,30 @@
  * it). No futex here: a sleeping lock would put a 20-45 us futex wake-up
  * on this VM in the caller's path whenever the thread held it.
  *
- * Sleeping and waking (invariants; every access to sleeping and stop is
- * under the lock):
- *  - The thread decides to sleep only under the lock, after seeing no work
- *    (has_work() false): it sets pt->sleeping, reads key = pt->seq, and
- *    releases the lock, then waits on pt->seq while it still equals key.
- *  - Every public call that could add work ends in canal__engine_unlock():
- *    under the lock, if pt->sleeping and has_work(), it clears sleeping,
- *    increments seq (release) and wakes the word. Either the thread's wait
- *    starts after the increment (seq != key: it returns at once) or it is
- *    already waiting (the wake reaches it): the futex contract, so no
- *    wake-up is lost. Work never appears outside a public call or a round
- *    of the thread itself (peers' packets wait in the driver until someone
- *    polls: a sleeping thread with nothing pending needs none of them).
+ * Sleeping and waking (invariants and the ordering pairs):
+ *  - The thread sleeps in two cases: the session has no work (decided
+ *    under the lock: has_work() false), or a caller is inside
+ *    canal_engine_wait() (e->waiters > 0, decided without the lock: that
+ *    caller polls itself; two pollers would share the CPUs for nothing,
+ *    and on a machine with more threads than cores a thread that sleeps is
+ *    scheduled sooner once woken). Either way it first stores
+ *    pt->sleeping = 1 (seq_cst), reads key = pt->seq, checks its reason
+ *    again, and only then waits on pt->seq while it still equals key.
+ *  - Every public call ends in canal__engine_unlock(): under the lock, if
+ *    it reads pt->sleeping set (seq_cst), no caller waits and has_work(),
+ *    it clears sleeping and increments seq (release), then releases the
+ *    lock and wakes the word.
+ *    Either the thread's wait starts after the increment (seq != key: it
+ *    returns at once) or it already waits (the wake reaches it): the futex
+ *    contract.
+ *  - No work: the thread's check and the caller's are both under the lock,
+ *    which orders them. A waiter: the caller decrements e->waiters (seq_cst)
+ *    then reads pt->sleeping; the thread stores sleeping then reads
+ *    waiters: a Dekker pair in seq_cst, so either the thread sees the
+ *    count at zero (and does not sleep) or the caller sees it asleep (and
+ *    wakes it, if work is left). No wake-up is lost. Work never appears
+ *    outside a public call or a round of the thread itself (peers' packets
+ *    wait in the driver until someone polls).
  *  - stop is set under the lock with the same wake, then the thread is
  *    joined: it re-checks stop each time it holds the lock.
  *
@@ -37,9 +48,7 @@
  * polls without a pause for the first rounds, then with pauses for
  * SPIN_NS, then yields the CPU until YIELD_NS, then sleeps in steps growing
  * from NAP_MIN_NS to NAP_MAX_NS (so a long wait costs little CPU; an arrival
- * during a nap is seen within NAP_MAX_NS). Any event starts over. While a
- * caller is inside canal_engine_wait() (e->waiters), the caller makes the
- * progress: the thread only yields.
+ * during a nap is seen within NAP_MAX_NS). Any event starts over.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -67,7 +76,7 @@
 struct canal__progress {
 	pthread_t thread;
 	_Atomic uint32_t seq; /* futex word: moved on each wake */
-	bool sleeping;        /* under the lock */
+	_Atomic uint32_t sleeping; /* 1 from just before a wait to a wake */
 	bool stop;            /* under the lock */
 };
 
@@ -118,18 +127,30 @@ static bool has_work(const struct canal_engine *e)
 	return false;
 }
 
-static void wake(struct canal__progress *pt)
+/* Under the lock: whether the thread must be woken; the wake itself
+ * (a system call, and on this VM an inter-processor interrupt) is made
+ * after the lock is released, so that the woken thread does not find it
+ * held. */
+static bool wake_begin(struct canal__progress *pt)
 {
-	pt->sleeping = false;
+	atomic_store_explicit(&pt->sleeping, 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&pt->seq, 1, memory_order_release);
+	return true;
+}
+
+static void wake_end(struct canal__progress *pt)
+{
 	canal__wake(&pt->seq, 1, false);
 }
 
 void canal__engine_unlock_slow(struct canal_engine *e)
 {
-	if (e->pt->sleeping && has_work(e))
-		wake(e->pt);
+	struct canal__progress *pt = e->pt;
+	bool w = atomic_load(&pt->sleeping) && !atomic_load(&e->waiters) &&
+		 has_work(e) && wake_begin(pt);
 	release(e);
+	if (w)
+		wake_end(pt);
 }
 
 static void nap(uint64_t ns)
@@ -143,30 +164,40 @@ static void *progress_main(void *arg)
 	struct canal_engine *e = arg;
 	struct canal__progress *pt = e->pt;
 	const struct canal__parker *pk = canal__parker_get();
-	unsigned idle = 0;
+	unsigned idle = 0, busy = 0;
 	uint64_t idle_since = 0, nap_ns = NAP_MIN_NS;
 	for (;;) {
-		if (atomic_load_explicit(&e->waiters, memory_order_relaxed)) {
-			/* A caller waits and polls itself. */
-			sched_yield();
+		if (atomic_load(&e->waiters)) {
+			atomic_store(&pt->sleeping, 1);
+			uint32_t key = atomic_load(&pt->seq);
+			if (atomic_load(&e->waiters))
+				pk->ops->wait(pk->self, &pt->seq, key, false,
+					      CANAL_NO_DEADLINE);
+			atomic_store(&pt->sleeping, 0);
 			idle = 0;
 			continue;
 		}
 		if (!try_lock(e)) {
-			canal__cpu_relax();
+			/* A caller holds it, for one call: pause, and after a
+			 * while give the CPU away (it may be waiting for it). */
+			if (++busy < LOCK_SPINS)
+				canal__cpu_relax();
+			else
+				sched_yield();
 			continue;
 		}
+		busy = 0;
 		if (pt->stop) {
 			release(e);
 			return NULL;
 		}
 		if (!has_work(e)) {
-			pt->sleeping = true;
-			uint32_t key = atomic_load_explicit(&pt->seq,
-							    memory_order_relaxed);
+			atomic_store(&pt->sleeping, 1);
+			uint32_t key = atomic_load(&pt->seq);
 			release(e);
 			pk->ops->wait(pk->self, &pt->seq, key, false,
 				      CANAL_NO_DEADLINE);
+			atomic_store(&pt->sleeping, 0);
 			idle = 0;
 			continue;
 		}
@@ -218,8 +249,9 @@ void canal__progress_stop(struct canal_engine *e)
 		return;
 	canal__engine_lock_slow(e);
 	pt->stop = true;
-	wake(pt);
+	wake_begin(pt);
 	release(e);
+	wake_end(pt);
 	pthread_join(pt->thread, NULL);
 	e->pt = NULL;
 	free(pt);

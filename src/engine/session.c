@@ -508,7 +508,7 @@ EXPORT int canal_engine_wait(struct canal_engine *e,
 	bool yielding = false;
 	uint64_t idle_start = 0;
 	if (e->pt)
-		atomic_fetch_add_explicit(&e->waiters, 1, memory_order_relaxed);
+		atomic_fetch_add(&e->waiters, 1); /* seq_cst: progress.c */
 	canal__engine_lock(e);
 	while (!r->done) {
 		if (canal__engine_progress_once(e) > 0) {
@@ -534,9 +534,12 @@ EXPORT int canal_engine_wait(struct canal_engine *e,
 		canal__engine_lock(e);
 	}
 	int err = finish(r, st);
+	if (e->pt) {
+		/* Before the last unlock, so that it wakes the thread if work
+		 * is left (progress.c). */
+		atomic_fetch_sub(&e->waiters, 1); /* seq_cst: progress.c */
+	}
 	canal__engine_unlock(e);
-	if (e->pt)
-		atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
 	return err;
 }
 

@@ -269,6 +269,71 @@ def overhead_table(build_dir: str, skipped: List[str]) -> List[str]:
                                   rows), ""]
 
 
+def parse_overlap(text: str) -> Dict[int, Tuple[float, float, float]]:
+    """{size: (comm us, total us, overlap %)} from bench/engine/overlap."""
+    out: Dict[int, Tuple[float, float, float]] = {}
+    seen = False
+    for line in text.splitlines():
+        if line.startswith("# Size"):
+            seen = True
+            continue
+        f = line.split()
+        if seen and len(f) == 4:
+            try:
+                out[int(f[0])] = (float(f[1]), float(f[2]), float(f[3]))
+            except ValueError:
+                continue
+    return out
+
+
+def overlap_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
+    """How much of a 1 MiB / 4 MiB transfer the sender's computation hides,
+    progress by the caller vs by the progress thread (bench/engine/overlap),
+    the computation busy (a core taken) or blocked elsewhere (a core
+    free); interleaved runs, medians of the overlap."""
+    prog = os.path.join(build_dir, OUT, "overlap")
+    launch = os.path.join(build_dir, "bin", "canal-launch")
+    if not os.access(prog, os.X_OK) or not os.access(launch, os.X_OK):
+        skipped.append("overlap not built")
+        return []
+    sizes = (1 << 20, 4 << 20)
+    got: Dict[Tuple[str, str, str], Dict[int, List[float]]] = {}
+    for rep in range(reps):
+        for drv in ("shm", "tcp"):
+            for comp in ("busy", "sleep"):
+                for mode in ("caller", "thread"):
+                    report.progress(f"overlap {drv} {comp} {mode} run {rep + 1}/{reps}")
+                    cmd = [launch, "-n", "2", prog, "--driver", drv, "--compute", comp,
+                           "--progress", mode, "--iterations", "20",
+                           "--min-size", str(sizes[0]), "--max-size", str(sizes[-1])]
+                    try:
+                        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                    except subprocess.TimeoutExpired:
+                        skipped.append(f"overlap {drv} {comp} {mode}: timeout")
+                        continue
+                    t = parse_overlap(p.stdout)
+                    if p.returncode != 0 or not t:
+                        skipped.append(f"overlap {drv} {comp} {mode}: exit {p.returncode}")
+                        continue
+                    for size, v in t.items():
+                        got.setdefault((drv, comp, mode), {}).setdefault(size, []).append(v[2])
+    rows = []
+    for drv in ("shm", "tcp"):
+        for comp in ("busy", "sleep"):
+            for size in sizes:
+                cells = []
+                for mode in ("caller", "thread"):
+                    v = got.get((drv, comp, mode), {}).get(size)
+                    cells.append(f"{stats.median(v):.0f} [{min(v):.0f}-{max(v):.0f}]" if v else "-")
+                rows.append([drv, comp, size_label(size)] + cells)
+    return ["Overlap of a transfer with the sender's computation, % (bench/engine/overlap; "
+            "median [min-max]; 'busy' computes on its core, 'sleep' is blocked elsewhere "
+            "and leaves its core free; shm large messages are pulled by the receiver "
+            "without the sender):\n",
+            report.markdown_table(["driver", "compute", "size", "progress caller",
+                                   "progress thread"], rows), ""]
+
+
 _PAGE = re.compile(r"series of \d+ pages:\s+([0-9.]+) us")
 
 
@@ -425,6 +490,7 @@ def run(build_dir: str, mode: str) -> str:
                 md.append(report.markdown_table(["target", "measured", "verdict"], rows))
         md.append("")
     md += overhead_table(build_dir, skipped)
+    md += overlap_table(build_dir, reps, skipped)
     md += seed_experiments(build_dir, quick, reps, timeout, out_dir, skipped, raw_rows)
     if not quick:
         md += rails_netns(build_dir, skipped)

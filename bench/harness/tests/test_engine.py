@@ -109,3 +109,16 @@ def test_open_mpi_ucx_row():
         cmd = engine.command("/b", impls["Open MPI ucx"], [])
         assert cmd[0] == "mpirun" and "pml" in cmd and "ucx" in cmd
         assert cmd[-1].startswith("/b/bench/engine/mpi_osu_")
+
+
+OVERLAP = """# canal engine overlap, driver tcp, compute sleep, progress thread
+# Size  Comm (us)  Total (us)  Overlap (%)
+1048576      215.16      297.79         61.6
+4194304      724.53      806.66         88.7
+"""
+
+
+def test_parse_overlap():
+    assert engine.parse_overlap(OVERLAP) == {1048576: (215.16, 297.79, 61.6),
+                                             4194304: (724.53, 806.66, 88.7)}
+    assert engine.parse_overlap("1048576 1 2 3\n") == {}
