@@ -119,6 +119,14 @@ struct canal_engine_options {
 			       * pass an HMAC challenge-response keyed by it,
 			       * others are refused, closed and logged; NULL:
 			       * $CANAL_ENGINE_KEY_FILE, else no handshake */
+	const char *connect;  /* "lazy": with the shm driver alone, a gate's
+			       * segment is made the first time something is
+			       * sent on it (either side may be first), so a
+			       * job of n processes that talk to few peers
+			       * does not build n^2 segments; "eager": every
+			       * gate at open. Other drivers connect at open
+			       * either way. NULL: $CANAL_ENGINE_CONNECT,
+			       * else "lazy" */
 	const char *progress; /* "caller" (progress only inside the calls)
 			       * or "thread" (a progress thread as well; see
 			       * the top of this file); NULL:
@@ -142,19 +150,23 @@ void canal_engine_options_init(struct canal_engine_options *opt);
 
 /*
  * canal_engine_open - open this process's session and connect it to every
- * peer of the job (through the rendezvous directory: each process publishes
+ * peer of the job (shm with connect "lazy", the default: only learn that
+ * every peer is there; gates connect on first use) (through the rendezvous directory: each process publishes
  * its address there, as canal-launch arranges; or, when the process was
  * started by a PMIx launcher such as mpirun or srun and no rank is given
  * nor $CANAL_RANK set, rank, size and addresses come from PMIx).
  * opt may be NULL (all defaults: the environment canal-launch sets).
  * Returns 0 and *out, or:
- *   -EINVAL     bad rank/size, unknown driver, strategy or progress mode,
- *               no directory, a bad bind list;
+ *   -EINVAL     bad rank/size, unknown driver, strategy, connect or
+ *               progress mode, no directory, a bad bind list;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
  *   -EACCES     key_file readable by others or not this user's;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms;
  *   -ENOMEM, or the errno of a failed socket/mmap/open call.
- * Blocks until every peer is connected. Thread-safe (different sessions).
+ * Blocks until every peer is connected (lazy: has opened). Thread-safe
+ * (different sessions). A gate connected lazily that cannot be (its
+ * segment cannot be made) is closed with that error, named by
+ * canal_engine_gate_error().
  */
 int canal_engine_open(const struct canal_engine_options *opt,
 		      struct canal_engine **out);

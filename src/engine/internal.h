@@ -112,6 +112,7 @@ struct canal_engine_req {
 
 struct canal__driver;
 struct canal__strategy;
+struct canal__lazy;
 
 struct canal__gate {
 	int rank;
@@ -162,6 +163,9 @@ struct canal_engine {
 	 * thread starts and cleared after it is joined. lock: 0 free, 1
 	 * held; taken only when pt is set. */
 	struct canal__progress *pt;
+	/* Gates connected on first use (transfer/lazy.c), NULL when every
+	 * gate was connected at open. */
+	struct canal__lazy *lazy;
 	_Atomic uint32_t lock;
 	/* Callers inside canal_engine_wait(): the progress thread sleeps
 	 * while there are any (seq_cst, paired in progress.c). */

@@ -2,6 +2,9 @@
 /*
  * engine/session.c - the session: options, connecting the gates, the
  * progress loop, waiting, closing. It sits above the three layers.
+ * A session of the shm driver alone connects its gates on first use by
+ * default (transfer/lazy.c): open then waits only for the peers' inboxes,
+ * and a gate without a driver is skipped by progress until it has one.
  *
  * Progress (canal__engine_progress_once) is the internal interface that
  * any driver of progress calls: the caller's wait/test/probe, and the
@@ -20,6 +23,7 @@
 #include "transfer/auth.h"
 #include "transfer/driver.h"
 #include "transfer/exchange.h"
+#include "transfer/lazy.h"
 
 #include <canal/channel.h>
 #include "base/spin.h"
@@ -97,6 +101,7 @@ static void free_session(struct canal_engine *e)
 		struct canal__xchg x = { .pmix = e->pmix };
 		canal__pmix_fini(&x);
 	}
+	canal__lazy_close(e->lazy);
 	if (e->pmix_dir)
 		rmdir(e->dir);
 	free(e->reqtab);
@@ -271,6 +276,9 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 				       ? o.progress
 				       : env_str("CANAL_ENGINE_PROGRESS", "caller");
 	bool threaded = !strcmp(progress, "thread");
+	const char *connect = o.connect ? o.connect
+					: env_str("CANAL_ENGINE_CONNECT", "lazy");
+	bool lazy = !strcmp(connect, "lazy");
 	int timeout = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 30000;
 	bool shm = false, tcp = false, ucx = false;
 	int kinds = parse_drivers(driver, &shm, &tcp, &ucx);
@@ -285,7 +293,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 				"hosts use tcp or ucx\n");
 	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
-	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller"))) {
+	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller")) ||
+	    (!lazy && strcmp(connect, "eager"))) {
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}
@@ -383,6 +392,12 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		} else if (ucx) {
 			err = canal__ucx_connect_all(&xchg, timeout, drv);
 #endif
+		} else if (lazy) {
+			/* shm alone: each gate gets its segment on first use
+			 * (transfer/lazy.c); open only waits for the peers'
+			 * inboxes. */
+			err = canal__lazy_open(dir, rank, size, timeout,
+					       &e->lazy);
 		} else {
 			/* Peers in increasing rank everywhere: the pairwise
 			 * waits cannot form a cycle. */
@@ -408,6 +423,12 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 
 static void check_health(struct canal_engine *e)
 {
+	if (e->lazy) {
+		/* Peers that rang are attached first, so that a dead one's
+		 * last messages are drained below like any other's. */
+		canal__lazy_poll(e);
+		canal__lazy_health(e);
+	}
 	for (int gi = 0; gi < e->size; gi++) {
 		struct canal__gate *g = &e->gates[gi];
 		if (gi == e->rank || g->error || !g->drv)
@@ -428,10 +449,10 @@ static void check_health(struct canal_engine *e)
 
 int canal__engine_progress_once(struct canal_engine *e)
 {
-	int n = 0;
+	int n = e->lazy ? canal__lazy_poll(e) : 0;
 	for (int gi = 0; gi < e->size; gi++) {
 		struct canal__gate *g = &e->gates[gi];
-		if (gi == e->rank || g->error)
+		if (gi == e->rank || g->error || !g->drv)
 			continue;
 		n += canal__sched_poll(e, gi, canal__collect_arrive);
 		/* An idle round of a waiter is this loop: keep it short (the

@@ -76,6 +76,7 @@ static void *open_rank(void *arg)
 	opt.dir = o->p->dir;
 	opt.driver = o->driver;
 	opt.strategy = "default";
+	opt.connect = "eager"; /* the fake peer's driver exists from the start */
 	opt.connect_timeout_ms = 20000;
 	o->err = canal_engine_open(&opt, &o->p->e[o->rank]);
 	return NULL;

@@ -16,6 +16,7 @@
 #include "schedule.h"
 
 #include "../transfer/driver.h"
+#include "../transfer/lazy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -74,6 +75,12 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		      struct canal_engine_req *r)
 {
 	struct canal__gate *g = &e->gates[gi];
+	if (!g->drv) {
+		/* First use of a lazily connected gate. */
+		int err = canal__lazy_connect(e, gi);
+		if (err)
+			return err;
+	}
 	const struct canal__driver_caps *caps = &g->drv->caps;
 	struct canal__piece_hdr h = {
 		.tag = (uint16_t)r->tag,

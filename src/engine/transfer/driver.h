@@ -77,6 +77,13 @@ struct canal__driver {
 int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 		       struct canal__driver **out);
 
+/* shm.c: the lazy connection: create the pair's segment, or attach to the
+ * one the peer created; never waits for the peer (lazy.c rings its inbox).
+ * peer_pid (from the peer's inbox) is watched for death from now on.
+ * 0, -EPROTO (a file there that is not a segment), or an errno. */
+int canal__shm_attach(const char *dir, int rank, int peer, pid_t peer_pid,
+		      struct canal__driver **out);
+
 /* tcp.c: listen on bind_addr (port chosen by the kernel) and publish the
  * port in dir; connect to every lower rank, accept every higher one.
  * drivers[size] receives one driver per peer. Blocks up to timeout_ms.

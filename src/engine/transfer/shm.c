@@ -58,6 +58,7 @@
 #include "driver.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -67,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -474,6 +476,111 @@ fail:
 	munmap(map, map_len);
 	free(d);
 	return err;
+}
+
+/*
+ * The lazy connection (transfer/lazy.c): either side may come first and
+ * nobody waits. The first builds the segment under a name of its own
+ * (shm.<lo>.<hi>.<rank>.tmp), writes its pid, then link(2)s it to the
+ * pair's name: link fails with EEXIST if the other side got there first
+ * (rename would replace it), and then the loser drops its own and attaches
+ * to the winner's. The one that attaches (finds the segment) stores its
+ * pid and unlinks the name: the segment lives on in both mappings. The
+ * peer's pid is given (read from its inbox), so the pidfd watch starts at
+ * once, before the peer has attached; records sent before it attaches wait
+ * in the ring. Sides stay by rank (the lower rank's ring is ring 0).
+ */
+static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
+			 struct canal__driver **out)
+{
+	size_t map_len = HEADER_BYTES + 2 * RING_BYTES;
+	struct stat st;
+	if (!creator && (fstat(fd, &st) < 0 || (size_t)st.st_size < map_len))
+		return -EPROTO; /* not a segment of ours: never map past it */
+	void *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	struct shm_driver *d = calloc(1, sizeof *d);
+	if (!d) {
+		munmap(map, map_len);
+		return -ENOMEM;
+	}
+	d->map = map;
+	d->map_len = map_len;
+	d->hdr = map;
+	struct shm_header *h = d->hdr;
+	if (creator) {
+		h->magic = SHM_MAGIC;
+		h->version = SHM_VERSION;
+		h->ring_bytes = (uint32_t)RING_BYTES;
+	} else if (h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
+		   h->ring_bytes != RING_BYTES) {
+		munmap(map, map_len);
+		free(d);
+		return -EPROTO;
+	}
+	atomic_store_explicit(&h->pid[side], (int32_t)getpid(),
+			      memory_order_release);
+	d->base.ops = &shm_ops;
+	d->base.peer_pid = peer_pid;
+	d->base.caps.max_packet = SHM_MAX_PACKET;
+	d->base.caps.eager_max = SHM_EAGER_MAX;
+	d->base.caps.gather = false;
+	d->base.caps.flush_noop = true;
+	d->base.caps.read_peer_memory = true;
+	d->tx = &h->ring[side];
+	d->rx = &h->ring[1 - side];
+	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
+	d->rx_data = d->map + HEADER_BYTES + (uint64_t)(1 - side) * RING_BYTES;
+	d->pidfd = (int)syscall(SYS_pidfd_open, peer_pid, 0);
+	*out = &d->base;
+	return 0;
+}
+
+int canal__shm_attach(const char *dir, int rank, int peer, pid_t peer_pid,
+		      struct canal__driver **out)
+{
+	int lo = rank < peer ? rank : peer, hi = rank < peer ? peer : rank;
+	int side = rank == lo ? 0 : 1;
+	char path[600], tmp[640];
+	snprintf(path, sizeof path, "%s/shm.%d.%d", dir, lo, hi);
+	snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, rank);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0) {
+			int err = shm_attach_fd(fd, side, false, peer_pid, out);
+			close(fd);
+			if (!err)
+				unlink(path); /* both sides have it now */
+			return err;
+		}
+		if (errno != ENOENT)
+			return -errno;
+		if (attempt > 0)
+			break;
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		int err = 0;
+		if (ftruncate(fd, (off_t)(HEADER_BYTES + 2 * RING_BYTES)) < 0)
+			err = -errno;
+		if (!err)
+			err = shm_attach_fd(fd, side, true, peer_pid, out);
+		close(fd);
+		if (!err && link(tmp, path) == 0) {
+			unlink(tmp);
+			return 0;
+		}
+		int lerr = err ? err : -errno;
+		unlink(tmp);
+		if (!err)
+			shm_close(*out);
+		*out = NULL;
+		if (lerr != -EEXIST)
+			return lerr;
+		/* The peer linked its segment first: take that one. */
+	}
+	return -ENOENT; /* linked, then gone: not a peer following this code */
 }
 
 int canal__shm_inject(struct canal__driver *d_, const void *bytes, size_t n,
