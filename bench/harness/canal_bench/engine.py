@@ -334,6 +334,59 @@ def overlap_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
                                    "progress thread"], rows), ""]
 
 
+_OPEN = re.compile(r"open_us ([0-9.]+) ring_us ([0-9.]+) segments (\d+)")
+
+
+def parse_open(text: str) -> Optional[Tuple[float, float, int]]:
+    """(open us, first ring exchange us, segments) from bench/engine/open_time."""
+    m = _OPEN.search(text)
+    return (float(m.group(1)), float(m.group(2)), int(m.group(3))) if m else None
+
+
+def open_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
+    """Opening a job of n ranks on shm, gates connected on first use (lazy,
+    the default) or all at open (eager), interleaved runs."""
+    prog = os.path.join(build_dir, OUT, "open_time")
+    launch = os.path.join(build_dir, "bin", "canal-launch")
+    if not os.access(prog, os.X_OK) or not os.access(launch, os.X_OK):
+        skipped.append("open_time not built")
+        return []
+    got: Dict[Tuple[int, str], List[Tuple[float, float, int]]] = {}
+    for rep in range(reps):
+        for n in (8, 16):
+            for mode in ("lazy", "eager"):
+                report.progress(f"open n={n} {mode} run {rep + 1}/{reps}")
+                env = dict(os.environ, CANAL_ENGINE_CONNECT=mode, CANAL_ENGINE_DRIVER="shm")
+                try:
+                    p = subprocess.run([launch, "-n", str(n), prog], capture_output=True,
+                                       text=True, timeout=120, env=env)
+                except subprocess.TimeoutExpired:
+                    skipped.append(f"open_time n={n} {mode}: timeout")
+                    continue
+                v = parse_open(p.stdout)
+                if p.returncode != 0 or v is None:
+                    skipped.append(f"open_time n={n} {mode}: exit {p.returncode}")
+                    continue
+                got.setdefault((n, mode), []).append(v)
+    rows = []
+    for n in (8, 16):
+        for mode in ("lazy", "eager"):
+            v = got.get((n, mode))
+            if not v:
+                continue
+            o = [x[0] / 1000 for x in v]
+            rows.append([str(n), mode, f"{stats.median(o):.1f} [{min(o):.1f}-{max(o):.1f}]",
+                         f"{stats.median([x[1] / 1000 for x in v]):.1f}",
+                         str(max(x[2] for x in v))])
+    if not rows:
+        return []
+    return ["Opening a job on shm (bench/engine/open_time: slowest rank's canal_engine_open, "
+            "then a first ring exchange; segments = gates with a driver at the end, all ranks; "
+            "more processes than the machine's cores):\n",
+            report.markdown_table(["ranks", "connect", "open ms", "first ring ms", "segments"],
+                                  rows), ""]
+
+
 _PAGE = re.compile(r"series of \d+ pages:\s+([0-9.]+) us")
 
 
@@ -491,6 +544,7 @@ def run(build_dir: str, mode: str) -> str:
         md.append("")
     md += overhead_table(build_dir, skipped)
     md += overlap_table(build_dir, reps, skipped)
+    md += open_table(build_dir, reps, skipped)
     md += seed_experiments(build_dir, quick, reps, timeout, out_dir, skipped, raw_rows)
     if not quick:
         md += rails_netns(build_dir, skipped)

@@ -122,3 +122,8 @@ def test_parse_overlap():
     assert engine.parse_overlap(OVERLAP) == {1048576: (215.16, 297.79, 61.6),
                                              4194304: (724.53, 806.66, 88.7)}
     assert engine.parse_overlap("1048576 1 2 3\n") == {}
+
+
+def test_parse_open():
+    assert engine.parse_open("open_us 1167 ring_us 853 segments 2\n") == (1167.0, 853.0, 2)
+    assert engine.parse_open("garbage") is None
