@@ -159,11 +159,14 @@ int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 				strcpy(buf, ans + 2);
 				return 0;
 			}
+			/* An answer outside the protocol ("V", "N", "E"):
+			 * not a launcher, asking again cannot help. */
+			if (!err && strcmp(ans, "N") && strcmp(ans, "E"))
+				return -EPROTO;
 			if (err == -EINVAL)
 				return err;
 			if (canal__now_ms() > deadline_ms)
-				return err ? err : strcmp(ans, "N") ? -EPROTO
-								   : -ETIMEDOUT;
+				return err ? err : -ETIMEDOUT;
 			struct timespec ts = { 0, 2000000L };
 			nanosleep(&ts, NULL);
 		}

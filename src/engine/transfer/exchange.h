@@ -41,7 +41,9 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
 		    const char *value);
 int canal__xchg_fence(const struct canal__xchg *x);
 /* The value rank put under key, into buf[cap]: 0, -ETIMEDOUT past
- * deadline_ms (CLOCK_MONOTONIC milliseconds), -EPROTO when too long. */
+ * deadline_ms (CLOCK_MONOTONIC milliseconds), -EPROTO when too long or,
+ * from the launcher, at once on an answer outside its protocol; -EINVAL
+ * for a launch address that is not "ip:port". */
 int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 		    char *buf, size_t cap, uint64_t deadline_ms);
 
