@@ -8,7 +8,13 @@
  *     bounded1_spsc C canal 0.123456 sec
  *
  * Usage: chanbench-canal [-n N] [-t T] [-s 0|8|64] [-w KIND,..] [-c 0,1,N,u]
+ *                        [-m thread|task]
  * canal has no unbounded channel: capacity u is accepted and prints nothing.
+ * -m task runs every workload with canal tasks in place of threads (the
+ * runtime of canal/task.h, one loop per CPU, as Go runs goroutines on
+ * GOMAXPROCS threads) and names the implementation canal-task:
+ *
+ *     bounded1_spsc C canal-task 0.012345 sec
  */
 #define _GNU_SOURCE
 #include "workloads.h"
@@ -22,7 +28,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: chanbench-canal [-n N] [-t T] [-s 0|8|64] [-w KIND,..] "
-		"[-c 0,1,N,u]\nkinds:");
+		"[-c 0,1,N,u] [-m thread|task]\nkinds:");
 	for (int k = 0; k < WL_NKINDS; k++)
 		fprintf(stderr, "%s%s", k ? "," : " ", wl_kind_name(k));
 	fputc('\n', stderr);
@@ -75,7 +81,7 @@ int main(int argc, char **argv)
 	char suffix[16] = "";
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:t:s:w:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:s:w:c:m:h")) != -1) {
 		switch (opt) {
 		case 'n':
 			p.n = wl_parse_count(optarg, "message count");
@@ -91,6 +97,14 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			caps = parse_caps(optarg);
+			break;
+		case 'm':
+			if (strcmp(optarg, "task") == 0)
+				p.tasks = 1;
+			else if (strcmp(optarg, "thread") == 0)
+				p.tasks = 0;
+			else
+				usage();
 			break;
 		default:
 			usage();
@@ -115,8 +129,9 @@ int main(int argc, char **argv)
 				continue;
 			double secs = wl_run(k, &p);
 
-			printf("%s_%s%s C canal %.6f sec\n", capv[c].name,
-			       wl_kind_name(k), suffix, secs);
+			printf("%s_%s%s C %s %.6f sec\n", capv[c].name,
+			       wl_kind_name(k), suffix,
+			       p.tasks ? "canal-task" : "canal", secs);
 			fflush(stdout);
 		}
 	}

@@ -7,6 +7,7 @@
 #include "workloads.h"
 
 #include <canal/channel.h>
+#include <canal/task.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -106,6 +107,7 @@ enum role { R_SEND, R_RECV, R_SELECT_SEND, R_SELECT_RECV, R_PONG };
 
 struct worker {
 	pthread_t tid;
+	struct canal_chan *done; /* tasks: worker_task sends here when done */
 	enum role role;
 	struct canal_chan **chs; /* 1 channel, T for selects, 2 for pong */
 	size_t nch;
@@ -185,13 +187,35 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Task mode: the channel on which every worker task says it has ended
+ * (capacity 2 * WL_THREADS_MAX, so a send never waits); NULL with
+ * threads. Created before canal_run and destroyed after it returned: a
+ * worker's last send may still be inside canal_send (waking the main task)
+ * when the main task has its message, and canal_run returns only once
+ * every task has ended. */
+static struct canal_chan *task_done;
+
+static void worker_task(void *arg)
+{
+	struct worker *w = arg;
+
+	worker_main(w);
+	check(canal_send(w->done, NULL), "canal_send (done)");
+}
+
 static void start(struct worker *w, enum role role, struct canal_chan **chs,
 		  size_t nch, size_t count, size_t size, int cpu)
 {
 	int rc;
 
 	*w = (struct worker){ .role = role, .chs = chs, .nch = nch,
-			      .count = count, .size = size, .cpu = cpu };
+			      .count = count, .size = size, .cpu = cpu,
+			      .done = task_done };
+	if (task_done) {
+		w->cpu = -1;
+		check(canal_spawn(worker_task, w), "canal_spawn");
+		return;
+	}
 	rc = pthread_create(&w->tid, NULL, worker_main, w);
 	if (rc)
 		bench_die("pthread_create: %s", strerror(rc));
@@ -199,8 +223,12 @@ static void start(struct worker *w, enum role role, struct canal_chan **chs,
 
 static void join_all(struct worker *ws, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		pthread_join(ws[i].tid, NULL);
+	for (size_t i = 0; i < n; i++) {
+		if (task_done)
+			check(canal_recv(task_done, NULL), "canal_recv (done)");
+		else
+			pthread_join(ws[i].tid, NULL);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -288,7 +316,7 @@ static void run_ping_pong(const struct wl_params *p)
 	cpu_set_t saved;
 	int cpu_a, cpu_b;
 
-	bench_two_cpus(p->pin, &cpu_a, &cpu_b);
+	bench_two_cpus(p->pin && !p->tasks, &cpu_a, &cpu_b);
 	if (cpu_a >= 0 &&
 	    pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
 		cpu_a = cpu_b = -1;
@@ -306,18 +334,8 @@ static void run_ping_pong(const struct wl_params *p)
 	canal_chan_destroy(chs[1]);
 }
 
-double wl_run(enum wl_kind kind, const struct wl_params *p)
+static void run_kind(enum wl_kind kind, const struct wl_params *p)
 {
-	double t0;
-
-	if (p->threads < 1 || p->threads > WL_THREADS_MAX)
-		bench_die("threads must be 1..%d", WL_THREADS_MAX);
-	if (p->msg_size > WL_MSG_MAX || p->msg_size % 8)
-		bench_die("message size must be 0, 8, ... %d", WL_MSG_MAX);
-	if (!wl_possible(kind, p))
-		bench_die("%s is impossible at capacity %zu", wl_kind_name(kind),
-		    p->capacity);
-	t0 = bench_now_s();
 	switch (kind) {
 	case WL_SEQ:
 		run_seq(p);
@@ -343,6 +361,50 @@ double wl_run(enum wl_kind kind, const struct wl_params *p)
 	default:
 		bench_die("unknown workload %d", (int)kind);
 	}
+}
+
+struct task_run {
+	enum wl_kind kind;
+	const struct wl_params *p;
+	double seconds;
+};
+
+static void task_main(void *arg)
+{
+	struct task_run *r = arg;
+	double t0;
+
+	t0 = bench_now_s();
+	run_kind(r->kind, r->p);
+	r->seconds = bench_now_s() - t0;
+}
+
+double wl_run(enum wl_kind kind, const struct wl_params *p)
+{
+	double t0;
+
+	if (p->threads < 1 || p->threads > WL_THREADS_MAX)
+		bench_die("threads must be 1..%d", WL_THREADS_MAX);
+	if (p->msg_size > WL_MSG_MAX || p->msg_size % 8)
+		bench_die("message size must be 0, 8, ... %d", WL_MSG_MAX);
+	if (!wl_possible(kind, p))
+		bench_die("%s is impossible at capacity %zu", wl_kind_name(kind),
+		    p->capacity);
+	if (p->tasks) {
+		struct task_run r = { .kind = kind, .p = p };
+		int rc;
+
+		task_done = canal_chan_create(0, 2 * WL_THREADS_MAX, 0);
+		if (!task_done)
+			bench_die("canal_chan_create: %s", strerror(errno));
+		rc = canal_run(task_main, &r, NULL);
+		check(rc, "canal_run");
+		canal_chan_destroy(task_done);
+		task_done = NULL;
+		return r.seconds;
+	}
+	t0 = bench_now_s();
+	run_kind(kind, p);
 	return bench_now_s() - t0;
 }
 

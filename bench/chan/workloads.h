@@ -55,6 +55,8 @@ struct wl_params {
 	size_t msg_size; /* 0, 8 or 64 */
 	size_t capacity; /* of every channel */
 	int pin;	 /* ping_pong: pin the two threads to two CPUs */
+	int tasks;	 /* 1: canal tasks (canal_run, canal_spawn) in place of
+			  * threads; the timing starts inside the main task */
 };
 
 /* "seq", "spsc", ... ; wl_kind_parse returns -1 for an unknown name. */
@@ -70,7 +72,11 @@ size_t wl_messages(enum wl_kind kind, const struct wl_params *p);
 int wl_possible(enum wl_kind kind, const struct wl_params *p);
 
 /* Run a workload once; returns the elapsed seconds. Dies (message on
- * stderr, exit 1) when a channel operation fails. */
+ * stderr, exit 1) when a channel operation fails. With p->tasks, the
+ * workload runs in a canal runtime (one loop per CPU): the main thread's
+ * part in the main task, every other thread's part in a task of its own,
+ * joined through a channel; timing starts in the main task (Go's runtime
+ * start is not timed either) and pinning is ignored. */
 double wl_run(enum wl_kind kind, const struct wl_params *p);
 
 /* The floor of ping_pong: rounds round trips of a value bouncing between

@@ -58,8 +58,11 @@
  * that is pinned (an armed timer or an in-flight I/O operation belongs to
  * its loop's heap or ring). A pinned task only resumes on task->loop.
  * A task runs on task->loop: whoever puts it on another loop's queue (a
- * thief, the detach pool at canal_attach) sets task->loop first, since
- * wakes push it there and its next timer and I/O are armed where it runs.
+ * thief, the detach pool at canal_attach, a waker running on another loop
+ * that moves an unpinned task to its own: canal__loop_push_woken) sets
+ * task->loop first, since wakes push it there and its next timer and I/O
+ * are armed where it runs. Thieves and moving wakers read `pinned` under
+ * the old loop's queue lock (timer.c clears it under that lock).
  */
 #ifndef CANAL_RUNTIME_INTERNAL_H
 #define CANAL_RUNTIME_INTERNAL_H

@@ -126,8 +126,27 @@ void canal__loop_push(struct canal__loop *l, struct canal__task *t)
 
 void canal__loop_push_woken(struct canal__task *t)
 {
-	struct canal__loop *l = t->loop;
-	if (l == this_loop && l->current && !l->is_pool) {
+	struct canal__loop *l = t->loop, *here = this_loop;
+	if (l != here && here && here->current && !here->is_pool &&
+	    here->rt == l->rt) {
+		/* Woken by a task running on another loop: unless pinned
+		 * there, the task moves to the waker's loop (Go's ready()
+		 * puts the goroutine on the waker's P), where it runs next,
+		 * without waking its old loop. pinned is read under its
+		 * loop's lock, as thieves do (timer.c clears it under that
+		 * lock); t->loop is set before the task is visible here. */
+		canal__spin_lock(&l->lock);
+		if (t->pinned) {
+			queue_append(l, t);
+			canal__spin_unlock(&l->lock);
+			loop_wake(l);
+			return;
+		}
+		t->loop = here;
+		canal__spin_unlock(&l->lock);
+		l = here;
+	}
+	if (l == here && l->current && !l->is_pool) {
 		/* Woken by the task running on its own loop: it runs at that
 		 * task's switch out, without the queue (internal.h). A task
 		 * already there goes to the queue (Go's runnext does the

@@ -5,12 +5,16 @@ benchmark suite (docs/bench-chan.md).
 Every implementation is a program printing one line per result,
 `<workload> <lang> <impl> <seconds> sec`:
   bench/chanbench-canal   C canal               (bench/chan)
+  bench/chanbench-canal -m task   C canal-task  (the same, canal tasks in
+                                  place of threads: canal/task.h)
   bench/chanbench-go      Go chan               (bench/peers/go/cmd/chanbench)
   bench/chanbench-rust    Rust crossbeam-channel, Rust flume (bench/peers/rust)
 The harness runs them interleaved (canal, Go, crossbeam, flume, canal, ...),
 one workload kind per invocation, `reps` times, and reports the median ns
 per message, canal / best peer and which peer was best. Missing peers (no
-go or cargo at build time) give SKIPPED cells.
+go or cargo at build time) give SKIPPED cells. The task column (issue 13:
+the grid with tasks in place of threads, beside Go) is not a peer of the
+thread columns: it has its own ratio, canal tasks / Go.
 
 Quick runs size each cell by time: a program whose first run of a cell
 takes less than 0.2 s (min_seconds) is run again, at once, with N scaled
@@ -67,8 +71,13 @@ IMPLS: List[Impl] = [
     Impl("flume", "flume", "Rust", "flume",
          "bench/chanbench-rust", ("-i", "flume"), tuple(CAPS),
          (("bounded0", "select_both"), ("bounded1", "select_both"))),
+    Impl("canal_task", "canal tasks", "C", "canal-task", "bench/chanbench-canal",
+         ("-m", "task")),
 ]
-PEERS = [i.key for i in IMPLS if i.key != "canal"]
+PEERS = [i.key for i in IMPLS if i.key not in ("canal", "canal_task")]
+# The columns before "canal / best peer": canal's threads and the peers.
+THREAD_IMPLS = [i for i in IMPLS if i.key != "canal_task"]
+TASK_IMPL = next(i for i in IMPLS if i.key == "canal_task")
 
 
 MIN_SECONDS = 0.2   # quick runs: the least a cell's run should take
@@ -241,6 +250,7 @@ class Row:
     samples: Dict[str, List[float]] = field(default_factory=dict)  # ns/msg per run
     ratio: Optional[float] = None       # canal / best peer
     best: Optional[str] = None          # best peer's key
+    task_ratio: Optional[float] = None  # canal tasks / Go
 
 
 def sort_key(workload: str) -> Tuple[int, int, int]:
@@ -268,6 +278,8 @@ def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
         if best is not None:
             row.best = best
             row.ratio = stats.ratio(row.ns.get("canal"), row.ns[best])
+        if row.ns.get("canal_task") is not None and row.ns.get("go") is not None:
+            row.task_ratio = stats.ratio(row.ns["canal_task"], row.ns["go"])
         rows.append(row)
     return rows
 
@@ -297,12 +309,16 @@ def cell(row: Row, impl: Impl, status: Dict, reps: Optional[int] = None) -> str:
 
 
 def render_table(rows: Sequence[Row], status: Dict, reps: Optional[int] = None) -> str:
-    header = ["workload"] + [i.label for i in IMPLS] + ["canal / best peer", "best peer"]
+    """The grid: canal (threads) and the peers, canal / best peer, then
+    canal tasks and canal tasks / Go (issue 13's target: at or below 1)."""
+    header = (["workload"] + [i.label for i in THREAD_IMPLS]
+              + ["canal / best peer", "best peer", TASK_IMPL.label, "tasks / Go"])
     label = {i.key: i.label for i in IMPLS}
     body = []
     for row in rows:
-        body.append([row.workload] + [cell(row, i, status, reps) for i in IMPLS]
-                    + [stats.fmt_ratio(row.ratio), label.get(row.best, "—")])
+        body.append([row.workload] + [cell(row, i, status, reps) for i in THREAD_IMPLS]
+                    + [stats.fmt_ratio(row.ratio), label.get(row.best, "—"),
+                       cell(row, TASK_IMPL, status, reps), stats.fmt_ratio(row.task_ratio)])
     return report.markdown_table(header, body)
 
 
@@ -312,7 +328,7 @@ def title(m: Mode) -> str:
     sized = (f" or more, each cell sized to at least {m.min_seconds:g} s"
              if m.min_seconds > 0 else "")
     busy = ", a busy process beside" if m.busy else ""
-    return (f"Channels: canal vs Go, crossbeam-channel, flume ({what}: "
+    return (f"Channels: canal (threads, tasks) vs Go, crossbeam-channel, flume ({what}: "
             f"N = {m.n:,} messages{sized}, T = {m.threads}, {sizes} messages, "
             f"median of {m.reps} interleaved repetitions{busy})")
 
@@ -474,6 +490,10 @@ NOTES = """Notes:
 - ns per message = seconds / messages of each run, then the median;
   ping_pong counts 2 messages per round trip (N / 2 round trips).
 - canal / best peer < 1 means canal is faster than every peer measured.
+- canal tasks: the same workloads with canal tasks (canal/task.h, one
+  loop per CPU) in place of threads, the main thread's part in the main
+  task; timing starts inside it, as Go's starts after its runtime is up.
+  tasks / Go < 1: canal's tasks are faster than goroutines on that cell.
 - Cells: median (min-max of the repetitions); "unstable" when the
   repetitions differ by more than 3x (blocking cells on a busy machine):
   compare those with care.
@@ -545,3 +565,11 @@ def headlines(rows: Sequence[Row]) -> None:
                             label.get(best, "peers"),
                             r.samples.get(best) if best else None, "ns/msg", TARGET[cap],
                             note="none ran (go, cargo absent?)")
+    # Tasks against goroutines (issue 13: every cell at or below Go's):
+    # the worst cell of the grid measured, named.
+    worst = max((r for r in rows if r.task_ratio is not None and "canal_task" in r.samples
+                 and "go" in r.samples), key=lambda r: r.task_ratio, default=None)
+    if worst is not None:
+        report.headline("chan", f"tasks: worst cell ({worst.workload})",
+                        worst.samples["canal_task"], "Go chan", worst.samples["go"],
+                        "ns/msg", 1.0)

@@ -143,8 +143,9 @@ def test_render_table_cells():
     assert lines[0].startswith("| workload | canal | Go chan | crossbeam-channel | flume |")
     spsc = next(line for line in lines if line.startswith("| bounded1_spsc "))
     cells = [c.strip() for c in spsc.strip("|").split("|")]
-    assert cells == ["bounded1_spsc", "1000", "SKIPPED", "2000", "TIMEOUT", "0.50",
-                     "crossbeam-channel"]
+    assert cells[:7] == ["bounded1_spsc", "1000", "SKIPPED", "2000", "TIMEOUT", "0.50",
+                         "crossbeam-channel"]
+    assert cells[7:] == ["n/a", "n/a"]     # no task run, no Go: no ratio
     unb = next(line for line in lines if line.startswith("| unbounded_spsc "))
     cells = [c.strip() for c in unb.strip("|").split("|")]
     assert cells[1] == "—" and cells[2] == "SKIPPED" and cells[5] == "n/a"
@@ -200,8 +201,9 @@ def _fake_runner(calls, interrupt_at=None):
         calls.append((cmd, timeout))
         if interrupt_at is not None and len(calls) == interrupt_at:
             raise KeyboardInterrupt
-        impl = next(i for i in chan.IMPLS if cmd[1:1 + len(i.args)] == list(i.args)
-                    and os.path.basename(cmd[0]) == os.path.basename(i.binary))
+        impl = max((i for i in chan.IMPLS if cmd[1:1 + len(i.args)] == list(i.args)
+                    and os.path.basename(cmd[0]) == os.path.basename(i.binary)),
+                   key=lambda i: len(i.args))
         if impl.key == "flume":
             return [], "TIMEOUT"
         size, kind = int(cmd[cmd.index("-s") + 1]), cmd[cmd.index("-w") + 1]
@@ -246,7 +248,7 @@ def test_collect_interleaves_times_out_and_writes_csv(tmp_path, monkeypatch):
               ("chanbench-rust", ["-i", "crossbeam"], 20.0),
               ("chanbench-rust", ["-i", "flume"], 20.0)]
     assert progs[:3] == first and progs[len(progs) // 2:][:3] == second
-    assert len(runs) == 2 * (3 + 4)       # canal 3 caps, crossbeam 4, per rep
+    assert len(runs) == 2 * (3 + 4 + 3)   # canal 3 caps, crossbeam 4, tasks 3, per rep
     lines = csv_path.read_text().splitlines()
     assert lines[0].startswith("rep,workload,impl") and len(lines) == 1 + len(runs)
 
@@ -316,10 +318,12 @@ def test_collect_sizes_quick_cells_by_time(tmp_path, monkeypatch):
     m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
     assert m.min_seconds == pytest.approx(0.2)
     runs, status, complete = chan.collect(_fake_build(tmp_path), m)
-    canal = [c for c, _ in calls if os.path.basename(c[0]) == "chanbench-canal"]
+    canal = [c for c, _ in calls if os.path.basename(c[0]) == "chanbench-canal"
+             and "-m" not in c]
     ns = [int(c[c.index("-n") + 1]) for c in canal]
     assert ns[:2] == [20_000, 400_000]                  # calibration, then sized
-    sized = [t for c, t in calls if os.path.basename(c[0]) == "chanbench-canal"][1]
+    sized = [t for c, t in calls if os.path.basename(c[0]) == "chanbench-canal"
+             and "-m" not in c][1]
     assert sized == pytest.approx(20.0)  # bounded by the calibration, not 80 s
     assert ns[-1] == 400_000 and ns.count(20_000) == 3  # one calibration per capacity
     r = next(r for r in runs if r["impl"] == "canal")
@@ -338,3 +342,29 @@ def test_caps_and_busy_overrides():
     assert m.caps == tuple(chan.CAPS) and not m.busy
     with pytest.raises(ValueError):
         chan.mode_params("quick", {"CANAL_CHAN_CAPS": "bounded7"})
+
+
+def test_task_column_has_its_own_ratio_against_go():
+    from canal_bench import report
+    report.reset_headlines()
+    runs = _runs([("bounded0_spsc", "canal", [0.004]),
+                  ("bounded0_spsc", "go", [0.002, 0.002, 0.002]),
+                  ("bounded0_spsc", "canal_task", [0.001, 0.003, 0.001]),
+                  ("bounded1_mpsc", "go", [0.001]),
+                  ("bounded1_mpsc", "canal_task", [0.004])])
+    rows = chan.summarize(runs, 1000, 4)
+    by = {r.workload: r for r in rows}
+    # The task column is not a peer of canal's threads.
+    assert by["bounded0_spsc"].best == "go" and by["bounded0_spsc"].ratio == pytest.approx(2.0)
+    assert by["bounded0_spsc"].task_ratio == pytest.approx(0.5)
+    assert by["bounded1_mpsc"].task_ratio == pytest.approx(4.0)
+    md = chan.render_table(rows, {}, reps=3)
+    assert md.splitlines()[0].endswith("| canal / best peer | best peer | canal tasks | tasks / Go |")
+    line = next(ln for ln in md.splitlines() if ln.startswith("| bounded0_spsc "))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[-2:] == ["1000 (1000-3000)", "0.50"]
+    chan.headlines(rows)
+    task = [h for h in report.HEADLINES if h.workload.startswith("tasks:")]
+    assert [h.workload for h in task] == ["tasks: worst cell (bounded1_mpsc)"]
+    assert task[0].peer_name == "Go chan" and not task[0].met
+    report.reset_headlines()
