@@ -11,6 +11,15 @@ on a channel (RSS delta / tasks). Targets of issue 13: task switch <= 2x
 fcontext; spawn + join and channel ping-pong task to task <= 0.5x Go;
 memory per parked task <= Go's. Environment: CANAL_RB_ROUNDS, CANAL_RB_REPS,
 CANAL_RB_PARKED.
+
+A second table: bench/canal-queue-bench (seed 004, appendix D), ns per
+push+pop of a queue holding F packets, for the io_uring completion queue
+(NOP, MSG_RING) and user-space queues (plain ring, Vyukov's lock-free
+queue, a mutex, a canal channel), run in the same repetitions; rows are the
+variants, columns the fill levels, n/a where a queue cannot hold F (the
+io_uring CQ stops at 65536). Full mode also draws runtime-queue.png (fill
+against ns, log-log). Environment: CANAL_QB_PAIRS, CANAL_QB_FILLS (comma
+list).
 """
 from __future__ import annotations
 
@@ -18,7 +27,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import report, stats
 
@@ -41,6 +50,17 @@ ROWS = [  # (result, workload, unit)
 ]
 _LINE = re.compile(r"^([a-z_0-9]+)\s+([0-9]+(?:\.[0-9]*)?)\s+(\S+)\s*$")
 
+QUEUE_PROGRAM = "bench/canal-queue-bench"
+QUEUE_VARIANTS = [  # (variant as the program names it, row label)
+    ("uring_nop", "io_uring CQ, NOP"),
+    ("uring_msg", "io_uring CQ, MSG_RING"),
+    ("ring", "plain ring, no lock (floor)"),
+    ("vyukov", "Vyukov MPMC, lock-free"),
+    ("mutex", "ring + pthread mutex"),
+    ("canal_chan", "canal channel"),
+]
+_QUEUE_LINE = re.compile(r"^queue\s+([a-z_0-9]+)\s+([0-9]+)\s+([0-9]+(?:\.[0-9]*)?|n/a)\s*$")
+
 
 @dataclass(frozen=True)
 class Mode:
@@ -49,20 +69,27 @@ class Mode:
     parked: int
     timeout: float
     quick: bool
+    queue_pairs: int = 200_000
+    queue_fills: Tuple[int, ...] = (1, 100, 10_000)
 
 
 def mode_params(mode: str, env: Optional[Dict[str, str]] = None) -> Mode:
     env = os.environ if env is None else env
     if mode == "quick":
-        m = dict(rounds=20_000, reps=3, parked=20_000, timeout=300.0)
+        m = dict(rounds=20_000, reps=3, parked=20_000, timeout=300.0,
+                 queue_pairs=200_000, queue_fills=(1, 100, 10_000))
     elif mode == "full":
-        m = dict(rounds=500_000, reps=5, parked=1_000_000, timeout=1800.0)
+        m = dict(rounds=500_000, reps=5, parked=1_000_000, timeout=1800.0,
+                 queue_pairs=10_000_000,
+                 queue_fills=(1, 10, 100, 1_000, 10_000, 100_000, 1_000_000))
     else:
         raise ValueError(f"unknown mode {mode!r}")
     for key, var in (("rounds", "CANAL_RB_ROUNDS"), ("reps", "CANAL_RB_REPS"),
-                     ("parked", "CANAL_RB_PARKED")):
+                     ("parked", "CANAL_RB_PARKED"), ("queue_pairs", "CANAL_QB_PAIRS")):
         if env.get(var):
             m[key] = int(env[var])
+    if env.get("CANAL_QB_FILLS"):
+        m["queue_fills"] = tuple(int(f) for f in env["CANAL_QB_FILLS"].split(","))
     return Mode(quick=(mode == "quick"), **m)
 
 
@@ -163,6 +190,113 @@ def headlines(cells: Dict[str, Dict[str, Cell]], m: Mode) -> None:
                     vals("canal tasks", pk), "Go", vals("Go", pk), "bytes", 1.0)
 
 
+# ---------------------------------------------------------------------------
+# The queue table (seed 004, appendix D): bench/canal-queue-bench
+
+QueueKey = Tuple[str, int]  # (variant, fill)
+
+
+def parse_queue_output(text: str) -> Dict[QueueKey, Optional[float]]:
+    """{('ring', 100): 2.3, ('uring_nop', 100000): None (n/a), ...}"""
+    out: Dict[QueueKey, Optional[float]] = {}
+    for line in text.splitlines():
+        m = _QUEUE_LINE.match(line.strip())
+        if m:
+            out[(m.group(1), int(m.group(2)))] = None if m.group(3) == "n/a" else float(m.group(3))
+    return out
+
+
+def collect_queue(runs: Sequence[Dict[QueueKey, Optional[float]]]) -> Dict[QueueKey, Cell]:
+    """One parse_queue_output() per repetition -> {(variant, fill): Cell};
+    an n/a cell has no values."""
+    out: Dict[QueueKey, Cell] = {}
+    for r in runs:
+        for key, v in r.items():
+            cell = out.setdefault(key, Cell([]))
+            if v is not None:
+                cell.values.append(v)
+    return out
+
+
+def fmt_fill(fill: int) -> str:
+    """1, 10, 100, 1000, 10^4, 10^5, 10^6 (the seed's axis); others as digits."""
+    if fill >= 10_000 and 10 ** (len(str(fill)) - 1) == fill:
+        return f"10^{len(str(fill)) - 1}"
+    return str(fill)
+
+
+def queue_variants(cells: Dict[QueueKey, Cell]) -> List[Tuple[str, str]]:
+    """The known variants in table order, then any other the program printed."""
+    seen = {v for v, _ in cells}
+    rows = [(v, label) for v, label in QUEUE_VARIANTS if v in seen]
+    rows += [(v, v) for v in sorted(seen - {v for v, _ in QUEUE_VARIANTS})]
+    return rows
+
+
+def render_queue(cells: Dict[QueueKey, Cell], fills: Sequence[int]) -> str:
+    """Rows = variants, columns = fill levels, median (min-max) ns per
+    push+pop; n/a where the queue could not hold the fill (or no run gave
+    a value)."""
+    header = ["queue / fill"] + [fmt_fill(f) for f in fills]
+    rows = []
+    for variant, label in queue_variants(cells):
+        rows.append([label] + [cells.get((variant, f), Cell([])).fmt() for f in fills])
+    return report.markdown_table(header, rows)
+
+
+def plot_queue(cells: Dict[QueueKey, Cell], fills: Sequence[int], path: str) -> bool:
+    """Fill level against median ns per push+pop, log-log, one line per
+    variant (n/a cells left out); False (nothing written) without
+    matplotlib or without a value."""
+    if not report.have_matplotlib():
+        return False
+    series = []
+    for variant, label in queue_variants(cells):
+        pts = [(f, cells[(variant, f)].median()) for f in sorted(fills)
+               if f > 0 and (variant, f) in cells and cells[(variant, f)].values]
+        if pts:
+            series.append((label, pts))
+    if not series:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, pts in series:
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("packets in the queue (fill level)")
+    ax.set_ylabel("ns per push+pop (median, log scale)")
+    ax.set_title("A queue used as a queue: io_uring CQ vs user-space queues (seed 004 D)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def queue_title(m: Mode) -> str:
+    what = "quick run" if m.quick else "full run"
+    return (f"Queue push+pop at fill levels (seed 004 appendix D; {what}: "
+            f"{m.queue_pairs:,} pairs per cell, ns per push+pop, median (min-max) "
+            f"of {m.reps} runs)")
+
+
+QUEUE_NOTES = """Each cell: the queue is filled with F packets (16 bytes: a CQE's
+user_data, res, flags), then push+pop pairs are timed (the fill and drain
+are not); one thread. io_uring: a push is a submitted SQE (one
+io_uring_enter), a pop reads the CQE from the ring; n/a where the queue
+cannot hold F + 1 packets (the CQ stops at 65536 entries, IORING_SETUP_CLAMP).
+Every run checks that packets come out in order, each exactly once.
+"""
+
+
+def queue_command(path: str, m: Mode) -> List[str]:
+    return [path, "-m", str(m.queue_pairs), "-f", ",".join(str(f) for f in m.queue_fills)]
+
+
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
     return (f"canal task runtime vs Go goroutines and Boost.Context ({what}: "
@@ -183,7 +317,12 @@ def run(build_dir: str, mode: str) -> str:
     if not any(c == "canal tasks" for c, _ in progs):
         raise RuntimeError(f"bench/canal-runtime-bench is not built in {build_dir}")
     env = dict(os.environ, CANAL_RB_PARKED=str(m.parked))
+    queue_path = os.path.join(build_dir, QUEUE_PROGRAM)
+    if not os.access(queue_path, os.X_OK):
+        print(f"SKIPPED: {QUEUE_PROGRAM} is not built")
+        queue_path = ""
     runs = []
+    queue_runs = []
     raw = []
     for rep in range(m.reps):
         one: Dict[str, Dict[str, float]] = {}
@@ -199,6 +338,17 @@ def run(build_dir: str, mode: str) -> str:
             one[col] = res
             raw += [[rep + 1, col, k, v] for k, v in res.items()]
         runs.append(one)
+        if queue_path:
+            report.progress(f"runtime: queue run {rep + 1}/{m.reps}")
+            p = subprocess.run(queue_command(queue_path, m), capture_output=True,
+                               text=True, timeout=m.timeout)
+            if p.returncode != 0:
+                print(f"FAILED: canal-queue-bench ({p.returncode}): {p.stderr.strip()[:300]}")
+            else:
+                qres = parse_queue_output(p.stdout)
+                queue_runs.append(qres)
+                raw += [[rep + 1, "canal-queue-bench", f"queue_{v}_{f}",
+                         "n/a" if x is None else x] for (v, f), x in qres.items()]
     cells = collect(runs)
     headlines(cells, m)
     body = render(cells, m)
@@ -206,10 +356,23 @@ def run(build_dir: str, mode: str) -> str:
     md += ("\nOne loop: both tasks on one loop thread (Go: GOMAXPROCS=1); two loops: "
            "GOMAXPROCS=2. Timings on a shared VM are noisy: compare columns of the "
            "same run only.\n")
+    queue_body = ""
+    if queue_runs:
+        qcells = collect_queue(queue_runs)
+        queue_body = render_queue(qcells, m.queue_fills)
+        md += f"\n## {queue_title(m)}\n\n{queue_body}\n{QUEUE_NOTES}"
+        if not m.quick:
+            if plot_queue(qcells, m.queue_fills, os.path.join(out_dir, "runtime-queue.png")):
+                md += "\n![queue: ns per push+pop against the fill level](runtime-queue.png)\n"
+            else:
+                md += "\nPlot: none (matplotlib not importable).\n"
     with open(os.path.join(out_dir, "runtime.md"), "w") as f:
         f.write(md)
     report.write_csv(os.path.join(out_dir, "runtime-runs.csv"),
                      ["rep", "program", "result", "value"], raw)
     print(title(m))
     print(body)
+    if queue_body:
+        print(queue_title(m))
+        print(queue_body)
     return md

@@ -1,6 +1,9 @@
 """The runtime harness family: parsing, medians with spread, targets."""
 import os
+import subprocess
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -34,3 +37,105 @@ def test_render_targets():
     assert "met" in lines["task switch <= 2x fcontext"]      # medians 11 / 6
     assert "MISSED" in lines["memory per parked task <= Go"]
     assert "met" in lines["spawn_join <= 0.5x Go"]            # 200 / 400
+
+
+# ---------------------------------------------------------------------------
+# The queue table (seed 004 appendix D, bench/canal-queue-bench)
+
+QUEUE_RUN_1 = """queue uring_nop 1 484.55
+queue uring_nop 100000 n/a
+queue ring 1 4.51
+queue ring 100000 3.14
+noise line
+yield_pingpong 85.2 ns/switch
+queue canal_chan 1 15
+"""
+QUEUE_RUN_2 = """queue uring_nop 1 500.00
+queue uring_nop 100000 n/a
+queue ring 1 4.00
+queue ring 100000 3.50
+queue canal_chan 1 17.0
+queue newqueue 1 9.0
+"""
+
+
+def test_parse_queue_output():
+    got = runtime.parse_queue_output(QUEUE_RUN_1)
+    assert got == {("uring_nop", 1): 484.55, ("uring_nop", 100000): None,
+                   ("ring", 1): 4.51, ("ring", 100000): 3.14, ("canal_chan", 1): 15.0}
+    # The runtime table's lines are not queue lines, and vice versa.
+    assert runtime.parse_output(QUEUE_RUN_1) == {"yield_pingpong": 85.2}
+
+
+def test_mode_params_queue():
+    q = runtime.mode_params("quick", {})
+    assert q.queue_pairs == 200_000 and q.queue_fills == (1, 100, 10_000)
+    f = runtime.mode_params("full", {})
+    assert f.queue_pairs == 10_000_000
+    assert f.queue_fills == (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+    e = runtime.mode_params("quick", {"CANAL_QB_PAIRS": "5000", "CANAL_QB_FILLS": "1,1000"})
+    assert e.queue_pairs == 5000 and e.queue_fills == (1, 1000)
+    assert runtime.queue_command("/b/canal-queue-bench", e) == [
+        "/b/canal-queue-bench", "-m", "5000", "-f", "1,1000"]
+
+
+def test_fmt_fill():
+    assert [runtime.fmt_fill(f) for f in (1, 10, 100, 1000, 10_000, 100_000, 1_000_000)] == [
+        "1", "10", "100", "1000", "10^4", "10^5", "10^6"]
+    assert runtime.fmt_fill(65536) == "65536"
+
+
+def test_render_queue():
+    cells = runtime.collect_queue([runtime.parse_queue_output(QUEUE_RUN_1),
+                                   runtime.parse_queue_output(QUEUE_RUN_2)])
+    out = runtime.render_queue(cells, (1, 100000))
+    lines = out.splitlines()
+    assert lines[0] == "| queue / fill | 1 | 10^5 |"
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in lines[2:]}
+    # Table order: the known variants in QUEUE_VARIANTS order, then others.
+    assert [line.split("|")[1].strip() for line in lines[2:]] == [
+        "io_uring CQ, NOP", "plain ring, no lock (floor)", "canal channel", "newqueue"]
+    assert rows["io_uring CQ, NOP"] == ["492 (485-500)", "n/a"]
+    assert rows["plain ring, no lock (floor)"] == ["4.3 (4.0-4.5)", "3.3 (3.1-3.5)"]
+    assert rows["canal channel"] == ["16.0 (15.0-17.0)", "n/a"]  # no 10^5 line: n/a
+    assert rows["newqueue"] == ["9.0", "n/a"]                    # one run: no range
+
+
+def test_plot_queue_without_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime.report, "have_matplotlib", lambda: False)
+    cells = runtime.collect_queue([runtime.parse_queue_output(QUEUE_RUN_1)])
+    path = tmp_path / "runtime-queue.png"
+    assert runtime.plot_queue(cells, (1, 100000), str(path)) is False
+    assert not path.exists()
+
+
+def test_plot_queue(tmp_path):
+    pytest.importorskip("matplotlib")
+    cells = runtime.collect_queue([runtime.parse_queue_output(QUEUE_RUN_1),
+                                   runtime.parse_queue_output(QUEUE_RUN_2)])
+    path = tmp_path / "runtime-queue.png"
+    assert runtime.plot_queue(cells, (1, 100000), str(path)) is True
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Only n/a cells: nothing to draw, no file.
+    none = runtime.collect_queue([{("uring_nop", 100000): None}])
+    assert runtime.plot_queue(none, (100000,), str(tmp_path / "empty.png")) is False
+    assert not (tmp_path / "empty.png").exists()
+
+
+@pytest.mark.skipif(not os.environ.get("CANAL_BUILD_DIR"),
+                    reason="CANAL_BUILD_DIR is not set (CTest sets it)")
+def test_queue_program_output_parses():
+    path = os.path.join(os.environ["CANAL_BUILD_DIR"], runtime.QUEUE_PROGRAM)
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{runtime.QUEUE_PROGRAM} is not built")
+    m = runtime.mode_params("quick", {"CANAL_QB_PAIRS": "1000", "CANAL_QB_FILLS": "1,70000"})
+    p = subprocess.run(runtime.queue_command(path, m), capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    got = runtime.parse_queue_output(p.stdout)
+    assert set(got) == {(v, f) for v, _ in runtime.QUEUE_VARIANTS for f in (1, 70000)}
+    for v in ("ring", "vyukov", "mutex", "canal_chan"):
+        assert got[(v, 1)] > 0 and got[(v, 70000)] > 0
+    # The io_uring CQ cannot hold 70 000 (65536 at most): n/a, never a number.
+    assert got[("uring_nop", 70000)] is None and got[("uring_msg", 70000)] is None
