@@ -69,13 +69,15 @@
 /* Defaults: the seed's 10 000 000 operations, its fill levels 1 to 10^6. */
 #define DEFAULT_PAIRS 10000000UL
 static const size_t default_fills[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };
-#define MAX_FILLS 64
+/* Longest -f or -v list. */
+#define MAX_LIST 64
 /* 2^27 packets of 16 bytes: 2 GiB per queue, beyond any fill we plot. */
 #define MAX_FILL ((size_t)1 << 27)
 #define MAX_PAIRS ((size_t)1 << 40)
 
 /* A variant's open() returns this (positive) when it cannot hold the
- * packets asked for here: the cell is n/a, not a failure. */
+ * packets asked for here, or cannot run here at all (io_uring missing or
+ * forbidden, an opcode the kernel lacks): the cell is n/a, not a failure. */
 #define QUEUE_CANNOT_HOLD 1
 
 /* What every queue carries: the fields of a struct io_uring_cqe. */
@@ -792,8 +794,8 @@ static size_t parse_variant(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	size_t pairs = DEFAULT_PAIRS;
-	size_t fills[MAX_FILLS], nfills = sizeof(default_fills) / sizeof(default_fills[0]);
-	size_t chosen[MAX_FILLS], nchosen = NVARIANTS;
+	size_t fills[MAX_LIST], nfills = sizeof(default_fills) / sizeof(default_fills[0]);
+	size_t chosen[MAX_LIST], nchosen = NVARIANTS;
 	bool corrupt = false;
 	int opt;
 
@@ -807,10 +809,10 @@ int main(int argc, char **argv)
 				bench_die("bad pair count '%s' (1..%zu)", optarg, MAX_PAIRS);
 			break;
 		case 'f':
-			nfills = parse_list(optarg, "fill level", MAX_FILLS, parse_fill, fills);
+			nfills = parse_list(optarg, "fill level", MAX_LIST, parse_fill, fills);
 			break;
 		case 'v':
-			nchosen = parse_list(optarg, "variant", MAX_FILLS, parse_variant, chosen);
+			nchosen = parse_list(optarg, "variant", MAX_LIST, parse_variant, chosen);
 			break;
 		case 'X':
 			corrupt = true;
