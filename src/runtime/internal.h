@@ -184,6 +184,10 @@ struct canal__loop {
 	/* The task a direct yield just switched away from, until the task
 	 * switched to clears its `switching` (loop thread only). */
 	struct canal__task *direct_prev;
+	/* The task a direct park just switched away from (PARKING), until
+	 * the task switched to finishes its park (task.c; loop thread
+	 * only). */
+	struct canal__task *parked_prev;
 
 	/* Run queue. Invariant: a task is linked here iff it is runnable,
 	 * not running and not in a runnext slot. Pushers take the mutex; `sleeping` pairs with it: the
@@ -251,6 +255,10 @@ struct canal__task *canal__task_run(struct canal__loop *l,
  * the queue, `switching`), or NULL: yield through the scheduler. */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 					   struct canal__task *t);
+/* loop.c: the task a park switches to directly (the runnext slot's, or
+ * past the slot's fairness streak the queue's first), or NULL: park
+ * through the scheduler. */
+struct canal__task *canal__loop_park_next(struct canal__loop *l);
 /* Switch from the running task to its loop's scheduler (t->after set). */
 void canal__task_switch_out(struct canal__task *t);
 

@@ -337,6 +337,18 @@ struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 	return next;
 }
 
+/* The direct park (task.c): a task that parks while the runnext slot
+ * holds a task (the one it has just woken, typically) switches straight
+ * to it. Not on the pool, and not every POLL_EVERY runs: the scheduler's
+ * path then polls completions and timers (a chain of tasks waking each
+ * other would otherwise starve them). */
+struct canal__task *canal__loop_park_next(struct canal__loop *l)
+{
+	if (!l->runnext || l->is_pool || ++l->runs % POLL_EVERY == 0)
+		return NULL;
+	return take_runnext(l);
+}
+
 /* What the task that just switched out asked for (internal.h). Returns
  * the task to run next if that is already known (a yield, the runnext
  * slot), else NULL (then the queue's first). */

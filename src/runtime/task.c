@@ -23,7 +23,30 @@ _Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA - 8,
 
 /* Every resumption of a task clears `switching` of the task a direct
  * yield switched away from to get here (internal.h): its context is
- * saved now. Release: pairs with the acquire of a stealing loop. */
+ * saved now. Release: pairs with the acquire of a stealing loop.
+ * It also finishes the park of a task that switched straight here
+ * (canal__task_park), as the scheduler does for one that switched out
+ * to it: only now, its context saved, may it become PARKED and so
+ * visible to a waker that would push it to a queue; a waker that came
+ * while it was PARKING (NOTIFIED) left the push to us. */
+/* Not inlined: its CAS takes the address of a local, which ASan fences
+ * with redzones in the caller's frame, and task_entry's frame never
+ * returns to clear them (the stack block, reused, would still be
+ * poisoned). */
+static __attribute__((noinline)) void finish_direct_park(
+	struct canal__loop *l, struct canal__task *parked)
+{
+	uint32_t s = TASK_PARKING;
+	if (!atomic_compare_exchange_strong_explicit(
+		    &parked->sched, &s, TASK_PARKED, memory_order_acq_rel,
+		    memory_order_acquire)) {
+		/* NOTIFIED: woken while switching out. */
+		atomic_store_explicit(&parked->sched, TASK_RUNNING,
+				      memory_order_relaxed);
+		canal__loop_push(l, parked);
+	}
+}
+
 static inline void task_resumed(struct canal__loop *l)
 {
 	struct canal__task *prev = l->direct_prev;
@@ -31,6 +54,11 @@ static inline void task_resumed(struct canal__loop *l)
 		l->direct_prev = NULL;
 		atomic_store_explicit(&prev->switching, 0,
 				      memory_order_release);
+	}
+	struct canal__task *parked = l->parked_prev;
+	if (parked) {
+		l->parked_prev = NULL;
+		finish_direct_park(l, parked);
 	}
 }
 
@@ -174,7 +202,23 @@ uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns)
 		}
 	}
 	t->after = AFTER_PARK;
-	canal__task_switch_out(t);
+	struct canal__task *next = canal__loop_park_next(l);
+	if (next) {
+		/* Straight to the task it woke (loop.c), without the
+		 * scheduler context; the task switched to finishes our park
+		 * (task_resumed). */
+		canal__stack_canary_check(&t->stack, t->id);
+		l->current = next;
+		l->parked_prev = t;
+		san_start_switch(&t->asan_fake_stack, next->stack.lo,
+				 next->stack.size);
+		san_fiber_switch(next->tsan_fiber);
+		canal__ctx_switch(&t->sp, next->sp);
+		san_finish_switch(t->asan_fake_stack);
+		task_resumed(canal__this_loop());
+	} else {
+		canal__task_switch_out(t);
+	}
 	/* Resumed on t->loop (pinned while the timer was armed). */
 	if (t->timer_index != NO_TIMER)
 		canal__timer_disarm(canal__this_loop(), t);
