@@ -203,7 +203,11 @@ int canal_cond_broadcast(struct canal_cond *c);
  * First, unless canal_run was given CANAL_RUN_NO_SYNC_SHORTCUT, the call
  * is tried without blocking (RWF_NOWAIT, MSG_DONTWAIT) and returns at once
  * if it completes; only an operation that would block goes through the
- * backend (seed 004's synchronous-completion shortcut).
+ * backend (seed 004's synchronous-completion shortcut). An input operation
+ * (read, readv, recv, accept) whose previous try by the same task on the
+ * same fd would have blocked skips the try, but one time in 8 (a keep-alive
+ * connection's next request has rarely come when the task asks for it);
+ * the outcome is the same either way.
  *
  * Epoll backend: operations wait for readiness and then run; one reading
  * and one writing operation may wait on a given fd per loop at a time

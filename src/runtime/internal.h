@@ -150,6 +150,13 @@ struct canal__task {
 	_Atomic uint32_t switching;
 	bool detached;		  /* runs on the detach pool */
 	uint32_t poll_round;	  /* park.c: polls of a shared word in a row */
+	/* io.c, the adaptive shortcut: the last input operation tried
+	 * first (fd + 1, 0: none; its kind), whether that try would have
+	 * blocked, and the tries skipped since. The task's own. */
+	int32_t try_fd;
+	uint8_t try_kind;
+	uint8_t try_missed;
+	uint16_t try_skips;
 	uint64_t id;
 	void (*fn)(void *);
 	void *arg;

@@ -168,6 +168,53 @@ static int io_run(struct canal__io *op, int64_t timeout_ns,
 	return io_run_until(op, timeout_ns, deadline, cancel);
 }
 
+/*
+ * The adaptive shortcut. An input operation (read, readv, recv, accept)
+ * whose previous try on the same fd, by the same task, would have blocked
+ * goes to the backend without trying, but for one try in TRY_PROBE_EVERY:
+ * a task serving a keep-alive connection reads each request after sending
+ * the previous answer, when the next one has not come yet, and the try is
+ * then a system call that always fails. Output operations always try (a
+ * socket's buffer has room most of the time). The outcome is the same
+ * either way; only the cost differs.
+ */
+#define TRY_PROBE_EVERY 8u
+
+static bool is_input(int kind)
+{
+	return kind == IO_READ || kind == IO_READV || kind == IO_RECV ||
+	       kind == IO_ACCEPT;
+}
+
+static bool try_first(struct canal__loop *l, struct canal__task *t,
+		      const struct canal__io *op)
+{
+	/* On io_uring, while other tasks of this loop are ready to run, an
+	 * operation submitted now shares the loop's next io_uring_enter with
+	 * theirs (the loop flushes its SQEs when it polls): a try would be a
+	 * system call of its own. The try pays when the loop would otherwise
+	 * enter the kernel for this operation alone. */
+	if (l->rt->backend == &canal__backend_uring &&
+	    (l->runnext ||
+	     atomic_load_explicit(&l->queued, memory_order_relaxed)))
+		return false;
+	if (!is_input(op->kind) || !t->try_missed || t->try_fd != op->fd + 1 ||
+	    t->try_kind != op->kind)
+		return true;
+	return ++t->try_skips % TRY_PROBE_EVERY == 0;
+}
+
+static void try_outcome(struct canal__task *t, const struct canal__io *op,
+			int r)
+{
+	if (!is_input(op->kind))
+		return;
+	t->try_fd = op->fd + 1;
+	t->try_kind = (uint8_t)op->kind;
+	t->try_missed = r == -EAGAIN;
+	t->try_skips = 0;
+}
+
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -177,8 +224,10 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	struct canal__loop *l = canal__this_loop();
 	struct canal__runtime *rt = l->rt;
 	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
-	    !(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT)) {
+	    !(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
+	    try_first(l, t, op)) {
 		int r = canal__io_try(op, false);
+		try_outcome(t, op, r);
 		if (r != -EAGAIN)
 			return r;
 	}
