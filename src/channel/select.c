@@ -255,8 +255,15 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 			int r = canal__sync_recv_announced(c->ch, c->elt,
 							   deadline, true);
 			pass_on(cases, n, (size_t)committed);
-			if (r == -ETIMEDOUT)
+			if (r == -ETIMEDOUT && canal_now_ns() >= deadline)
 				return -ETIMEDOUT; /* its unit came back */
+			if (r == -ETIMEDOUT) {
+				/* Freed before the deadline (a unit came
+				 * back): no element is coming to this case;
+				 * go round the cases again. */
+				woken = false;
+				continue;
+			}
 			c->result = r;
 			return committed;
 		}

@@ -135,9 +135,18 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		if (chan_damaged(ch))
 			return -EBADMSG;
 		uint64_t dl = deadline;
+		/* Committed: wait past the deadline, in slices (see
+		 * above). A select also wakes at each slice before its
+		 * deadline, however far (none: the same): the retractions
+		 * below may free it meanwhile (a unit of the other class
+		 * left over), and it must then go round its cases again,
+		 * since no element may be coming to this one: one waiting
+		 * for ever here, while the element it was counted for went
+		 * to another channel as an orphan, hung select_both at
+		 * capacity 0 (test_task_select_sync). */
 		if (committed) {
 			uint64_t slice = canal_now_ns() + COMMITTED_SLICE_NS;
-			if (slice > dl)
+			if (slice > dl || select)
 				dl = slice;
 		}
 		long r = canal__ring_claim_recv(ch, 1, &pos, try_only || polls,
