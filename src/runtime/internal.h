@@ -262,6 +262,13 @@ struct canal__task *canal__task_run(struct canal__loop *l,
  * the queue, `switching`), or NULL: yield through the scheduler. */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 					   struct canal__task *t);
+/* The end of a park, once the task's context is saved (the scheduler
+ * after a switch out, or the task a direct park switched to): PARKING ->
+ * PARKED, true; or, woken meanwhile (NOTIFIED), the task is made RUNNING
+ * and false: the caller pushes it. Not inlined: its CAS takes a local's
+ * address, which ASan fences with redzones that a task's first frame,
+ * never returning, would leave on its reused stack. */
+bool canal__task_finish_park(struct canal__task *t);
 /* loop.c: the task a park switches to directly (the runnext slot's, or
  * past the slot's fairness streak the queue's first), or NULL: park
  * through the scheduler. */

@@ -360,15 +360,8 @@ static struct canal__task *after_switch(struct canal__loop *l,
 	case AFTER_YIELD:
 		return requeue_and_pop(l, t);
 	case AFTER_PARK: {
-		uint32_t s = TASK_PARKING;
-		if (!atomic_compare_exchange_strong_explicit(
-			    &t->sched, &s, TASK_PARKED, memory_order_acq_rel,
-			    memory_order_acquire)) {
-			/* NOTIFIED: woken while switching out. */
-			atomic_store_explicit(&t->sched, TASK_RUNNING,
-					      memory_order_relaxed);
-			return requeue_and_pop(l, t);
-		}
+		if (!canal__task_finish_park(t))
+			return requeue_and_pop(l, t); /* woken meanwhile */
 		return take_runnext(l);
 	}
 	case AFTER_EXIT:

@@ -21,6 +21,19 @@ _Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA - 8,
 	       "the task structure must fit its stack block's task area, "
 	       "short of its last word (the canary of the block above)");
 
+/* internal.h. */
+__attribute__((noinline)) bool canal__task_finish_park(struct canal__task *t)
+{
+	uint32_t s = TASK_PARKING;
+	if (atomic_compare_exchange_strong_explicit(
+		    &t->sched, &s, TASK_PARKED, memory_order_acq_rel,
+		    memory_order_acquire))
+		return true;
+	/* NOTIFIED: woken while switching out. */
+	atomic_store_explicit(&t->sched, TASK_RUNNING, memory_order_relaxed);
+	return false;
+}
+
 /* Every resumption of a task clears `switching` of the task a direct
  * yield switched away from to get here (internal.h): its context is
  * saved now. Release: pairs with the acquire of a stealing loop.
@@ -29,24 +42,6 @@ _Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA - 8,
  * to it: only now, its context saved, may it become PARKED and so
  * visible to a waker that would push it to a queue; a waker that came
  * while it was PARKING (NOTIFIED) left the push to us. */
-/* Not inlined: its CAS takes the address of a local, which ASan fences
- * with redzones in the caller's frame, and task_entry's frame never
- * returns to clear them (the stack block, reused, would still be
- * poisoned). */
-static __attribute__((noinline)) void finish_direct_park(
-	struct canal__loop *l, struct canal__task *parked)
-{
-	uint32_t s = TASK_PARKING;
-	if (!atomic_compare_exchange_strong_explicit(
-		    &parked->sched, &s, TASK_PARKED, memory_order_acq_rel,
-		    memory_order_acquire)) {
-		/* NOTIFIED: woken while switching out. */
-		atomic_store_explicit(&parked->sched, TASK_RUNNING,
-				      memory_order_relaxed);
-		canal__loop_push(l, parked);
-	}
-}
-
 static inline void task_resumed(struct canal__loop *l)
 {
 	struct canal__task *prev = l->direct_prev;
@@ -58,8 +53,25 @@ static inline void task_resumed(struct canal__loop *l)
 	struct canal__task *parked = l->parked_prev;
 	if (parked) {
 		l->parked_prev = NULL;
-		finish_direct_park(l, parked);
+		if (!canal__task_finish_park(parked))
+			canal__loop_push(l, parked);
 	}
+}
+
+/* From the running task t straight to next, without the scheduler
+ * context (a direct yield or park: the caller has set direct_prev or
+ * parked_prev, which next's task_resumed acts on). */
+static void direct_switch(struct canal__loop *l, struct canal__task *t,
+			  struct canal__task *next)
+{
+	canal__stack_canary_check(&t->stack, t->id);
+	l->current = next;
+	san_start_switch(&t->asan_fake_stack, next->stack.lo,
+			 next->stack.size);
+	san_fiber_switch(next->tsan_fiber);
+	canal__ctx_switch(&t->sp, next->sp);
+	san_finish_switch(t->asan_fake_stack);
+	task_resumed(canal__this_loop());
 }
 
 static void task_entry(void *arg)
@@ -204,18 +216,10 @@ uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns)
 	t->after = AFTER_PARK;
 	struct canal__task *next = canal__loop_park_next(l);
 	if (next) {
-		/* Straight to the task it woke (loop.c), without the
-		 * scheduler context; the task switched to finishes our park
-		 * (task_resumed). */
-		canal__stack_canary_check(&t->stack, t->id);
-		l->current = next;
+		/* Straight to the task it woke (loop.c); the task switched
+		 * to finishes our park (task_resumed). */
 		l->parked_prev = t;
-		san_start_switch(&t->asan_fake_stack, next->stack.lo,
-				 next->stack.size);
-		san_fiber_switch(next->tsan_fiber);
-		canal__ctx_switch(&t->sp, next->sp);
-		san_finish_switch(t->asan_fake_stack);
-		task_resumed(canal__this_loop());
+		direct_switch(l, t, next);
 	} else {
 		canal__task_switch_out(t);
 	}
@@ -264,16 +268,8 @@ EXPORT void canal_yield(void)
 		canal__task_switch_out(t);
 		return;
 	}
-	/* Straight to next, without the scheduler context (loop.c). */
-	canal__stack_canary_check(&t->stack, t->id);
-	l->current = next;
 	l->direct_prev = t;
-	san_start_switch(&t->asan_fake_stack, next->stack.lo,
-			 next->stack.size);
-	san_fiber_switch(next->tsan_fiber);
-	canal__ctx_switch(&t->sp, next->sp);
-	san_finish_switch(t->asan_fake_stack);
-	task_resumed(canal__this_loop());
+	direct_switch(l, t, next);
 }
 
 EXPORT int canal_sleep_ns(uint64_t ns)
