@@ -14,6 +14,10 @@
  *                      the same between two OS threads (today's canal)
  *   parked_bytes       resident bytes per task parked on a channel
  *                      (RSS delta / tasks, CANAL_RB_PARKED tasks)
+ * Times are taken inside the runtime, from the main task's start to the
+ * workload's end (as Go's peer times inside its running runtime): the
+ * start and end of canal_run itself (loop threads, io_uring rings) are
+ * not part of any figure.
  * Usage: canal-runtime-bench [rounds] (default 200000). CANAL_RB_ONLY=name
  * runs only the workloads whose result names start with name (e.g.
  * chan_pingpong_1loop, for callgrind: instructions per round trip).
@@ -39,17 +43,28 @@ static void die(const char *what, int r)
 	exit(1);
 }
 
+/* The timed span of a workload: t0 when the main task starts, t1 when
+ * the workload's last step ends (inside the runtime). */
+static uint64_t t0, t1;
+
 /* ---- yield ping-pong ---- */
+static _Atomic int yielders_left;
+
 static void yielder(void *arg)
 {
 	(void)arg;
 	for (long i = 0; i < rounds; i++)
 		canal_yield();
+	if (atomic_fetch_sub_explicit(&yielders_left, 1,
+				      memory_order_relaxed) == 1)
+		t1 = canal_now_ns();
 }
 
 static void yield_main(void *arg)
 {
 	(void)arg;
+	t0 = canal_now_ns();
+	atomic_store_explicit(&yielders_left, 2, memory_order_relaxed);
 	canal_spawn(yielder, NULL);
 	canal_spawn(yielder, NULL);
 }
@@ -71,6 +86,7 @@ static void spawn_main(void *arg)
 {
 	(void)arg;
 	struct joiner j = {.cv = canal_cond_create()};
+	t0 = canal_now_ns();
 	for (long i = 0; i < rounds; i++) {
 		atomic_store_explicit(&j.done, 0, memory_order_relaxed);
 		int r = canal_spawn(child, &j);
@@ -79,6 +95,7 @@ static void spawn_main(void *arg)
 		while (!atomic_load_explicit(&j.done, memory_order_relaxed))
 			canal_cond_wait(j.cv, -1);
 	}
+	t1 = canal_now_ns();
 	canal_cond_destroy(j.cv);
 }
 
@@ -104,6 +121,7 @@ static void cond_ponger(void *arg)
 static void cond_main(void *arg)
 {
 	struct cpp *c = arg;
+	t0 = canal_now_ns();
 	canal_spawn(cond_ponger, c);
 	for (long i = 0; i < rounds; i++) {
 		atomic_store_explicit(&c->turn, 2 * i + 1,
@@ -113,6 +131,7 @@ static void cond_main(void *arg)
 		       2 * i + 2)
 			canal_cond_wait(c->pong, -1);
 	}
+	t1 = canal_now_ns();
 }
 
 /* ---- channel ping-pong ---- */
@@ -141,8 +160,10 @@ static void chan_pinger(struct cping *p)
 
 static void chan_main(void *arg)
 {
+	t0 = canal_now_ns();
 	canal_spawn(chan_ponger, arg);
 	chan_pinger(arg);
+	t1 = canal_now_ns();
 }
 
 static void *chan_ponger_thread(void *arg)
@@ -200,9 +221,10 @@ static bool wanted(const char *name)
 	return !only || strncmp(name, only, strlen(only)) == 0;
 }
 
-static double elapsed_ns(uint64_t t0)
+/* The span of the last timed workload. */
+static double elapsed_ns(void)
 {
-	return (double)(canal_now_ns() - t0);
+	return (double)(t1 - t0);
 }
 
 int main(int argc, char **argv)
@@ -211,31 +233,27 @@ int main(int argc, char **argv)
 		rounds = atol(argv[1]);
 	only = getenv("CANAL_RB_ONLY");
 	struct canal_run_options one = {.loops = 1}, two = {.loops = 2};
-	uint64_t t0;
 	int r;
 
 	if (wanted("yield_pingpong")) {
-		t0 = canal_now_ns();
 		if ((r = canal_run(yield_main, NULL, &one)))
 			die("canal_run", r);
 		printf("yield_pingpong %.1f ns/switch\n",
-		       elapsed_ns(t0) / (2.0 * rounds));
+		       elapsed_ns() / (2.0 * rounds));
 	}
 
 	if (wanted("spawn_join")) {
-		t0 = canal_now_ns();
 		if ((r = canal_run(spawn_main, NULL, &one)))
 			die("canal_run", r);
-		printf("spawn_join %.1f ns/task\n", elapsed_ns(t0) / rounds);
+		printf("spawn_join %.1f ns/task\n", elapsed_ns() / rounds);
 	}
 
 	if (wanted("cond_pingpong")) {
 		struct cpp c = {.ping = canal_cond_create(),
 				.pong = canal_cond_create()};
-		t0 = canal_now_ns();
 		if ((r = canal_run(cond_main, &c, &one)))
 			die("canal_run", r);
-		printf("cond_pingpong %.1f ns/rt\n", elapsed_ns(t0) / rounds);
+		printf("cond_pingpong %.1f ns/rt\n", elapsed_ns() / rounds);
 		canal_cond_destroy(c.ping);
 		canal_cond_destroy(c.pong);
 	}
@@ -248,17 +266,15 @@ int main(int argc, char **argv)
 		char name[64];
 		snprintf(name, sizeof(name), "chan_pingpong_1loop_%zu", caps[k]);
 		if (wanted(name)) {
-			t0 = canal_now_ns();
 			if ((r = canal_run(chan_main, &p, &one)))
 				die("canal_run", r);
-			printf("%s %.1f ns/rt\n", name, elapsed_ns(t0) / rounds);
+			printf("%s %.1f ns/rt\n", name, elapsed_ns() / rounds);
 		}
 		snprintf(name, sizeof(name), "chan_pingpong_2loops_%zu", caps[k]);
 		if (wanted(name)) {
-			t0 = canal_now_ns();
 			if ((r = canal_run(chan_main, &p, &two)))
 				die("canal_run", r);
-			printf("%s %.1f ns/rt\n", name, elapsed_ns(t0) / rounds);
+			printf("%s %.1f ns/rt\n", name, elapsed_ns() / rounds);
 		}
 		snprintf(name, sizeof(name), "thread_chan_pingpong_%zu",
 			 caps[k]);
@@ -268,7 +284,8 @@ int main(int argc, char **argv)
 			pthread_create(&th, NULL, chan_ponger_thread, &p);
 			chan_pinger(&p);
 			pthread_join(th, NULL);
-			printf("%s %.1f ns/rt\n", name, elapsed_ns(t0) / rounds);
+			t1 = canal_now_ns();
+			printf("%s %.1f ns/rt\n", name, elapsed_ns() / rounds);
 		}
 		canal_chan_destroy(p.a);
 		canal_chan_destroy(p.b);

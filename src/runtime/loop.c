@@ -328,10 +328,19 @@ struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 	    ++l->runs % POLL_EVERY == 0)
 		return NULL;
 	canal__spin_lock(&l->lock);
-	struct canal__task *next = queue_pop(l);
+	struct canal__task *next = l->head;
 	if (next) {
+		/* The queue's first out, t in at its back: `queued` does
+		 * not change. */
 		atomic_store_explicit(&t->switching, 1, memory_order_relaxed);
-		queue_append(l, t);
+		t->next = NULL;
+		if (next == l->tail) {
+			l->head = t;
+		} else {
+			l->head = next->next;
+			l->tail->next = t;
+		}
+		l->tail = t;
 	}
 	canal__spin_unlock(&l->lock);
 	return next;

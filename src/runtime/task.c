@@ -256,12 +256,12 @@ EXPORT int canal_spawn(void (*fn)(void *), void *arg)
 
 EXPORT void canal_yield(void)
 {
-	struct canal__task *t = canal__this_task();
+	struct canal__loop *l = canal__this_loop();
+	struct canal__task *t = l ? l->current : NULL;
 	if (!t || t->detached) {
 		sched_yield();
 		return;
 	}
-	struct canal__loop *l = canal__this_loop();
 	struct canal__task *next = canal__loop_yield_next(l, t);
 	if (!next) {
 		t->after = AFTER_YIELD;
