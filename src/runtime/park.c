@@ -287,11 +287,40 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 	return why == WAKE_TIMEDOUT ? -ETIMEDOUT : 0;
 }
 
+/* The common wait, one process-private word, as task_wait_many with n = 1
+ * (the same steps and the same invariants, the top of this file) without
+ * its loops over words: a channel operation's every park comes here. */
 static int task_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 		     bool shared, uint64_t deadline_ns)
 {
-	_Atomic uint32_t *words[1] = {word};
-	return task_wait_many(self, words, &key, &shared, 1, deadline_ns);
+	struct canal__task *t = canal__this_task();
+	if (unlikely(shared || !t || t->detached)) {
+		_Atomic uint32_t *words[1] = {word};
+		return task_wait_many(self, words, &key, &shared, 1,
+				      deadline_ns);
+	}
+	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	struct wait_node node = {.word = word, .task = t};
+	struct bucket *b = bucket_of(word);
+	canal__task_arm(t);
+	bucket_lock(b);
+	bool changed = atomic_load_explicit(word, memory_order_acquire) != key;
+	if (!changed)
+		node_link(b, &node);
+	bucket_unlock(b);
+	uint32_t why = WAKE_WOKEN;
+	if (likely(!changed))
+		why = canal__task_park(t, deadline_ns);
+	else if (!canal__task_disarm(t))
+		why = canal__task_park(t, CANAL_NO_DEADLINE);
+	if (unlikely(node.linked)) {
+		bucket_lock(b);
+		node_unlink(b, &node);
+		bucket_unlock(b);
+	}
+	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);
+	return why == WAKE_TIMEDOUT ? -ETIMEDOUT : 0;
 }
 
 static void task_yield(void *self)
