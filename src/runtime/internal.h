@@ -110,6 +110,15 @@ static inline void canal__spin_unlock(struct canal__spinlock *s)
 	atomic_store_explicit(&s->held, 0, memory_order_release);
 }
 
+/* A timer heap's entry (timer.c): the deadline is kept beside the task
+ * pointer so that ordering the heap reads the heap's own array, not the
+ * tasks (each in its own stack block, cold when thousands wait). */
+struct canal__timer {
+	uint64_t deadline;
+	struct canal__task *task;
+};
+#define CANAL__TIMER_ARITY 4u
+
 enum task_sched {
 	TASK_RUNNING = 0, /* running, or in a run queue */
 	TASK_PARKING = 1, /* parked, not yet switched out */
@@ -160,8 +169,8 @@ struct canal__task {
 	uint64_t id;
 	void (*fn)(void *);
 	void *arg;
-	/* Timer (loop-local heap): valid while timer_index != NO_TIMER. */
-	uint64_t deadline;
+	/* Timer (loop-local heap): the task's entry is heap[timer_index],
+	 * valid while timer_index != NO_TIMER. */
 	uint32_t timer_index;
 	struct canal__stack stack;
 	/* Sanitizer fiber state (sanitizer.h). */
@@ -210,8 +219,9 @@ struct canal__loop {
 	struct canal__task *runnext;
 	uint32_t runnext_streak; /* slot tasks run in a row */
 
-	/* Timers: a binary min-heap of tasks by deadline (loop thread only). */
-	struct canal__task **heap;
+	/* Timers: a 4-ary min-heap of (deadline, task) by deadline (loop
+	 * thread only; timer.c). */
+	struct canal__timer *heap;
 	uint32_t heap_len, heap_cap;
 
 	/* Stack cache of this loop (stack.c). */

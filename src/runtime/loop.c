@@ -427,8 +427,8 @@ static bool idle_spin_watch(struct canal__loop *l)
 {
 	uint64_t t0 = canal_now_ns();
 	uint64_t until = t0 + IDLE_SPIN_NS;
-	if (l->heap_len && l->heap[0]->deadline < until)
-		until = l->heap[0]->deadline;
+	if (l->heap_len && l->heap[0].deadline < until)
+		until = l->heap[0].deadline;
 	do {
 		for (int i = 0; i < 32; i++) {
 			if (atomic_load_explicit(&l->queued,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * timer.c - each loop's timers: a binary min-heap of tasks by deadline.
+ * timer.c - each loop's timers: a 4-ary min-heap of (deadline, task).
  *
  * Invariants: only the loop's thread touches its heap; a task is in at
  * most one heap, at heap[t->timer_index] (NO_TIMER when in none), and is
@@ -24,41 +24,50 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static void heap_set(struct canal__loop *l, uint32_t i, struct canal__task *t)
+/* Arity 4 (internal.h): half the depth of a binary heap, and a node's
+ * four children are 64 contiguous bytes of the array. The deadlines of I/O
+ * timeouts mostly grow (now + a constant), so an insertion seldom climbs; a
+ * removal from the middle (a task woken before its deadline, the common
+ * case) sinks the last entry. */
+#define ARITY CANAL__TIMER_ARITY
+
+static void heap_set(struct canal__loop *l, uint32_t i, struct canal__timer e)
 {
-	l->heap[i] = t;
-	t->timer_index = i;
+	l->heap[i] = e;
+	e.task->timer_index = i;
 }
 
 static void sift_up(struct canal__loop *l, uint32_t i)
 {
-	struct canal__task *t = l->heap[i];
+	struct canal__timer e = l->heap[i];
 	while (i > 0) {
-		uint32_t p = (i - 1) / 2;
-		if (l->heap[p]->deadline <= t->deadline)
+		uint32_t p = (i - 1) / ARITY;
+		if (l->heap[p].deadline <= e.deadline)
 			break;
 		heap_set(l, i, l->heap[p]);
 		i = p;
 	}
-	heap_set(l, i, t);
+	heap_set(l, i, e);
 }
 
 static void sift_down(struct canal__loop *l, uint32_t i)
 {
-	struct canal__task *t = l->heap[i];
+	struct canal__timer e = l->heap[i];
 	for (;;) {
-		uint32_t c = 2 * i + 1;
+		uint32_t c = ARITY * i + 1;
 		if (c >= l->heap_len)
 			break;
-		if (c + 1 < l->heap_len &&
-		    l->heap[c + 1]->deadline < l->heap[c]->deadline)
-			c++;
-		if (l->heap[c]->deadline >= t->deadline)
+		uint32_t end = c + ARITY < l->heap_len ? c + ARITY : l->heap_len;
+		uint32_t m = c;
+		for (uint32_t k = c + 1; k < end; k++)
+			if (l->heap[k].deadline < l->heap[m].deadline)
+				m = k;
+		if (l->heap[m].deadline >= e.deadline)
 			break;
-		heap_set(l, i, l->heap[c]);
-		i = c;
+		heap_set(l, i, l->heap[m]);
+		i = m;
 	}
-	heap_set(l, i, t);
+	heap_set(l, i, e);
 }
 
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
@@ -72,21 +81,26 @@ int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		l->heap = h;
 		l->heap_cap = cap;
 	}
-	t->deadline = deadline_ns;
 	t->pinned++;
-	heap_set(l, l->heap_len++, t);
-	sift_up(l, t->timer_index);
+	uint32_t i = l->heap_len++;
+	heap_set(l, i, (struct canal__timer){deadline_ns, t});
+	sift_up(l, i);
 	return 0;
 }
 
 static void heap_remove(struct canal__loop *l, uint32_t i)
 {
-	struct canal__task *t = l->heap[i];
+	struct canal__task *t = l->heap[i].task;
 	l->heap_len--;
 	if (i != l->heap_len) {
-		heap_set(l, i, l->heap[l->heap_len]);
-		sift_down(l, i);
-		sift_up(l, l->heap[i]->timer_index);
+		/* The last entry takes the hole: it sinks or, rarely (the
+		 * hole was in another branch), climbs. */
+		struct canal__timer last = l->heap[l->heap_len];
+		heap_set(l, i, last);
+		if (i > 0 && l->heap[(i - 1) / ARITY].deadline > last.deadline)
+			sift_up(l, i);
+		else
+			sift_down(l, i);
 	}
 	canal__spin_lock(&l->lock);
 	t->timer_index = NO_TIMER;
@@ -103,10 +117,10 @@ void canal__timer_disarm(struct canal__loop *l, struct canal__task *t)
 uint64_t canal__timer_run(struct canal__loop *l, uint64_t now)
 {
 	while (l->heap_len > 0) {
-		struct canal__task *t = l->heap[0];
-		if (t->deadline > now)
-			return t->deadline;
-		canal__task_wake(t, WAKE_TIMEDOUT);
+		struct canal__timer top = l->heap[0];
+		if (top.deadline > now)
+			return top.deadline;
+		canal__task_wake(top.task, WAKE_TIMEDOUT);
 		heap_remove(l, 0);
 	}
 	return CANAL_NO_DEADLINE;

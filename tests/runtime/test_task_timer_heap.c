@@ -1,0 +1,151 @@
+/* test_task_timer_heap.c - a loop's timer heap (src/runtime/timer.c), white
+ * box: arms, disarms from anywhere in the heap and expiries, checked after
+ * every step against a model kept by the test.
+ *
+ * Tasks here are bare structures that no loop runs (wake = WAKE_NONE: the
+ * expiry's wake finds nothing armed and does nothing else). Invariants
+ * checked:
+ *  - heap order: no entry's deadline is below its parent's (arity
+ *    CANAL__TIMER_ARITY);
+ *  - index: heap[t->timer_index].task == t for every armed task, NO_TIMER
+ *    for every other, and heap_len == the number armed;
+ *  - pins: an armed task holds exactly one pin, a disarmed one none;
+ *  - expiry: canal__timer_run(now) removes exactly the tasks whose deadline
+ *    is <= now and returns the earliest deadline left (CANAL_NO_DEADLINE
+ *    when none).
+ * Deadlines repeat on purpose (equal keys). The same run twice (the
+ * runtime's tests run once per backend; the heap does not depend on it). */
+#include "check.h"
+
+#include "runtime/internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#define TASKS 3000
+
+static struct canal__task *tasks;
+static uint64_t deadline[TASKS];
+static bool armed[TASKS];
+static struct canal__loop loop;
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t next(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545f4914f6cdd1dull;
+}
+
+static bool ordered(void)
+{
+	for (uint32_t i = 1; i < loop.heap_len; i++)
+		if (loop.heap[(i - 1) / CANAL__TIMER_ARITY].deadline >
+		    loop.heap[i].deadline)
+			return false;
+	return true;
+}
+
+static void check_all(void)
+{
+	uint32_t n = 0;
+	for (int i = 0; i < TASKS; i++) {
+		struct canal__task *t = &tasks[i];
+		if (armed[i]) {
+			n++;
+			CHECK(t->timer_index < loop.heap_len);
+			CHECK(loop.heap[t->timer_index].task == t);
+			CHECK_EQ(loop.heap[t->timer_index].deadline, deadline[i]);
+			CHECK_EQ(t->pinned, 1);
+		} else {
+			CHECK_EQ(t->timer_index, NO_TIMER);
+			CHECK_EQ(t->pinned, 0);
+		}
+	}
+	CHECK_EQ(loop.heap_len, n);
+	CHECK(ordered());
+}
+
+static void arm(int i, uint64_t d)
+{
+	deadline[i] = d;
+	CHECK_EQ(canal__timer_arm(&loop, &tasks[i], d), 0);
+	armed[i] = true;
+}
+
+static void disarm(int i)
+{
+	canal__timer_disarm(&loop, &tasks[i]);
+	armed[i] = false;
+}
+
+static void run_round(void)
+{
+	tasks = calloc(TASKS, sizeof(*tasks));
+	CHECK(tasks != NULL);
+	for (int i = 0; i < TASKS; i++) {
+		tasks[i].timer_index = NO_TIMER;
+		armed[i] = false;
+	}
+
+	/* Arm every task; deadlines in [1000, 6000): many equal. */
+	for (int i = 0; i < TASKS; i++) {
+		arm(i, 1000 + next() % 5000);
+		if (i % 97 == 0)
+			check_all();
+	}
+	check_all();
+
+	/* Disarm half, in random order (holes anywhere in the heap). */
+	for (int k = 0; k < TASKS / 2; k++) {
+		int i = (int)(next() % TASKS);
+		if (armed[i])
+			disarm(i);
+		if (k % 53 == 0)
+			check_all();
+	}
+	check_all();
+	disarm(0); /* disarming a task twice: the second does nothing */
+	disarm(0);
+	check_all();
+
+	/* Expire in steps of time; re-arm some expired tasks later, and
+	 * disarm some live ones, between the steps. */
+	for (uint64_t now = 900; now < 12000; now += 37) {
+		uint64_t next_dl = canal__timer_run(&loop, now);
+		uint64_t min = CANAL_NO_DEADLINE;
+		for (int i = 0; i < TASKS; i++) {
+			if (armed[i] && deadline[i] <= now) {
+				armed[i] = false; /* expired now */
+				CHECK_EQ(tasks[i].timer_index, NO_TIMER);
+			}
+			if (armed[i] && deadline[i] < min)
+				min = deadline[i];
+		}
+		CHECK_EQ(next_dl, min);
+		check_all();
+		for (int k = 0; k < 20; k++) {
+			int i = (int)(next() % TASKS);
+			if (armed[i])
+				disarm(i);
+			else if (now < 8000)
+				arm(i, now + 1 + next() % 3000);
+		}
+		check_all();
+	}
+	/* Everything armed so far has expired (last deadline < 11001). */
+	CHECK_EQ(canal__timer_run(&loop, 11999), CANAL_NO_DEADLINE);
+	CHECK_EQ(loop.heap_len, 0);
+	canal__timer_fini(&loop);
+	free(tasks);
+}
+
+int main(void)
+{
+	run_round();
+	run_round();
+	printf("test_task_timer_heap: all checks passed\n");
+	return 0;
+}
