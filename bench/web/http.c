@@ -329,15 +329,51 @@ static const char *content_type(const char *path)
 }
 
 /* Status line and the fields every response has. */
-static size_t head_fields(struct web_conn *c, int status, bool keep,
-			  int minor)
+/* Appending to a connection's head buffer without printf: the head is
+ * written on every request, by every style (a task's stack is cold when
+ * its connection's next request comes, and printf's frame is large). Text
+ * that does not fit is cut at the buffer's end (never past it); the heads
+ * written here are far shorter than the buffer. */
+struct head_out {
+	char *p;
+	size_t n, cap;
+};
+
+static void put_str(struct head_out *o, const char *s)
 {
-	const char *conn = keep ? (minor == 0 ? "Connection: keep-alive\r\n" : "")
-				: "Connection: close\r\n";
-	int n = snprintf(c->out, sizeof c->out,
-			 "HTTP/1.1 %d %s\r\nServer: canal\r\nDate: %s\r\n%s",
-			 status, reason(status), http_date(), conn);
-	return (size_t)n;
+	size_t len = strlen(s);
+	if (len > o->cap - o->n)
+		len = o->cap - o->n;
+	memcpy(o->p + o->n, s, len);
+	o->n += len;
+}
+
+static void put_uint(struct head_out *o, unsigned long long v)
+{
+	char d[24];
+	size_t k = sizeof d;
+	d[--k] = '\0';
+	do {
+		d[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_str(o, d + k);
+}
+
+static struct head_out head_fields(struct web_conn *c, int status, bool keep,
+				   int minor)
+{
+	struct head_out o = {c->out, 0, sizeof c->out};
+	put_str(&o, "HTTP/1.1 ");
+	put_uint(&o, (unsigned)status);
+	put_str(&o, " ");
+	put_str(&o, reason(status));
+	put_str(&o, "\r\nServer: canal\r\nDate: ");
+	put_str(&o, http_date());
+	put_str(&o, "\r\n");
+	put_str(&o, keep ? (minor == 0 ? "Connection: keep-alive\r\n" : "")
+			 : "Connection: close\r\n");
+	return o;
 }
 
 /* An answer with a small text body; errors other than 403/404 close. */
@@ -346,14 +382,15 @@ static void respond_status(struct web_conn *c, int status, bool head,
 {
 	if (status != 403 && status != 404)
 		keep = false;
-	size_t n = head_fields(c, status, keep, minor);
+	struct head_out o = head_fields(c, status, keep, minor);
 	char body[64];
 	int bl = snprintf(body, sizeof body, "%d %s\n", status, reason(status));
-	n += (size_t)snprintf(c->out + n, sizeof c->out - n,
-			      "%sContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s",
-			      status == 405 ? "Allow: GET, HEAD\r\n" : "", bl,
-			      head ? "" : body);
-	c->out_len = n;
+	put_str(&o, status == 405 ? "Allow: GET, HEAD\r\n" : "");
+	put_str(&o, "Content-Type: text/plain\r\nContent-Length: ");
+	put_uint(&o, (unsigned)bl);
+	put_str(&o, "\r\n\r\n");
+	put_str(&o, head ? "" : body);
+	c->out_len = o.n;
 	c->out_off = 0;
 	c->close_after = !keep;
 }
@@ -398,11 +435,13 @@ static void respond(const struct web_server *srv, struct web_conn *c,
 			       req->keep_alive, req->minor);
 		return;
 	}
-	size_t n = head_fields(c, 200, req->keep_alive, req->minor);
-	n += (size_t)snprintf(c->out + n, sizeof c->out - n,
-			      "Content-Type: %s\r\nContent-Length: %lld\r\n\r\n",
-			      content_type(path), (long long)st.st_size);
-	c->out_len = n;
+	struct head_out o = head_fields(c, 200, req->keep_alive, req->minor);
+	put_str(&o, "Content-Type: ");
+	put_str(&o, content_type(path));
+	put_str(&o, "\r\nContent-Length: ");
+	put_uint(&o, (unsigned long long)st.st_size);
+	put_str(&o, "\r\n\r\n");
+	c->out_len = o.n;
 	c->out_off = 0;
 	c->close_after = !req->keep_alive;
 	if (head || st.st_size == 0) {

@@ -116,6 +116,7 @@ static inline void canal__spin_unlock(struct canal__spinlock *s)
 struct canal__timer {
 	uint64_t deadline;
 	struct canal__task *task;
+	uint32_t slot; /* its index in timer_pos */
 };
 #define CANAL__TIMER_ARITY 4u
 
@@ -169,9 +170,9 @@ struct canal__task {
 	uint64_t id;
 	void (*fn)(void *);
 	void *arg;
-	/* Timer (loop-local heap): the task's entry is heap[timer_index],
-	 * valid while timer_index != NO_TIMER. */
-	uint32_t timer_index;
+	/* Timer (loop-local heap, timer.c): the slot of the task's entry,
+	 * NO_TIMER when it has none. */
+	uint32_t timer_slot;
 	struct canal__stack stack;
 	/* Sanitizer fiber state (sanitizer.h). */
 	void *asan_fake_stack;
@@ -223,6 +224,10 @@ struct canal__loop {
 	 * thread only; timer.c). */
 	struct canal__timer *heap;
 	uint32_t heap_len, heap_cap;
+	/* timer_pos[slot]: the heap index of the entry of that slot; for a
+	 * free slot, the next free slot (free list from timer_free). */
+	uint32_t *timer_pos;
+	uint32_t timer_free;
 
 	/* Stack cache of this loop (stack.c). */
 	struct canal__stack_cache stacks;

@@ -104,7 +104,7 @@ int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
 	t->fn = fn;
 	t->arg = arg;
 	t->loop = loop;
-	t->timer_index = NO_TIMER;
+	t->timer_slot = NO_TIMER;
 	t->id = atomic_fetch_add_explicit(&rt->next_id, 1,
 					  memory_order_relaxed);
 	t->sp = canal__ctx_make(area, task_entry, t);
@@ -224,7 +224,7 @@ uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns)
 		canal__task_switch_out(t);
 	}
 	/* Resumed on t->loop (pinned while the timer was armed). */
-	if (t->timer_index != NO_TIMER)
+	if (t->timer_slot != NO_TIMER)
 		canal__timer_disarm(canal__this_loop(), t);
 	uint32_t why = atomic_load_explicit(&t->wake, memory_order_acquire);
 	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);

@@ -3,7 +3,8 @@
  * timer.c - each loop's timers: a 4-ary min-heap of (deadline, task).
  *
  * Invariants: only the loop's thread touches its heap; a task is in at
- * most one heap, at heap[t->timer_index] (NO_TIMER when in none), and is
+ * most one heap, at heap[timer_pos[t->timer_slot]] (timer_slot NO_TIMER
+ * when in none), and is
  * pinned to the loop while it is (t->pinned counts it), so that the task,
  * resuming, disarms its timer on the thread that owns the heap.
  *
@@ -15,8 +16,8 @@
  *
  * A task whose timer fires may already sit in this loop's run queue, where
  * a stealing loop reads t->pinned under the queue's lock: so pinned and
- * timer_index are cleared under that lock (release), and a thief that sees
- * pinned == 0 also sees timer_index == NO_TIMER (acquire) and never touches
+ * timer_slot are cleared under that lock (release), and a thief that sees
+ * pinned == 0 also sees timer_slot == NO_TIMER (acquire) and never touches
  * this heap when the task resumes on its loop.
  */
 #include "runtime/internal.h"
@@ -25,16 +26,25 @@
 #include <stdlib.h>
 
 /* Arity 4 (internal.h): half the depth of a binary heap, and a node's
- * four children are 64 contiguous bytes of the array. The deadlines of I/O
- * timeouts mostly grow (now + a constant), so an insertion seldom climbs; a
- * removal from the middle (a task woken before its deadline, the common
- * case) sinks the last entry. */
+ * four children are contiguous in the array. The deadlines of I/O timeouts
+ * mostly grow (now + a constant), so an insertion seldom climbs; a removal
+ * from the middle (a task woken before its deadline, the common case)
+ * sinks the last entry.
+ *
+ * Slots: an entry that moves updates timer_pos[its slot], a loop-local
+ * array, and never its task: with thousands of tasks waiting (a server's
+ * connections), each task's structure is cold, and a store to it at every
+ * level of a sift cost more than the sift (the lock that ends a removal
+ * waited for those stores). A task holds its slot from arm to removal;
+ * slots in use = heap_len, free ones = heap_cap - heap_len, chained from
+ * timer_free through timer_pos (the chain is followed only while
+ * heap_len < heap_cap, so its last link is never read). */
 #define ARITY CANAL__TIMER_ARITY
 
 static void heap_set(struct canal__loop *l, uint32_t i, struct canal__timer e)
 {
 	l->heap[i] = e;
-	e.task->timer_index = i;
+	l->timer_pos[e.slot] = i;
 }
 
 static void sift_up(struct canal__loop *l, uint32_t i)
@@ -70,27 +80,43 @@ static void sift_down(struct canal__loop *l, uint32_t i)
 	heap_set(l, i, e);
 }
 
+/* Room for one more entry: heap and slots grow together. */
+static int heap_grow(struct canal__loop *l)
+{
+	uint32_t cap = l->heap_cap ? 2 * l->heap_cap : 64;
+	struct canal__timer *h = realloc(l->heap, cap * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	l->heap = h;
+	uint32_t *pos = realloc(l->timer_pos, cap * sizeof(*pos));
+	if (!pos)
+		return -ENOMEM; /* heap_cap unchanged: the larger heap waits */
+	l->timer_pos = pos;
+	for (uint32_t k = l->heap_cap; k < cap; k++)
+		pos[k] = k + 1 < cap ? k + 1 : l->timer_free;
+	l->timer_free = l->heap_cap;
+	l->heap_cap = cap;
+	return 0;
+}
+
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		     uint64_t deadline_ns)
 {
-	if (l->heap_len == l->heap_cap) {
-		uint32_t cap = l->heap_cap ? 2 * l->heap_cap : 64;
-		void *h = realloc(l->heap, cap * sizeof(*l->heap));
-		if (!h)
-			return -ENOMEM;
-		l->heap = h;
-		l->heap_cap = cap;
-	}
+	if (l->heap_len == l->heap_cap && heap_grow(l) != 0)
+		return -ENOMEM;
+	uint32_t slot = l->timer_free;
+	l->timer_free = l->timer_pos[slot];
 	t->pinned++;
+	t->timer_slot = slot;
 	uint32_t i = l->heap_len++;
-	heap_set(l, i, (struct canal__timer){deadline_ns, t});
+	heap_set(l, i, (struct canal__timer){deadline_ns, t, slot});
 	sift_up(l, i);
 	return 0;
 }
 
 static void heap_remove(struct canal__loop *l, uint32_t i)
 {
-	struct canal__task *t = l->heap[i].task;
+	struct canal__timer gone = l->heap[i];
 	l->heap_len--;
 	if (i != l->heap_len) {
 		/* The last entry takes the hole: it sinks or, rarely (the
@@ -102,16 +128,19 @@ static void heap_remove(struct canal__loop *l, uint32_t i)
 		else
 			sift_down(l, i);
 	}
+	l->timer_pos[gone.slot] = l->timer_free;
+	l->timer_free = gone.slot;
+	struct canal__task *t = gone.task;
 	canal__spin_lock(&l->lock);
-	t->timer_index = NO_TIMER;
+	t->timer_slot = NO_TIMER;
 	t->pinned--;
 	canal__spin_unlock(&l->lock);
 }
 
 void canal__timer_disarm(struct canal__loop *l, struct canal__task *t)
 {
-	if (t->timer_index != NO_TIMER)
-		heap_remove(l, t->timer_index);
+	if (t->timer_slot != NO_TIMER)
+		heap_remove(l, l->timer_pos[t->timer_slot]);
 }
 
 uint64_t canal__timer_run(struct canal__loop *l, uint64_t now)
@@ -129,6 +158,8 @@ uint64_t canal__timer_run(struct canal__loop *l, uint64_t now)
 void canal__timer_fini(struct canal__loop *l)
 {
 	free(l->heap);
+	free(l->timer_pos);
 	l->heap = NULL;
+	l->timer_pos = NULL;
 	l->heap_len = l->heap_cap = 0;
 }

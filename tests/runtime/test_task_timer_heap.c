@@ -7,8 +7,9 @@
  * checked:
  *  - heap order: no entry's deadline is below its parent's (arity
  *    CANAL__TIMER_ARITY);
- *  - index: heap[t->timer_index].task == t for every armed task, NO_TIMER
- *    for every other, and heap_len == the number armed;
+ *  - slots: heap[timer_pos[t->timer_slot]] is t's entry for every armed
+ *    task (its slot its own), timer_slot NO_TIMER for every other, and
+ *    heap_len == the number armed;
  *  - pins: an armed task holds exactly one pin, a disarmed one none;
  *  - expiry: canal__timer_run(now) removes exactly the tasks whose deadline
  *    is <= now and returns the earliest deadline left (CANAL_NO_DEADLINE
@@ -55,12 +56,15 @@ static void check_all(void)
 		struct canal__task *t = &tasks[i];
 		if (armed[i]) {
 			n++;
-			CHECK(t->timer_index < loop.heap_len);
-			CHECK(loop.heap[t->timer_index].task == t);
-			CHECK_EQ(loop.heap[t->timer_index].deadline, deadline[i]);
+			CHECK(t->timer_slot < loop.heap_cap);
+			uint32_t at = loop.timer_pos[t->timer_slot];
+			CHECK(at < loop.heap_len);
+			CHECK(loop.heap[at].task == t);
+			CHECK_EQ(loop.heap[at].slot, t->timer_slot);
+			CHECK_EQ(loop.heap[at].deadline, deadline[i]);
 			CHECK_EQ(t->pinned, 1);
 		} else {
-			CHECK_EQ(t->timer_index, NO_TIMER);
+			CHECK_EQ(t->timer_slot, NO_TIMER);
 			CHECK_EQ(t->pinned, 0);
 		}
 	}
@@ -86,7 +90,7 @@ static void run_round(void)
 	tasks = calloc(TASKS, sizeof(*tasks));
 	CHECK(tasks != NULL);
 	for (int i = 0; i < TASKS; i++) {
-		tasks[i].timer_index = NO_TIMER;
+		tasks[i].timer_slot = NO_TIMER;
 		armed[i] = false;
 	}
 
@@ -119,7 +123,7 @@ static void run_round(void)
 		for (int i = 0; i < TASKS; i++) {
 			if (armed[i] && deadline[i] <= now) {
 				armed[i] = false; /* expired now */
-				CHECK_EQ(tasks[i].timer_index, NO_TIMER);
+				CHECK_EQ(tasks[i].timer_slot, NO_TIMER);
 			}
 			if (armed[i] && deadline[i] < min)
 				min = deadline[i];
