@@ -130,10 +130,23 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	 * canal__ring_claim_recv), QUIET_SPINS times: the cheapest wait for an
 	 * element that is on its way. */
 	unsigned polls = try_only || !canal__spin_pays() ? 0 : QUIET_SPINS;
+	/* A task (it never polls) that comes here has just found no
+	 * element: canal_recv's fast path failed, or a synchronous receive
+	 * announced itself, which no sender can have answered yet while
+	 * this task runs. A claim now would only fail again: go straight to
+	 * the wait, which looks at the ring again once registered (and
+	 * returns at once if an element came meanwhile). */
+	bool wait_first = !try_only && !committed && !select && !polls &&
+			  canal__parker_get()->ops->is_task;
 
 	for (;;) {
 		if (chan_damaged(ch))
 			return -EBADMSG;
+		if (wait_first) {
+			wait_first = false;
+			if (canal__ring_wait_recv(ch, deadline) == 0)
+				continue;
+		}
 		uint64_t dl = deadline;
 		/* Committed: wait past the deadline, in slices (see
 		 * above). A select also wakes at each slice before its
