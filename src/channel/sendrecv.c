@@ -36,9 +36,22 @@ static int send_impl(struct canal_chan *ch, const void *elt,
 		if (d)
 			return d;
 	}
+	/* A task's blocking send on a buffered private channel comes here
+	 * from canal_send's fast path, which has just found the ring full
+	 * (or lost a race for its position): wait first, as recv_ring does
+	 * (the wait looks at the ring again once registered and returns at
+	 * once if there is room). */
+	bool wait_first = !ch->sync && !ch->shared && !try_only && !reserve &&
+			  deadline == CANAL_NO_DEADLINE &&
+			  canal__parker_get()->ops->is_task;
 	for (;;) {
 		if (chan_damaged(ch))
 			return -EBADMSG;
+		if (wait_first) {
+			wait_first = false;
+			if (canal__ring_wait_send(ch, deadline) == 0)
+				continue;
+		}
 		r = canal__ring_claim_send(ch, 1, &pos, try_only ? 0 : deadline);
 		if (likely(r > 0))
 			break;
