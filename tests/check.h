@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,16 @@
 			abort();                                             \
 		}                                                            \
 	} while (0)
+
+/* A repeatable pseudo-random sequence (xorshift64*): *state is the seed
+ * (non-zero) and the generator's state. */
+static inline uint64_t check_rand64(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dull;
+}
 
 static inline pthread_t spawn(void *(*fn)(void *), void *arg)
 {
