@@ -51,8 +51,9 @@ struct web_style {
 };
 
 extern const struct web_style web_style;
-/* Set by SIGTERM/SIGINT; read by every thread (a lock-free atomic: async-signal-safe
- * and race-free; plain reads and writes are sequentially consistent). */
+/* Set once SIGTERM/SIGINT came (a thread takes them with sigwait, core.c);
+ * read by every thread (an atomic: plain reads and writes are sequentially
+ * consistent). */
 extern atomic_int web_stop;
 
 /* Another non-blocking listener on ctx's address (SO_REUSEPORT), for a
