@@ -15,6 +15,9 @@
  * GOMAXPROCS threads) and names the implementation canal-task:
  *
  *     bounded1_spsc C canal-task 0.012345 sec
+ *
+ * CANAL_BENCH_LOOPS=K runs the tasks on K loops instead (K = 1: every task
+ * on one thread, for callgrind, which serialises threads anyway).
  */
 #define _GNU_SOURCE
 #include "workloads.h"

@@ -397,7 +397,11 @@ double wl_run(enum wl_kind kind, const struct wl_params *p)
 		task_done = canal_chan_create(0, 2 * WL_THREADS_MAX, 0);
 		if (!task_done)
 			bench_die("canal_chan_create: %s", strerror(errno));
-		rc = canal_run(task_main, &r, NULL);
+		/* CANAL_BENCH_LOOPS: chanbench-canal.c */
+		struct canal_run_options o = {0};
+		const char *lv = getenv("CANAL_BENCH_LOOPS");
+		o.loops = lv ? (unsigned)atoi(lv) : 0;
+		rc = canal_run(task_main, &r, &o);
 		check(rc, "canal_run");
 		canal_chan_destroy(task_done);
 		task_done = NULL;

@@ -30,6 +30,19 @@ static struct timespec to_timespec(uint64_t ns)
 	return ts;
 }
 
+/* park.h: kernel sleepers on process-private words. */
+static _Atomic uint32_t private_sleepers;
+
+void canal__private_sleep_begin(void)
+{
+	atomic_fetch_add_explicit(&private_sleepers, 1, memory_order_seq_cst);
+}
+
+void canal__private_sleep_end(void)
+{
+	atomic_fetch_sub_explicit(&private_sleepers, 1, memory_order_relaxed);
+}
+
 static int thread_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 		       bool shared, uint64_t deadline_ns)
 {
@@ -44,8 +57,14 @@ static int thread_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 		tsp = &ts;
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
+	if (!shared)
+		canal__private_sleep_begin();
 	long r = syscall(SYS_futex, (uint32_t *)word, op, key, tsp, NULL,
 			 FUTEX_BITSET_MATCH_ANY);
+	int err = errno;
+	if (!shared)
+		canal__private_sleep_end();
+	errno = err;
 	if (r == -1 && errno == ETIMEDOUT)
 		return -ETIMEDOUT;
 	return 0; /* woken, EAGAIN (word changed) or EINTR: caller re-checks */
@@ -68,6 +87,9 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 		ts = to_timespec(deadline_ns);
 		tsp = &ts;
 	}
+	bool any_private = false;
+	for (unsigned i = 0; i < n; i++)
+		any_private |= !shared[i];
 	if (!atomic_load_explicit(&no_waitv, memory_order_relaxed)) {
 		for (unsigned i = 0; i < n; i++) {
 			wv[i].val = keys[i];
@@ -76,8 +98,14 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 				      (shared[i] ? 0 : FUTEX_PRIVATE_FLAG);
 			wv[i].__reserved = 0;
 		}
+		if (any_private)
+			canal__private_sleep_begin();
 		long r = syscall(SYS_futex_waitv, wv, n, 0, tsp,
 				 CLOCK_MONOTONIC);
+		int err = errno;
+		if (any_private)
+			canal__private_sleep_end();
+		errno = err;
 		if (r >= 0)
 			return 0;
 		if (errno == ETIMEDOUT)
@@ -160,6 +188,11 @@ void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
 			}
 		}
 	}
+	/* No thread (or io_uring wait) sleeps on any private word: nobody
+	 * for FUTEX_WAKE to find (park.h, the pairing). */
+	if (!shared && atomic_load_explicit(&private_sleepers,
+					    memory_order_seq_cst) == 0)
+		return;
 	int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);
 	int n = count > INT_MAX ? INT_MAX : (int)count;
 

@@ -89,8 +89,31 @@ typedef uint32_t (*canal__local_waker_fn)(_Atomic uint32_t *word,
 void canal__set_local_waker(canal__local_waker_fn fn);
 
 /* Wake up to count sleepers on word (UINT32_MAX: all), after the caller
- * changed it (with release ordering). See the top of this file. */
+ * changed it with a seq_cst read-modify-write (release for the waiter's
+ * acquire of the word; seq_cst for the skip below, the pairing of
+ * canal__private_sleep_begin). See the top of this file. */
 void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
+
+/*
+ * Kernel sleepers on process-private words. Whoever waits in the kernel on
+ * a private word (a thread's FUTEX_WAIT or futex_waitv, a task's io_uring
+ * futex wait) brackets that wait with begin/end, and canal__wake() skips
+ * FUTEX_WAKE on a private word while the count is 0: a wake that found no
+ * task in the local waker then costs no system call (a task woken but not
+ * yet run still counts as a waiter of its queue, so a second notification
+ * in that window came here and paid a FUTEX_WAKE for nobody: 1.5 system
+ * calls per message in the capacity-0 mpmc grid cell on tasks).
+ * Pairing (Dekker, as FUTEX_WAIT's own waiter count): the sleeper's
+ * increment (seq_cst RMW) comes before the kernel's load of the word (the
+ * kernel orders it after its own futex-bucket barrier); the notifier's
+ * change of the word (a seq_cst RMW, canal__wake's contract; the callers
+ * are waitq_wake and the engine's progress wake) comes before its load of
+ * the count (seq_cst). So either the notifier sees the sleeper and issues FUTEX_WAKE,
+ * or the kernel's check sees the new word and the sleeper does not sleep.
+ * end may be relaxed: a stale non-zero count costs one useless syscall.
+ */
+void canal__private_sleep_begin(void);
+void canal__private_sleep_end(void);
 
 /* The default parker's operations, for a parker that falls back to them
  * (a detached task runs as a plain thread). */

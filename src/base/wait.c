@@ -10,8 +10,10 @@
 void waitq_wake(struct canal_waitq *q, uint32_t count, bool shared)
 {
 	/* Release: pairs with the acquire read of seq in waitq_prepare(), so
-	 * a waiter that reads the new key also sees the notifier's update. */
-	atomic_fetch_add_explicit(&q->seq, 1, memory_order_release);
+	 * a waiter that reads the new key also sees the notifier's update.
+	 * Seq_cst (the same locked instruction on x86): canal__wake's look at
+	 * the kernel sleepers' count must not come before it (park.h). */
+	atomic_fetch_add_explicit(&q->seq, 1, memory_order_seq_cst);
 	canal__wake(&q->seq, count, shared);
 }
 

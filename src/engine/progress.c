@@ -134,7 +134,8 @@ static bool has_work(const struct canal_engine *e)
 static bool wake_begin(struct canal__progress *pt)
 {
 	atomic_store_explicit(&pt->sleeping, 0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&pt->seq, 1, memory_order_release);
+	/* Seq_cst: canal__wake's skip test (base/park.h) comes after it. */
+	atomic_fetch_add_explicit(&pt->seq, 1, memory_order_seq_cst);
 	return true;
 }
 

@@ -233,8 +233,18 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 		/* A kernel futex wait through io_uring (FUTEX_WAIT for one
 		 * word, FUTEX_WAITV for several: a select over shared
 		 * channels), passive; without support: poll. */
+		/* Private words waited on in the kernel count as kernel
+		 * sleepers (base/park.h) for the whole wait: the kernel's
+		 * check comes when the loop submits, after this. */
+		bool any_private = false;
+		for (unsigned i = 0; i < n; i++)
+			any_private |= !shared[i];
+		if (any_private)
+			canal__private_sleep_begin();
 		int r = canal__io_futex_waitv(words, keys, shared, n,
 					      deadline_ns);
+		if (any_private)
+			canal__private_sleep_end();
 		if (r != -EOPNOTSUPP)
 			return r;
 		return poll_wait(t, words, keys, n, deadline_ns);
