@@ -7,21 +7,26 @@
  * grows down from just below it. Pages are committed when first touched,
  * so a parked task costs the pages its stack used (one or two, usually).
  *
- * Guard pages and the kernel's map count: each guard page splits the
- * mapping (two VMAs per stack), and vm.max_map_count is 65530 by default.
- * So stacks get a guard page while the count of guarded stacks stays
- * within a budget derived from max_map_count; beyond it, stacks are carved
- * from slabs (one mapping for many stacks) without guard pages. Slab
- * stacks have a canary just below their lowest byte (the last word of the
+ * Guard pages. Blocks are carved from slabs (one mapping for up to 64
+ * blocks), each with a guard region on its first page (MADV_GUARD_INSTALL,
+ * Linux 6.13: no mapping split, so no limit from vm.max_map_count and no
+ * syscalls per stack). On older kernels a guard page needs a mapping of
+ * its own (two VMAs per stack, max_map_count 65530 by default): stacks get
+ * one while the count of such stacks stays within a budget derived from
+ * max_map_count; beyond it, stacks come from slabs without guard pages.
+ * Those have a canary just below their lowest byte (the last word of the
  * block below, stack.c), checked whenever the task switches out: an
  * overflow of a guarded stack faults in the guard page (reported by the
- * SIGSEGV handler on the loop's alternate signal stack), one of a slab
+ * SIGSEGV handler on the loop's alternate signal stack), one of a canary
  * stack is caught by its canary at the next switch. Both print the task id
- * and the stack size, then abort.
+ * and the stack size, then abort. CANAL_STACK_GUARD=maps (or none) at
+ * canal_run forces the older kinds, for their tests.
  *
  * Reuse: each loop keeps a cache of free blocks (no lock); beyond it they
- * go to the runtime's pool (a mutex), where their pages are given back
- * (MADV_DONTNEED). Everything is unmapped when canal_run returns.
+ * go to the runtime's pool (a mutex), which keeps the pages of a budget of
+ * them and gives the pages of the others back (MADV_DONTNEED) in batches
+ * (canal__stack_pool_trim_batch). Everything is unmapped when canal_run
+ * returns.
  */
 #ifndef CANAL_RUNTIME_STACK_H
 #define CANAL_RUNTIME_STACK_H
@@ -32,8 +37,9 @@
 struct canal__stack {
 	char *lo;     /* lowest usable byte (holds the canary) */
 	size_t size;  /* usable bytes, lo to the task area */
-	char *guard;  /* its guard page, or NULL (slab stack) */
-	size_t block; /* bytes of the whole block, guard page included */
+	char *guard;  /* its guard page, or NULL (canary stack) */
+	size_t block; /* bytes of its own mapping, guard page included; 0 for
+		       * a block carved from a slab */
 };
 
 struct canal__stack_block; /* a free block (its task area) */
@@ -68,6 +74,10 @@ void canal__stack_put(struct canal__stack_pool *pool,
  * caches) before it gives the pages of further blocks back to the kernel
  * (stack.c, DIRTY_BYTES_MAX). */
 size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *pool);
+/* Blocks put back beyond that budget wait, with their pages, until this
+ * many have come; then the pages of all of them are given back at once
+ * and they join the free blocks. A get takes a waiting block first. */
+unsigned canal__stack_pool_trim_batch(void);
 /* Move a loop's cache to the pool (loop exit). */
 void canal__stack_cache_flush(struct canal__stack_pool *pool,
 			      struct canal__stack_cache *cache);

@@ -7,6 +7,7 @@
 #include <canal/task.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -39,7 +40,9 @@ static void overflow_main(void *arg)
 	CHECK_EQ(canal_spawn(overflowing, NULL), 0);
 }
 
-static void test_overflow(void)
+/* guard: CANAL_STACK_GUARD for the child (NULL: the default, guard
+ * regions where the kernel has them; "maps": a mapping per stack). */
+static void test_overflow(const char *guard)
 {
 	int pfd[2];
 	CHECK_EQ(pipe(pfd), 0);
@@ -47,6 +50,8 @@ static void test_overflow(void)
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		dup2(pfd[1], STDERR_FILENO);
+		if (guard)
+			setenv("CANAL_STACK_GUARD", guard, 1);
 		struct canal_run_options o = {.loops = 1,
 					      .stack_size = 64 * 1024};
 		canal_run(overflow_main, NULL, &o);
@@ -67,6 +72,7 @@ static void test_overflow(void)
 #ifndef SANITIZED
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	CHECK(strstr(buf, "canal: task 2 overflowed its stack of") != NULL);
+	CHECK(strstr(buf, "fault in its guard page") != NULL);
 	CHECK(strstr(buf, "stack_size") != NULL);
 #else
 	/* The sanitizer reports the overflow itself. */
@@ -127,7 +133,8 @@ static void test_enomem(void)
 
 int main(void)
 {
-	test_overflow();
+	test_overflow(NULL);
+	test_overflow("maps");
 	test_enomem();
 	printf("test_task_limits: ok\n");
 	return 0;

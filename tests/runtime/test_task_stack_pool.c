@@ -1,6 +1,8 @@
 /* test_task_stack_pool.c - the stack pool gives pages back: beyond its
- * budget of free blocks that keep their pages (dirty_max), a block put
- * back loses every page but its task area's; a block taken from the pool
+ * budget of free blocks that keep their pages (dirty_max), blocks put back
+ * wait with their pages until a batch of them (trim_batch) has come, then
+ * all of them lose every page but their task area's; a get takes a
+ * waiting block before making a new one; a block taken from the pool
  * makes room in the budget again. Residency is read with mincore(2). */
 #include "check.h"
 #include "runtime/stack.h"
@@ -32,8 +34,10 @@ int main(void)
 	struct canal__stack_pool *p = NULL;
 	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
 	size_t dm = canal__stack_pool_dirty_max(p);
+	size_t tb = canal__stack_pool_trim_batch();
 	CHECK(dm >= 1 && dm < 100000);
-	size_t n = dm + 16;
+	CHECK(tb >= 2 && tb < 10000);
+	size_t n = dm + tb;
 	struct canal__stack *st = calloc(n, sizeof(*st));
 	void **area = calloc(n, sizeof(*area));
 	CHECK(st && area);
@@ -44,9 +48,19 @@ int main(void)
 		touch(&st[i]);
 		CHECK(low_page_resident(&st[i]));
 	}
-	for (size_t i = 0; i < n; i++)
+	/* All but the last: the first dm kept their pages, the next tb - 1
+	 * wait with theirs. */
+	for (size_t i = 0; i + 1 < n; i++)
 		canal__stack_put(p, NULL, area[i], &st[i]);
-	/* The first dm kept their pages, the others gave them back. */
+	for (size_t i = 0; i + 1 < n; i++)
+		CHECK(low_page_resident(&st[i]));
+	/* A get takes a waiting block (the last put back), no new one. */
+	struct canal__stack again;
+	CHECK(canal__stack_get(p, NULL, &again) == area[n - 2]);
+	canal__stack_put(p, NULL, area[n - 2], &again);
+	/* The last completes the batch: the tb waiting blocks give their
+	 * pages back, the dm first keep theirs. */
+	canal__stack_put(p, NULL, area[n - 1], &st[n - 1]);
 	size_t kept = 0, released = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (low_page_resident(&st[i]))
@@ -55,32 +69,37 @@ int main(void)
 			released += i >= dm;
 	}
 	CHECK_EQ(kept, dm);
-	CHECK_EQ(released, n - dm);
+	CHECK_EQ(released, tb);
 
-	/* The free list is last in, first out: the 16 released blocks come
+	/* The free list is last in, first out: the tb released blocks come
 	 * back first, then a kept one, which leaves room for one more. */
-	struct canal__stack got[17];
-	void *got_area[17];
-	for (int i = 0; i < 17; i++) {
+	struct canal__stack *got = calloc(tb + 1, sizeof(*got));
+	void **got_area = calloc(tb + 1, sizeof(*got_area));
+	CHECK(got && got_area);
+	for (size_t i = 0; i <= tb; i++) {
 		got_area[i] = canal__stack_get(p, NULL, &got[i]);
 		CHECK(got_area[i] != NULL);
 	}
-	CHECK(low_page_resident(&got[16])); /* the kept one */
-	for (int i = 0; i < 16; i++)
+	for (size_t i = 0; i < tb; i++)
+		CHECK(!low_page_resident(&got[i]));
+	CHECK(low_page_resident(&got[tb])); /* the kept one */
+	for (size_t i = 0; i < tb; i++)
 		touch(&got[i]);
-	/* One slot in the budget: the first put keeps its pages, the next
-	 * ones (the budget full again) give theirs back. */
-	for (int i = 0; i < 17; i++)
+	/* One slot in the budget: the first put keeps its pages, the next tb
+	 * (the budget full again) wait, and the last of them, the kept block
+	 * put back over budget, completes the batch: all tb released. */
+	for (size_t i = 0; i <= tb; i++)
 		canal__stack_put(p, NULL, got_area[i], &got[i]);
 	CHECK(low_page_resident(&got[0]));
-	for (int i = 1; i < 16; i++)
+	for (size_t i = 1; i <= tb; i++)
 		CHECK(!low_page_resident(&got[i]));
-	/* The kept block was put back last, over budget: released too. */
-	CHECK(!low_page_resident(&got[16]));
 
 	canal__stack_pool_destroy(p);
 	free(st);
 	free(area);
-	printf("stack pool: %zu blocks kept with their pages, the rest given back\n", dm);
+	free(got);
+	free(got_area);
+	printf("stack pool: %zu blocks kept with their pages, the rest given back %zu at a time\n",
+	       dm, tb);
 	return 0;
 }
