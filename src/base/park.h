@@ -60,9 +60,14 @@ struct canal__parker_ops {
 	/* Sleep until deadline_ns (a caller backing off from a stalled
 	 * peer). */
 	void (*sleep_until)(void *self, uint64_t deadline_ns);
+	/* Before a wait: let whatever else is ready to run on this thread
+	 * run once (a task: the other runnable tasks of its loop), and say
+	 * whether anything did (the waiter then re-checks its condition
+	 * before it waits). NULL, or false, when nothing else is ready. */
+	bool (*yield_if_busy)(void *self);
 	/* Spinning policy: a task holds its loop's thread while it spins,
 	 * so the wait layer parks it at once (no poll, no yield phase as a
-	 * thread has). */
+	 * thread has; at most the one yield_if_busy). */
 	bool is_task;
 };
 

@@ -187,8 +187,16 @@ int canal__wait(struct canal_waitq *q, bool shared,
 						memory_order_relaxed);
 	bool spinner = false;
 
-	if (p->ops->is_task)
+	if (p->ops->is_task) {
+		/* One yield to the loop's other runnable tasks first: the
+		 * task we wait for is often one of them (the receiver just
+		 * woken by our last send, the sender that will fill the
+		 * slot), and it then runs without either of us parking. */
+		if (p->ops->yield_if_busy && p->ops->yield_if_busy(p->self) &&
+		    c->ready(c->arg))
+			return 0;
 		goto park;
+	}
 	bool spin = canal__spin_pays();
 	if (!waiters && spin) {
 		for (unsigned i = 1; i <= QUIET_SPINS; i++) {

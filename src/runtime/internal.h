@@ -273,6 +273,13 @@ void canal__task_free(struct canal__task *t);
  * yielded to directly). */
 struct canal__task *canal__task_run(struct canal__loop *l,
 				    struct canal__task *t);
+/* loop.c: the runnext task, which the running task t switches to
+ * directly, t taking the slot; or NULL (no such task, or the scheduler's
+ * turn). */
+struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
+					     struct canal__task *t);
+/* task.c: that hand-off from the calling task; false if none. */
+bool canal__task_handoff(void);
 /* loop.c: the task a yield of t switches to directly (t then linked in
  * the queue, `switching`), or NULL: yield through the scheduler. */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,

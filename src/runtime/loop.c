@@ -346,6 +346,24 @@ struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 	return next;
 }
 
+/* The hand-off (park.c, before a task waits): the running task t and the
+ * task in the runnext slot trade places, t switching straight to it and
+ * taking the slot, so that it runs again at that task's next switch out
+ * (its park, typically: the direct park below). The slot is this loop's
+ * own (filled and emptied by its thread only, never stolen), so t may sit
+ * there before its context is saved: nothing runs it before the switch.
+ * The runnext streak bounds how long two tasks trading places keep the
+ * rest of the queue waiting; every POLL_EVERY runs the scheduler polls. */
+struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
+					     struct canal__task *t)
+{
+	if (!l->runnext || l->is_pool || ++l->runs % POLL_EVERY == 0)
+		return NULL;
+	struct canal__task *next = take_runnext(l);
+	l->runnext = t;
+	return next;
+}
+
 /* The direct park (task.c): a task that parks while the runnext slot
  * holds a task (the one it has just woken, typically) switches straight
  * to it. Not on the pool, and not every POLL_EVERY runs: the scheduler's

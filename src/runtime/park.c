@@ -339,6 +339,18 @@ static void task_yield(void *self)
 	canal_yield();
 }
 
+/* base/park.h: the task this one woke last (the runnext slot) runs first,
+ * the two trading places (canal__task_handoff): most often it is the peer
+ * this task is about to wait for (a receiver woken by our last send), and
+ * both then go on without parking. Only that task: yielding to tasks
+ * merely queued (a round of the queue) made an mpsc's senders yield to
+ * each other, 30-40 % slower. A detached task never hands off. */
+static bool task_yield_if_busy(void *self)
+{
+	(void)self;
+	return canal__task_handoff();
+}
+
 static void task_sleep_until(void *self, uint64_t deadline_ns)
 {
 	(void)self;
@@ -350,6 +362,7 @@ const struct canal__parker_ops canal__task_parker_ops = {
 	.wait = task_wait,
 	.wait_many = task_wait_many,
 	.yield = task_yield,
+	.yield_if_busy = task_yield_if_busy,
 	.sleep_until = task_sleep_until,
 	.is_task = true,
 };

@@ -272,6 +272,22 @@ EXPORT void canal_yield(void)
 	direct_switch(l, t, next);
 }
 
+/* A task about to wait lets the task it woke last (the runnext slot) run
+ * first, trading places with it (loop.c, canal__loop_handoff_next).
+ * Returns whether it did. */
+bool canal__task_handoff(void)
+{
+	struct canal__loop *l = canal__this_loop();
+	struct canal__task *t = l ? l->current : NULL;
+	if (!t || t->detached)
+		return false;
+	struct canal__task *next = canal__loop_handoff_next(l, t);
+	if (!next)
+		return false;
+	direct_switch(l, t, next);
+	return true;
+}
+
 EXPORT int canal_sleep_ns(uint64_t ns)
 {
 	struct canal__task *t = canal__this_task();
