@@ -236,6 +236,7 @@ struct canal__loop {
 	void *backend;
 	uint32_t inflight; /* I/O operations submitted and not completed */
 	uint64_t runs;	   /* tasks run, to pace completion polling */
+	bool poll_due;	   /* the scheduler's poll is due (loop.c, direct_turn) */
 	int start_error;
 };
 

@@ -249,6 +249,7 @@ void canal__task_ended(struct canal__loop *l, struct canal__task *t)
  * operation is in flight (no syscall otherwise). */
 static void loop_poll_quick(struct canal__loop *l)
 {
+	l->poll_due = false;
 	if (l->inflight)
 		l->rt->backend->poll(l, 0);
 	if (l->heap_len)
@@ -303,6 +304,25 @@ static struct canal__task *requeue_and_pop(struct canal__loop *l,
 	return queue_swap(l, t);
 }
 
+/* Whether a direct switch (a yield, hand-off or park straight to another
+ * task) may pass the scheduler by this time: not every POLL_EVERY runs, and
+ * then not until the scheduler has polled completions and timers
+ * (poll_due, cleared by loop_poll_quick), whichever direct path asks next.
+ * A chain of tasks switching directly to each other would otherwise never
+ * let the loop run its timers or reap its I/O: two tasks exchanging
+ * messages kept a sleeping task of their loop from waking (a hostile
+ * review: 32 M round trips in 5 s past its 1 ms sleep,
+ * test_task_poll_turn). */
+static bool direct_turn(struct canal__loop *l)
+{
+	if (l->poll_due)
+		return false;
+	if (++l->runs % POLL_EVERY)
+		return true;
+	l->poll_due = true;
+	return false;
+}
+
 /*
  * A direct yield (task.c, canal_yield): the yielding task t goes to the
  * back of its loop's queue and the queue's first is switched to from t at
@@ -325,7 +345,7 @@ struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 {
 	if (l->runnext || l->is_pool ||
 	    !atomic_load_explicit(&l->queued, memory_order_relaxed) ||
-	    ++l->runs % POLL_EVERY == 0)
+	    !direct_turn(l))
 		return NULL;
 	canal__spin_lock(&l->lock);
 	struct canal__task *next = l->head;
@@ -353,11 +373,11 @@ struct canal__task *canal__loop_yield_next(struct canal__loop *l,
  * own (filled and emptied by its thread only, never stolen), so t may sit
  * there before its context is saved: nothing runs it before the switch.
  * The runnext streak bounds how long two tasks trading places keep the
- * rest of the queue waiting; every POLL_EVERY runs the scheduler polls. */
+ * rest of the queue waiting; direct_turn gives the scheduler its turn. */
 struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
 					     struct canal__task *t)
 {
-	if (!l->runnext || l->is_pool || ++l->runs % POLL_EVERY == 0)
+	if (!l->runnext || l->is_pool || !direct_turn(l))
 		return NULL;
 	struct canal__task *next = take_runnext(l);
 	l->runnext = t;
@@ -371,7 +391,7 @@ struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
  * other would otherwise starve them). */
 struct canal__task *canal__loop_park_next(struct canal__loop *l)
 {
-	if (!l->runnext || l->is_pool || ++l->runs % POLL_EVERY == 0)
+	if (!l->runnext || l->is_pool || !direct_turn(l))
 		return NULL;
 	return take_runnext(l);
 }
@@ -408,7 +428,7 @@ static struct canal__task *after_switch(struct canal__loop *l,
 static void run_chain(struct canal__loop *l, struct canal__task *t)
 {
 	while (t) {
-		if (++l->runs % POLL_EVERY == 0)
+		if (l->poll_due || ++l->runs % POLL_EVERY == 0)
 			loop_poll_quick(l);
 		t = after_switch(l, canal__task_run(l, t));
 	}

@@ -4,7 +4,10 @@
  *
  *  - fairness: two tasks that wake each other forever on one loop (each
  *    hand-off through the runnext slot) do not starve a third task queued
- *    on that loop (a 60 s alarm fails the test if they do);
+ *    on that loop, nor one sleeping on the loop's timers (1 ms), nor one
+ *    waiting for an I/O completion (a pipe written by a thread after
+ *    1 ms): the loop still gets its turn to poll (a 20 s hang limit fails
+ *    the test if not; before loop.c's direct_turn the sleeper never woke);
  *  - pipelines of stages (tasks, one stage an OS thread in some), on one
  *    loop and on three loops with spinning tasks that make the loops steal
  *    from each other: every stage sees exactly 0, 1, ..., N-1 (exactly
@@ -24,10 +27,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ---- fairness ---- */
+enum fair_stop { STOP_QUEUED, STOP_TIMER, STOP_IO };
+
 struct fair {
 	struct canal_chan *ping, *pong;
+	enum fair_stop how;
+	int pipe[2];
 	_Atomic int stop;
 	_Atomic long rounds;
 };
@@ -44,10 +53,26 @@ static void fair_ponger(void *arg)
 	}
 }
 
+/* Sets stop: at once (queued), after a 1 ms sleep (a timer of the loop),
+ * or once a byte can be read from the pipe (an I/O completion). */
 static void fair_stopper(void *arg)
 {
 	struct fair *f = arg;
+	char c;
+	if (f->how == STOP_TIMER)
+		CHECK_EQ(canal_sleep_ns(1000000), 0);
+	if (f->how == STOP_IO)
+		CHECK_EQ(canal_io_read(f->pipe[0], &c, 1, -1, NULL), 1);
 	atomic_store(&f->stop, 1);
+}
+
+static void *fair_writer(void *arg)
+{
+	struct fair *f = arg;
+	struct timespec ts = {0, 1000000};
+	nanosleep(&ts, NULL);
+	CHECK_EQ(write(f->pipe[1], "x", 1), 1);
+	return NULL;
 }
 
 static void fair_main(void *arg)
@@ -55,6 +80,7 @@ static void fair_main(void *arg)
 	struct fair *f = arg;
 	CHECK_EQ(canal_spawn(fair_ponger, f), 0);
 	CHECK_EQ(canal_spawn(fair_stopper, f), 0);
+	uint64_t hang = canal_now_ns() + 20000000000ull;
 	long i = 0;
 	while (!atomic_load(&f->stop)) {
 		long v = i;
@@ -62,22 +88,39 @@ static void fair_main(void *arg)
 		CHECK_EQ(canal_recv(f->pong, &v), 0);
 		CHECK_EQ(v, i);
 		i++;
+		if ((i & 1023) == 0 && canal_now_ns() > hang) {
+			fprintf(stderr, "fairness (stop %d): the stopper task "
+					"did not run within 20 s (%ld rounds)\n",
+				(int)f->how, i);
+			abort();
+		}
 	}
 	long end = -1;
 	CHECK_EQ(canal_send(f->ping, &end), 0);
 	atomic_store(&f->rounds, i);
 }
 
-static void test_fairness(size_t cap)
+static void test_fairness(size_t cap, enum fair_stop how)
 {
 	struct fair f = {
 		.ping = canal_chan_create(sizeof(long), cap, 0),
 		.pong = canal_chan_create(sizeof(long), cap, 0),
+		.how = how,
 	};
 	CHECK(f.ping && f.pong);
+	pthread_t w;
+	if (how == STOP_IO) {
+		CHECK_EQ(pipe(f.pipe), 0);
+		w = spawn(fair_writer, &f);
+	}
 	struct canal_run_options o = {.loops = 1};
 	CHECK_EQ(canal_run(fair_main, &f, &o), 0);
 	CHECK_EQ(atomic_load(&f.stop), 1);
+	if (how == STOP_IO) {
+		join(w);
+		close(f.pipe[0]);
+		close(f.pipe[1]);
+	}
 	canal_chan_destroy(f.ping);
 	canal_chan_destroy(f.pong);
 }
@@ -408,7 +451,9 @@ int main(void)
 {
 	alarm(200); /* a starved task or a lost wake-up hangs: fail */
 	for (size_t cap = 0; cap <= 1; cap++) {
-		test_fairness(cap);
+		test_fairness(cap, STOP_QUEUED);
+		test_fairness(cap, STOP_TIMER);
+		test_fairness(cap, STOP_IO);
 		test_pipes(cap, 1, 5000);
 		test_pipes(cap, 3, 5000);
 		test_fan(cap, 1, 2000);
