@@ -163,7 +163,8 @@ static void *block_task_area(const struct canal__stack *st)
 
 /* Guard regions on the first page of each of a new slab's blocks (the
  * slab is not shared yet): one process_madvise, else one madvise each.
- * 0, or -1 when the kernel has no guard regions. */
+ * 0, -ENOMEM (page tables: the pool keeps its kind), or -EOPNOTSUPP when
+ * the kernel has no guard regions. */
 static int slab_guards(struct canal__stack_pool *p, char *map, size_t bsz)
 {
 	if (p->vectored_guards) {
@@ -178,7 +179,8 @@ static int slab_guards(struct canal__stack_pool *p, char *map, size_t bsz)
 	}
 	for (unsigned i = 0; i < p->slab_stacks; i++)
 		if (madvise(map + i * bsz, p->page, MADV_GUARD_INSTALL) != 0)
-			return -1;
+			return errno == ENOMEM || errno == EAGAIN ? -ENOMEM
+								  : -EOPNOTSUPP;
 	return 0;
 }
 
@@ -201,10 +203,11 @@ static int slab_new(struct canal__stack_pool *p, bool guarded)
 		free(s);
 		return -ENOMEM;
 	}
-	if (guarded && slab_guards(p, s->map, bsz) != 0) {
+	int g = guarded ? slab_guards(p, s->map, bsz) : 0;
+	if (g) {
 		munmap(s->map, s->len);
 		free(s);
-		return -EOPNOTSUPP;
+		return g;
 	}
 	s->next = p->slabs;
 	p->slabs = s;
