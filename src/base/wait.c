@@ -275,6 +275,10 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 	if (!crowded && !p->ops->is_task &&
 	    yield_phase(p, any_bumped, &bc, deadline))
 		return 0;
+	/* A task: the hand-off first, as canal__wait's. */
+	if (p->ops->is_task && p->ops->yield_if_busy &&
+	    p->ops->yield_if_busy(p->self) && any_bumped(&bc))
+		return 0;
 	/* Shared queues: re-check every CANAL__SHARED_RECHECK_NS, in case a
 	 * notifier died before its wake-up. */
 	uint64_t dl = deadline, now = canal_now_ns();
