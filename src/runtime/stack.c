@@ -5,7 +5,7 @@
  * The pool's invariants (pool->lock): `free` lists blocks nobody uses;
  * `ndirty` counts those of them whose pages were not given back to the
  * kernel (block->dirty), at most `dirty_max`; `trim` lists the `ntrim`
- * (< TRIM_BATCH) blocks put back beyond that budget whose pages are still
+ * (< trim_batch) blocks put back beyond that budget whose pages are still
  * to be given back, in one call for the batch (a batch being trimmed is
  * on no list: only its trimmer holds it); `guarded` counts live blocks
  * with a guard page of their own mapping against `guard_budget`; `slabs`
@@ -58,6 +58,10 @@
  * kernel has it: fwd on tasks (10 000 writers, 10 000 readers) spent 28 %
  * of its CPU time in the shootdowns of one madvise per block. */
 #define TRIM_BATCH 64u
+/* ... and at most about this many bytes of stack wait for their trim
+ * (counted at full size): big stacks are trimmed in smaller batches, 1 GiB
+ * ones one at a time. */
+#define TRIM_BYTES (4u << 20)
 
 enum guard_how {
 	GUARD_REGIONS, /* slabs whose blocks have guard regions (6.13) */
@@ -86,7 +90,7 @@ struct canal__stack_pool {
 	size_t nfree;
 	size_t ndirty, dirty_max;
 	struct canal__stack_block *trim;
-	unsigned ntrim;
+	unsigned ntrim, trim_batch; /* trim_batch: 1..TRIM_BATCH */
 	bool trim_vectored; /* process_madvise works (else one madvise each) */
 	enum guard_how guard_how;
 	bool vectored_guards; /* guard regions by process_madvise */
@@ -122,6 +126,9 @@ int canal__stack_pool_create(size_t stack_size,
 	p->guard_budget = map_count_budget();
 	p->dirty_max = DIRTY_BYTES_MAX / p->stack_bytes;
 	p->trim_vectored = true;
+	size_t tb = TRIM_BYTES / p->stack_bytes;
+	p->trim_batch = tb < 1 ? 1 : tb > TRIM_BATCH ? TRIM_BATCH
+						     : (unsigned)tb;
 	size_t per = SLAB_BYTES / (p->stack_bytes + p->page);
 	p->slab_stacks = per < 1 ? 1 : per > SLAB_STACKS ? SLAB_STACKS
 							  : (unsigned)per;
@@ -314,7 +321,7 @@ void canal__stack_put(struct canal__stack_pool *p,
 	}
 	/* Beyond the cache, the pool keeps the pages of up to dirty_max
 	 * blocks; the pages of the others go back to the kernel (all but the
-	 * task area's page, which holds the free-list link), TRIM_BATCH
+	 * task area's page, which holds the free-list link), trim_batch
 	 * blocks at a time. */
 	pthread_mutex_lock(&p->lock);
 	b->dirty = p->ndirty < p->dirty_max;
@@ -328,7 +335,7 @@ void canal__stack_put(struct canal__stack_pool *p,
 	}
 	b->next = p->trim;
 	p->trim = b;
-	if (++p->ntrim < TRIM_BATCH) {
+	if (++p->ntrim < p->trim_batch) {
 		pthread_mutex_unlock(&p->lock);
 		return;
 	}
@@ -366,9 +373,9 @@ void canal__stack_put(struct canal__stack_pool *p,
 	pthread_mutex_unlock(&p->lock);
 }
 
-unsigned canal__stack_pool_trim_batch(void)
+unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *p)
 {
-	return TRIM_BATCH;
+	return p->trim_batch;
 }
 
 size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *p)

@@ -77,7 +77,7 @@ size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *pool);
 /* Blocks put back beyond that budget wait, with their pages, until this
  * many have come; then the pages of all of them are given back at once
  * and they join the free blocks. A get takes a waiting block first. */
-unsigned canal__stack_pool_trim_batch(void);
+unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *pool);
 /* Move a loop's cache to the pool (loop exit). */
 void canal__stack_cache_flush(struct canal__stack_pool *pool,
 			      struct canal__stack_cache *cache);

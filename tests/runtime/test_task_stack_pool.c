@@ -34,7 +34,7 @@ int main(void)
 	struct canal__stack_pool *p = NULL;
 	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
 	size_t dm = canal__stack_pool_dirty_max(p);
-	size_t tb = canal__stack_pool_trim_batch();
+	size_t tb = canal__stack_pool_trim_batch(p);
 	CHECK(dm >= 1 && dm < 100000);
 	CHECK(tb >= 2 && tb < 10000);
 	size_t n = dm + tb;
@@ -94,6 +94,15 @@ int main(void)
 	for (size_t i = 1; i <= tb; i++)
 		CHECK(!low_page_resident(&got[i]));
 
+	canal__stack_pool_destroy(p);
+	/* Big stacks wait for their trim in smaller batches (at most about
+	 * 4 MiB of stack waiting): 1 MiB stacks four at a time, 1 GiB ones
+	 * at once. */
+	CHECK_EQ(canal__stack_pool_create(1 << 20, &p), 0);
+	CHECK_EQ(canal__stack_pool_trim_batch(p), 4);
+	canal__stack_pool_destroy(p);
+	CHECK_EQ(canal__stack_pool_create((size_t)1 << 30, &p), 0);
+	CHECK_EQ(canal__stack_pool_trim_batch(p), 1);
 	canal__stack_pool_destroy(p);
 	free(st);
 	free(area);
