@@ -87,9 +87,7 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 		ts = to_timespec(deadline_ns);
 		tsp = &ts;
 	}
-	bool any_private = false;
-	for (unsigned i = 0; i < n; i++)
-		any_private |= !shared[i];
+	bool any_private = canal__any_private(shared, n);
 	if (!atomic_load_explicit(&no_waitv, memory_order_relaxed)) {
 		for (unsigned i = 0; i < n; i++) {
 			wv[i].val = keys[i];

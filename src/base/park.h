@@ -120,6 +120,15 @@ void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
 void canal__private_sleep_begin(void);
 void canal__private_sleep_end(void);
 
+/* Whether any of n words is process-private (shared[i] false). */
+static inline bool canal__any_private(const bool *shared, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!shared[i])
+			return true;
+	return false;
+}
+
 /* The default parker's operations, for a parker that falls back to them
  * (a detached task runs as a plain thread). */
 extern const struct canal__parker_ops canal__thread_parker_ops;

@@ -188,10 +188,10 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	bool spinner = false;
 
 	if (p->ops->is_task) {
-		/* One yield to the loop's other runnable tasks first: the
-		 * task we wait for is often one of them (the receiver just
-		 * woken by our last send, the sender that will fill the
-		 * slot), and it then runs without either of us parking. */
+		/* The hand-off first (park.h, yield_if_busy): the task this
+		 * one woke last runs, most often the peer we wait for (the
+		 * receiver our last send woke), and our re-check then
+		 * succeeds without either of us parking. */
 		if (p->ops->yield_if_busy && p->ops->yield_if_busy(p->self) &&
 		    c->ready(c->arg))
 			return 0;

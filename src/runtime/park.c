@@ -236,9 +236,7 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 		/* Private words waited on in the kernel count as kernel
 		 * sleepers (base/park.h) for the whole wait: the kernel's
 		 * check comes when the loop submits, after this. */
-		bool any_private = false;
-		for (unsigned i = 0; i < n; i++)
-			any_private |= !shared[i];
+		bool any_private = canal__any_private(shared, n);
 		if (any_private)
 			canal__private_sleep_begin();
 		int r = canal__io_futex_waitv(words, keys, shared, n,

@@ -305,6 +305,41 @@ void *canal__stack_get(struct canal__stack_pool *p,
 	return block_task_area(st);
 }
 
+/* Give back the pages of a batch of blocks taken off the trim list (no
+ * other thread sees them meanwhile), all but each task area's page, in
+ * one process_madvise where the kernel has it; then they join the free
+ * blocks. vectored: p->trim_vectored, read under the lock by the caller. */
+static void trim(struct canal__stack_pool *p, struct canal__stack_block *batch,
+		 bool vectored)
+{
+	struct iovec v[TRIM_BATCH];
+	struct canal__stack_block *last = NULL;
+	unsigned n = 0;
+	size_t bytes = 0;
+	for (struct canal__stack_block *x = batch; x; x = x->next, n++) {
+		size_t len = x->st.size + CANAL__TASK_AREA;
+		len = len > p->page ? len - p->page : 0;
+		v[n] = (struct iovec){x->st.lo, len};
+		bytes += len;
+		last = x;
+	}
+	if (!vectored || syscall(SYS_process_madvise, PIDFD_SELF, v, n,
+				 MADV_DONTNEED, 0u) != (long)bytes) {
+		for (unsigned i = 0; i < n; i++)
+			if (v[i].iov_len)
+				madvise(v[i].iov_base, v[i].iov_len,
+					MADV_DONTNEED);
+		vectored = false;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!vectored)
+		p->trim_vectored = false;
+	last->next = p->free;
+	p->free = batch;
+	p->nfree += n;
+	pthread_mutex_unlock(&p->lock);
+}
+
 void canal__stack_put(struct canal__stack_pool *p,
 		      struct canal__stack_cache *c, void *task_area,
 		      const struct canal__stack *st)
@@ -344,33 +379,7 @@ void canal__stack_put(struct canal__stack_pool *p,
 	p->ntrim = 0;
 	bool vectored = p->trim_vectored;
 	pthread_mutex_unlock(&p->lock);
-
-	struct iovec v[TRIM_BATCH];
-	struct canal__stack_block *last = NULL;
-	unsigned n = 0;
-	size_t bytes = 0;
-	for (struct canal__stack_block *x = batch; x; x = x->next, n++) {
-		size_t len = x->st.size + CANAL__TASK_AREA;
-		len = len > p->page ? len - p->page : 0;
-		v[n] = (struct iovec){x->st.lo, len};
-		bytes += len;
-		last = x;
-	}
-	if (!vectored || syscall(SYS_process_madvise, PIDFD_SELF, v, n,
-				 MADV_DONTNEED, 0u) != (long)bytes) {
-		for (unsigned i = 0; i < n; i++)
-			if (v[i].iov_len)
-				madvise(v[i].iov_base, v[i].iov_len,
-					MADV_DONTNEED);
-		vectored = false;
-	}
-	pthread_mutex_lock(&p->lock);
-	if (!vectored)
-		p->trim_vectored = false;
-	last->next = p->free;
-	p->free = batch;
-	p->nfree += n;
-	pthread_mutex_unlock(&p->lock);
+	trim(p, batch, vectored);
 }
 
 unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *p)

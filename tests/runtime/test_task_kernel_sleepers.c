@@ -70,6 +70,22 @@ static void nap(void)
 	nanosleep(&ts, NULL);
 }
 
+/* A thread and a runtime (its main task) on p's channel: the side that
+ * sleeps must be woken by the other before its deadline, with want (if
+ * not 0) received. */
+static void run_pair(struct pair *p, void *(*thread)(void *),
+		     void (*task)(void *), uint32_t want)
+{
+	pthread_t th = spawn(thread, p);
+	CHECK_EQ(canal_run(task, p, NULL), 0);
+	join(th);
+	CHECK_EQ(p->result, 0);
+	CHECK(p->before_deadline);
+	if (want)
+		CHECK_EQ(p->value, want);
+	canal_chan_destroy(p->ch);
+}
+
 /* 1: a task's send wakes a thread sleeping in receive. */
 static void send_after_nap(void *arg)
 {
@@ -83,13 +99,7 @@ static void case_task_wakes_receiver(size_t cap)
 {
 	struct pair p = {.ch = canal_chan_create(sizeof(uint32_t), cap, 0)};
 	CHECK(p.ch != NULL);
-	pthread_t th = spawn(thread_recv, &p);
-	CHECK_EQ(canal_run(send_after_nap, &p, NULL), 0);
-	join(th);
-	CHECK_EQ(p.result, 0);
-	CHECK(p.before_deadline);
-	CHECK_EQ(p.value, 42);
-	canal_chan_destroy(p.ch);
+	run_pair(&p, thread_recv, send_after_nap, 42);
 }
 
 /* 2: a task's receive wakes a thread sleeping in send (full channel). */
@@ -109,12 +119,7 @@ static void case_task_wakes_sender(void)
 	struct pair p = {.ch = canal_chan_create(sizeof(uint32_t), 1, 0)};
 	uint32_t one = 1;
 	CHECK_EQ(canal_send(p.ch, &one), 0); /* full */
-	pthread_t th = spawn(thread_send, &p);
-	CHECK_EQ(canal_run(recv_after_nap, &p, NULL), 0);
-	join(th);
-	CHECK_EQ(p.result, 0);
-	CHECK(p.before_deadline);
-	canal_chan_destroy(p.ch);
+	run_pair(&p, thread_send, recv_after_nap, 0);
 }
 
 /* 3: threads only, no runtime running. */
@@ -203,13 +208,8 @@ static void *send_from_thread_after_nap(void *arg)
 static void case_thread_wakes_task(void)
 {
 	struct pair p = {.ch = canal_chan_create(sizeof(uint32_t), 0, 0)};
-	pthread_t th = spawn(send_from_thread_after_nap, &p);
-	CHECK_EQ(canal_run(parked_receiver, &p, NULL), 0);
-	join(th);
-	CHECK_EQ(p.result, 0);
-	CHECK(p.before_deadline);
-	CHECK_EQ(p.value, 11);
-	canal_chan_destroy(p.ch);
+	CHECK(p.ch != NULL);
+	run_pair(&p, send_from_thread_after_nap, parked_receiver, 11);
 }
 
 int main(void)
