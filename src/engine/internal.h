@@ -106,6 +106,10 @@ struct canal_engine_req {
 	uint64_t cookie;            /* id in the table: (generation << 32) | index */
 	struct canal_engine_req *parent; /* pack this piece belongs to */
 	uint32_t children_left;     /* pack: pieces not yet complete */
+	/* A bulk transfer under way (driver's handle), on its gate's bulk
+	 * list through bulk_link; NULL otherwise. */
+	void *bulk;
+	struct canal__list bulk_link;
 	/* The EAGER or RTS piece of a send: no allocation per message. */
 	struct canal__piece piece;
 };
@@ -122,6 +126,7 @@ struct canal__gate {
 	/* schedule: the window. express holds control and express pieces,
 	 * sent first; normal the others in order. */
 	struct canal__list express, normal;
+	struct canal__list bulk;     /* requests with a bulk transfer */
 	size_t queued_bytes;        /* payload bytes in both queues */
 	int64_t credits;            /* eager bytes we may still send */
 	uint64_t credit_owed;       /* eager bytes freed here, not yet returned */

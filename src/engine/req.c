@@ -72,6 +72,7 @@ struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
 	r->pieces_left = 0;
 	r->parent = NULL;
 	r->children_left = 0;
+	r->bulk = NULL;
 	uint32_t idx = e->reqfree[--e->nfree];
 	canal__list_init(&r->link);
 	r->e = e;

@@ -7,7 +7,8 @@
  * Every piece starts with a 12-byte header, little-endian:
  *
  *   0  u8  kind     EAGER, RTS, RTR, DATA, FIN, CREDIT
- *   1  u8  flags    EXPRESS (informative)
+ *   1  u8  flags    EXPRESS (informative), BULK (RTS: data by the
+ *                   driver's bulk transfer)
  *   2  u16 tag      the flow (EAGER, RTS)
  *   4  u32 seq      number of the message in its (gate, tag) flow
  *   8  u32 len      EAGER, DATA: bytes of payload after the header;
@@ -42,6 +43,9 @@ enum canal__piece_kind {
 
 #define PIECE_HDR 12u
 #define PIECE_FLAG_EXPRESS 1u
+/* RTS: the data follows by the driver's bulk transfer under cookie_s (no
+ * RTR, DATA or FIN); only on a driver with caps.bulk. */
+#define PIECE_FLAG_BULK 2u
 
 struct canal__piece_hdr {
 	uint8_t kind, flags;

@@ -31,6 +31,7 @@ void canal__sched_gate_init(struct canal__gate *g)
 {
 	canal__list_init(&g->express);
 	canal__list_init(&g->normal);
+	canal__list_init(&g->bulk);
 	g->queued_bytes = 0;
 	g->credits = CANAL__CREDIT_WINDOW;
 	g->credit_owed = 0;
@@ -96,6 +97,18 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		h.len = (uint32_t)r->len;
 		h.a = r->cookie;
 		h.b = caps->read_peer_memory ? (uint64_t)(uintptr_t)r->buf : 0;
+		if (caps->bulk && r->len >= caps->bulk_min) {
+			/* The data leaves now, by the driver's rendezvous: the
+			 * receiver posts its side when the RTS matches. */
+			h.flags |= PIECE_FLAG_BULK;
+			h.b = 0;
+			int err = g->drv->ops->bulk_send(g->drv, r->cookie,
+							 r->buf, r->len,
+							 &r->bulk);
+			if (err)
+				return err;
+			canal__list_append(&g->bulk, &r->bulk_link);
+		}
 	}
 	/* The message's own piece lives in its request. */
 	struct canal__piece *p = &r->piece;
@@ -149,6 +162,16 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 	r->msg_len = rts->len;
 	r->arrived = 0;
 	size_t n = r->msg_len < r->len ? r->msg_len : r->len;
+	if (rts->flags & PIECE_FLAG_BULK) {
+		if (!d->caps.bulk)
+			return -EPROTO; /* not a request this driver can follow */
+		int err = d->ops->bulk_recv(d, rts->a, r->buf, r->len, &r->bulk);
+		if (err)
+			return err;
+		canal__list_append(&g->bulk, &r->bulk_link);
+		r->rndv_wait = true;
+		return 0;
+	}
 	if (rts->b && d->caps.read_peer_memory && d->ops->read_peer) {
 		int err = d->ops->read_peer(d, r->buf, (unsigned long)rts->b, n);
 		if (err == 0) {
@@ -326,12 +349,55 @@ static int dispatch(struct canal_engine *e, int gi,
 	}
 }
 
+/* The gate's bulk transfers that ended: their requests complete. A
+ * receive that got other than the RTS's length closes the gate. */
+static int bulk_poll(struct canal_engine *e, int gi)
+{
+	struct canal__gate *g = &e->gates[gi];
+	struct canal__driver *d = g->drv;
+	int n = 0;
+	for (struct canal__list *l = g->bulk.next, *next; l != &g->bulk;
+	     l = next) {
+		next = l->next;
+		struct canal_engine_req *r =
+			canal__container_of(l, struct canal_engine_req, bulk_link);
+		size_t got = 0;
+		int t = d->ops->bulk_test(d, r->bulk, &got);
+		if (t == 0)
+			continue;
+		n++;
+		r->bulk = NULL;
+		canal__list_remove(&r->bulk_link);
+		if (t < 0 && t != -EMSGSIZE)
+			return canal__gate_fail(e, gi, t, "peer %d: %s", gi,
+						d->why),
+			       n;
+		r->rndv_wait = false;
+		if (r->kind == REQ_SEND) {
+			if (r->pieces_left == 0)
+				canal__req_complete(r, 0);
+		} else if (t == 1 && got != r->msg_len) {
+			canal__gate_fail(e, gi, -EPROTO,
+					 "peer %d: malformed frame: bulk data of "
+					 "%zu bytes for a message of %zu",
+					 gi, got, r->msg_len);
+			return n;
+		} else {
+			r->arrived = r->msg_len;
+			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
+		}
+	}
+	return n;
+}
+
 int canal__sched_poll(struct canal_engine *e, int gi,
 		      canal__sched_arrive_fn arrive)
 {
 	struct canal__gate *g = &e->gates[gi];
 	struct canal__driver *d = g->drv;
 	int got = 0;
+	if (!canal__list_empty(&g->bulk))
+		got += bulk_poll(e, gi);
 	while (!g->error && got < POLL_BUDGET) {
 		const unsigned char *pkt;
 		size_t len;
@@ -378,6 +444,14 @@ int canal__sched_poll(struct canal_engine *e, int gi,
 
 void canal__sched_gate_drop(struct canal__gate *g)
 {
+	/* Bulk transfers end first: their buffers are the users'. */
+	while (g->bulk.next && !canal__list_empty(&g->bulk)) {
+		struct canal_engine_req *r = canal__container_of(
+			g->bulk.next, struct canal_engine_req, bulk_link);
+		canal__list_remove(&r->bulk_link);
+		g->drv->ops->bulk_cancel(g->drv, r->bulk);
+		r->bulk = NULL;
+	}
 	struct canal__list *qs[2] = { &g->express, &g->normal };
 	for (int i = 0; i < 2; i++) {
 		while (!canal__list_empty(qs[i])) {

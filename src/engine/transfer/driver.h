@@ -29,6 +29,12 @@ struct canal__driver_caps {
 	bool flush_noop;         /* flush() never has bytes to push (shm):
 				  * progress skips push() while the window
 				  * is empty */
+	bool bulk;               /* bulk_send/bulk_recv: the data of a
+				  * message above eager_max goes between the
+				  * users' buffers by the driver's own
+				  * rendezvous (UCX), after the engine's RTS,
+				  * when it has at least bulk_min bytes */
+	size_t bulk_min;
 };
 
 struct canal__driver;
@@ -62,6 +68,23 @@ struct canal__driver_ops {
 	 * negative errno; NULL when !caps.read_peer_memory. */
 	int (*read_peer)(struct canal__driver *d, void *buf, unsigned long addr,
 			 size_t len);
+	/* Bulk transfers (NULL when !caps.bulk). bulk_send starts moving len
+	 * bytes of buf to the peer, where the bulk_recv of the same id takes
+	 * them: buf is the driver's until bulk_test() has reported the end
+	 * (or bulk_cancel() returned). bulk_recv posts the receive of the
+	 * peer's bulk_send(id) into buf (cap bytes); it may be posted before
+	 * or after the data is sent. Both: 0 with *h, or a negative errno.
+	 * bulk_test: 0 while under way; 1 done (*len: bytes received, for a
+	 * receive); -EMSGSIZE (a receive: more than cap was sent; buf holds
+	 * an unspecified part) or another negative errno (the link broke);
+	 * h is gone once it returns non-zero. bulk_cancel ends h now (after
+	 * at most about a second for a transfer the peer has started). */
+	int (*bulk_send)(struct canal__driver *d, uint64_t id, const void *buf,
+			 size_t len, void **h);
+	int (*bulk_recv)(struct canal__driver *d, uint64_t id, void *buf,
+			 size_t cap, void **h);
+	int (*bulk_test)(struct canal__driver *d, void *h, size_t *len);
+	void (*bulk_cancel)(struct canal__driver *d, void *h);
 	void (*close)(struct canal__driver *d);
 };
 

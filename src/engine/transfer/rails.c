@@ -514,6 +514,15 @@ static const struct canal__driver_ops rails_ops = {
 	.close = rails_close,
 };
 
+/* The eager size a rail gives a rails driver: a driver with bulk
+ * transfers (UCX) keeps its own eager size small because bulk takes over
+ * above it; rails have no bulk, and such a rail carries packets up to its
+ * largest (less room for headers, as TCP's eager size leaves). */
+static size_t rail_eager_max(const struct canal__driver *s)
+{
+	return s->caps.bulk ? s->caps.max_packet - 256 : s->caps.eager_max;
+}
+
 int canal__rails_new(struct canal__driver **subs, int n,
 		     struct canal__driver **out)
 {
@@ -524,16 +533,20 @@ int canal__rails_new(struct canal__driver **subs, int n,
 		return -ENOMEM;
 	d->base.ops = &rails_ops;
 	d->base.caps = subs[0]->caps;
+	d->base.caps.eager_max = rail_eager_max(subs[0]);
 	/* What every rail can carry (they may be of different kinds). */
 	for (int i = 1; i < n; i++) {
 		if (subs[i]->caps.max_packet < d->base.caps.max_packet)
 			d->base.caps.max_packet = subs[i]->caps.max_packet;
-		if (subs[i]->caps.eager_max < d->base.caps.eager_max)
-			d->base.caps.eager_max = subs[i]->caps.eager_max;
+		if (rail_eager_max(subs[i]) < d->base.caps.eager_max)
+			d->base.caps.eager_max = rail_eager_max(subs[i]);
 		d->base.caps.gather = d->base.caps.gather && subs[i]->caps.gather;
 	}
 	d->base.caps.max_packet -= 8; /* our header (TCP leaves 256 spare) */
 	d->base.caps.read_peer_memory = false;
+	/* A bulk transfer is one rail's (UCX's rendezvous): not spread, not
+	 * sent again on another rail; rails carry packets only. */
+	d->base.caps.bulk = false;
 	/* flush() sends the acknowledgements and what a rail could not take,
 	 * even over shm rails: progress must call it with an empty window. */
 	d->base.caps.flush_noop = false;

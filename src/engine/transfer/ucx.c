@@ -21,9 +21,11 @@
  * endpoint with one tag are matched in the order they were sent (UCP's
  * ordering rule), so packets arrive in order.
  *
- * recv(): probe (and remove) the next message with this peer's tag, then
- * receive it into the driver's input buffer; a receive still in progress
- * (a rendezvous) is finished by later calls. A message longer than
+ * recv(): the receive of the next message with this peer's tag is posted
+ * ahead, into the driver's input buffer (at release() of the previous
+ * packet), so UCX matches it on arrival (its expected path: no unexpected
+ * queue, no second copy); recv() progresses the worker and hands the
+ * packet out once that receive has completed. A message longer than
  * UCX_MAX_PACKET is -EPROTO.
  *
  * Addresses: each rank puts "pid host <hex worker address>" under "ucx"
@@ -64,6 +66,7 @@ static struct {
 	int err;
 	ucs_status_t (*config_read)(const char *, const char *, ucp_config_t **);
 	void (*config_release)(ucp_config_t *);
+	ucs_status_t (*config_modify)(ucp_config_t *, const char *, const char *);
 	ucs_status_t (*init_version)(unsigned, unsigned, const ucp_params_t *,
 				     const ucp_config_t *, ucp_context_h *);
 	void (*cleanup)(ucp_context_h);
@@ -77,11 +80,9 @@ static struct {
 	ucs_status_ptr_t (*ep_close_nbx)(ucp_ep_h, const ucp_request_param_t *);
 	ucs_status_ptr_t (*tag_send_nbx)(ucp_ep_h, const void *, size_t, ucp_tag_t,
 					 const ucp_request_param_t *);
-	ucp_tag_message_h (*tag_probe_nb)(ucp_worker_h, ucp_tag_t, ucp_tag_t, int,
-					  ucp_tag_recv_info_t *);
-	ucs_status_ptr_t (*tag_msg_recv_nbx)(ucp_worker_h, void *, size_t,
-					     ucp_tag_message_h,
-					     const ucp_request_param_t *);
+	ucs_status_ptr_t (*tag_recv_nbx)(ucp_worker_h, void *, size_t,
+					 ucp_tag_t, ucp_tag_t,
+					 const ucp_request_param_t *);
 	ucs_status_t (*request_check_status)(void *);
 	void (*request_free)(void *);
 	void (*request_cancel)(ucp_worker_h, void *);
@@ -107,6 +108,7 @@ static void ucx_load(void)
 	} while (0)
 	LOAD(config_read, l, "ucp_config_read");
 	LOAD(config_release, l, "ucp_config_release");
+	LOAD(config_modify, l, "ucp_config_modify");
 	LOAD(init_version, l, "ucp_init_version");
 	LOAD(cleanup, l, "ucp_cleanup");
 	LOAD(worker_create, l, "ucp_worker_create");
@@ -117,8 +119,7 @@ static void ucx_load(void)
 	LOAD(ep_create, l, "ucp_ep_create");
 	LOAD(ep_close_nbx, l, "ucp_ep_close_nbx");
 	LOAD(tag_send_nbx, l, "ucp_tag_send_nbx");
-	LOAD(tag_probe_nb, l, "ucp_tag_probe_nb");
-	LOAD(tag_msg_recv_nbx, l, "ucp_tag_msg_recv_nbx");
+	LOAD(tag_recv_nbx, l, "ucp_tag_recv_nbx");
 	LOAD(request_check_status, l, "ucp_request_check_status");
 	LOAD(request_free, l, "ucp_request_free");
 	LOAD(request_cancel, l, "ucp_request_cancel");
@@ -131,6 +132,7 @@ static void ucx_load(void)
 
 #define ucp_config_read ucx_api.config_read
 #define ucp_config_release ucx_api.config_release
+#define ucp_config_modify ucx_api.config_modify
 #define ucp_cleanup ucx_api.cleanup
 #define ucp_worker_create ucx_api.worker_create
 #define ucp_worker_destroy ucx_api.worker_destroy
@@ -140,17 +142,35 @@ static void ucx_load(void)
 #define ucp_ep_create ucx_api.ep_create
 #define ucp_ep_close_nbx ucx_api.ep_close_nbx
 #define ucp_tag_send_nbx ucx_api.tag_send_nbx
-#define ucp_tag_probe_nb ucx_api.tag_probe_nb
-#define ucp_tag_msg_recv_nbx ucx_api.tag_msg_recv_nbx
+#define ucp_tag_recv_nbx ucx_api.tag_recv_nbx
 #define ucp_request_check_status ucx_api.request_check_status
 #define ucp_request_free ucx_api.request_free
 #define ucp_request_cancel ucx_api.request_cancel
 #define ucs_status_string ucx_api.status_string
 
 #define UCX_MAX_PACKET ((size_t)1 << 20)
-#define UCX_EAGER_MAX (UCX_MAX_PACKET - 256)
+/* Messages above go by the engine's rendezvous: from UCX_BULK_MIN bytes
+ * by bulk transfer (below: the engine's RTS, and the data by UCX's own
+ * rendezvous between the users' buffers), between the two by the
+ * engine's RTS/RTR/DATA. */
+#define UCX_EAGER_MAX ((size_t)8192)
+#define UCX_BULK_MIN ((size_t)8448)
+/* UCX's rendezvous threshold, set in the context's configuration unless
+ * the user set UCX_RNDV_THRESH: every bulk transfer then goes by UCX's
+ * rendezvous, so a receiver's UCX holds a small request for a bulk whose
+ * receive is not posted yet, never the data (the engine's flow control
+ * does not count bulk bytes), while a packet of one eager message (at
+ * most UCX_EAGER_MAX and its header) stays below it, eager. */
+#define UCX_RNDV_THRESH "8448"
+/* Tags: a packet's is the sender's rank; a bulk transfer's has the top
+ * bit, the sender's rank in bits 48-62 and the low 48 bits of the
+ * sending request's cookie (index, 16 bits of generation). */
+#define UCX_BULK_BIT ((ucp_tag_t)1 << 63)
+#define UCX_BULK_RANKS 32768
+#define UCX_BULK_ID_MASK (((ucp_tag_t)1 << 48) - 1)
 #define UCX_SLOTS 8
 #define UCX_IMM_MAX 8192 /* larger packets go straight to a slot */
+#define UCX_SHORT_MAX 1024 /* smaller ones are sent contiguous */
 #define UCX_MAX_IOV 64
 #define UCX_CLOSE_MS 1000
 
@@ -176,7 +196,14 @@ struct ucx_driver {
 	struct ucx_slot slot[UCX_SLOTS];
 	unsigned busy;
 	unsigned char *in;
-	void *rreq;          /* receive in progress */
+	/* The next packet's receive, posted ahead (as soon as the last one
+	 * is released) so that UCX matches it on arrival and writes it
+	 * straight into in[] (the expected path), instead of parking it as
+	 * unexpected for a probe and a second copy. */
+	void *rreq;          /* posted, not complete (NULL otherwise) */
+	bool posted;         /* a receive is posted or complete, not taken */
+	bool rdone;          /* it completed: rstatus, rlen */
+	ucs_status_t rstatus;
 	size_t rlen;
 	bool have;           /* in[0..rlen) is a packet not yet released */
 	bool same_host;      /* peer_pid is a pid of this host */
@@ -225,6 +252,14 @@ static int reap(struct ucx_driver *d)
 static int ucx_flush(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
+	if (d->failed)
+		return ucx_fail(d, d->failed);
+	/* Nothing in a slot: nothing of ours to push (a send taken at once
+	 * is UCX's). The worker is progressed by recv() in the same round:
+	 * one call per idle round instead of two (a waiter's round is
+	 * shorter, so it sees an arrival sooner). */
+	if (d->busy == 0)
+		return 0;
 	ucp_worker_progress(d->c->worker);
 	if (d->failed)
 		return ucx_fail(d, d->failed);
@@ -244,17 +279,40 @@ static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
 		/* Only when nothing is in flight: a packet must not overtake
 		 * one still in a slot (it would not: same tag, same
 		 * endpoint; kept simple all the same). */
-		ucp_dt_iov_t v[UCX_MAX_IOV];
-		for (int i = 0; i < n; i++) {
-			v[i].buffer = iov[i].iov_base;
-			v[i].length = iov[i].iov_len;
-		}
 		ucp_request_param_t p = {
 			.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
 					UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
-			.datatype = ucp_dt_make_iov(),
 		};
-		ucs_status_ptr_t r = ucp_tag_send_nbx(d->ep, v, (size_t)n, tag, &p);
+		ucs_status_ptr_t r;
+		if (n == 1 || total <= UCX_SHORT_MAX) {
+			/* Contiguous: UCX's eager-short protocol (the header
+			 * inline in one transport operation) takes only a
+			 * contiguous buffer; an iov goes by its slower
+			 * pack-callback path. A small packet is gathered on
+			 * the stack first (FORCE_IMM_CMPL: UCX has copied it
+			 * out, or refused it, when the call returns). */
+			unsigned char small[UCX_SHORT_MAX];
+			const void *buf = iov[0].iov_base;
+			if (n > 1) {
+				size_t off = 0;
+				for (int i = 0; i < n; i++) {
+					memcpy(small + off, iov[i].iov_base,
+					       iov[i].iov_len);
+					off += iov[i].iov_len;
+				}
+				buf = small;
+			}
+			p.datatype = ucp_dt_make_contig(1);
+			r = ucp_tag_send_nbx(d->ep, buf, total, tag, &p);
+		} else {
+			ucp_dt_iov_t v[UCX_MAX_IOV];
+			for (int i = 0; i < n; i++) {
+				v[i].buffer = iov[i].iov_base;
+				v[i].length = iov[i].iov_len;
+			}
+			p.datatype = ucp_dt_make_iov();
+			r = ucp_tag_send_nbx(d->ep, v, (size_t)n, tag, &p);
+		}
 		if (r == NULL)
 			return 0;
 		ucs_status_t st = UCS_PTR_STATUS(r);
@@ -300,46 +358,73 @@ static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
 	return 0;
 }
 
+/* UCX's completion of the posted receive (inside worker progress). */
+static void recv_done(void *req, ucs_status_t st,
+		      const ucp_tag_recv_info_t *info, void *arg)
+{
+	(void)req;
+	struct ucx_driver *d = arg;
+	d->rstatus = st;
+	d->rlen = st == UCS_OK ? info->length : 0;
+	d->rdone = true;
+}
+
+/* Post the receive of the next packet from this peer (tag = its rank,
+ * exact: the bulk transfers' tags never match it) into in[]. Always as a
+ * request whose callback reports the length: UCX 1.13 leaves recv_info
+ * unwritten when a tag receive completes at once (seen here: a packet
+ * already waiting came back with its length untouched). */
+static int post_recv(struct ucx_driver *d)
+{
+	ucp_request_param_t p = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+		.cb.recv = recv_done,
+		.user_data = d,
+	};
+	d->rdone = false;
+	ucs_status_ptr_t r = ucp_tag_recv_nbx(d->c->worker, d->in,
+					      UCX_MAX_PACKET,
+					      (ucp_tag_t)d->peer, ~(ucp_tag_t)0,
+					      &p);
+	if (UCS_PTR_IS_ERR(r))
+		return ucx_fail(d, UCS_PTR_STATUS(r));
+	d->posted = true;
+	d->rreq = r;
+	return 0;
+}
+
 static int ucx_recv(struct canal__driver *d_, const unsigned char **pkt,
 		    size_t *len)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (!d->rreq) {
-		ucp_worker_progress(d->c->worker);
-		ucp_tag_recv_info_t info;
-		ucp_tag_message_h m = ucp_tag_probe_nb(d->c->worker,
-						       (ucp_tag_t)d->peer,
-						       ~(ucp_tag_t)0, 1, &info);
-		if (!m)
-			return 0;
-		if (info.length == 0 || info.length > UCX_MAX_PACKET) {
-			snprintf(d->base.why, sizeof d->base.why,
-				 "bad packet length %zu", info.length);
-			return -EPROTO;
-		}
-		d->rlen = info.length;
-		ucp_request_param_t p = { .op_attr_mask = 0 };
-		ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(d->c->worker, d->in,
-							  info.length, m, &p);
-		if (UCS_PTR_IS_ERR(r))
-			return ucx_fail(d, UCS_PTR_STATUS(r));
-		if (r == NULL) {
-			d->have = true;
-			goto out;
-		}
-		d->rreq = r;
-	} else {
-		ucp_worker_progress(d->c->worker);
+	if (d->failed)
+		return ucx_fail(d, d->failed);
+	if (!d->posted) {
+		int err = post_recv(d);
+		if (err)
+			return err;
 	}
-	ucs_status_t st = ucp_request_check_status(d->rreq);
-	if (st == UCS_INPROGRESS)
-		return 0;
-	ucp_request_free(d->rreq);
-	d->rreq = NULL;
-	if (st != UCS_OK)
-		return ucx_fail(d, st);
+	if (!d->rdone) {
+		ucp_worker_progress(d->c->worker);
+		if (!d->rdone)
+			return 0;
+	}
+	if (d->rreq) {
+		ucp_request_free(d->rreq);
+		d->rreq = NULL;
+	}
+	d->posted = false;
+	if (d->rstatus == UCS_ERR_MESSAGE_TRUNCATED || d->rlen == 0) {
+		snprintf(d->base.why, sizeof d->base.why,
+			 "bad packet length (%s)",
+			 d->rstatus == UCS_OK ? "0" : "above the largest packet");
+		return -EPROTO;
+	}
+	if (d->rstatus != UCS_OK)
+		return ucx_fail(d, d->rstatus);
 	d->have = true;
-out:
 	*pkt = d->in;
 	*len = d->rlen;
 	return 1;
@@ -349,13 +434,17 @@ static void ucx_release(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	d->have = false;
+	/* The next receive goes out now, before the peer's next packet can
+	 * arrive (an error here is found again by the next recv()). */
+	if (!d->failed)
+		(void)post_recv(d);
 }
 
-/* A probe is a user-space call (no system call): always worth one more. */
+/* The receive posted at release() completed at once: a packet is here. */
 static bool ucx_buffered(struct canal__driver *d_)
 {
-	(void)d_;
-	return true;
+	struct ucx_driver *d = (struct ucx_driver *)d_;
+	return d->posted && d->rdone;
 }
 
 static bool ucx_idle(struct canal__driver *d_)
@@ -405,9 +494,11 @@ static void ucx_close(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	uint64_t deadline = canal__now_ms() + UCX_CLOSE_MS;
-	if (d->rreq) {
+	if (d->rreq && !d->rdone) {
 		ucp_request_cancel(d->c->worker, d->rreq);
 		wait_req(d->c, d->rreq, deadline);
+	} else if (d->rreq) {
+		ucp_request_free(d->rreq);
 	}
 	for (int i = 0; i < UCX_SLOTS; i++) {
 		if (d->slot[i].req)
@@ -429,6 +520,133 @@ static void ucx_close(struct canal__driver *d_)
 	free(d);
 }
 
+/* Bulk transfers: a message's bytes straight from the sender's buffer to
+ * the receiver's, by UCX's rendezvous (zero-copy: cma on one host, RDMA
+ * where there is a card), matched by the tag of (sender rank, id). */
+struct ucx_bulk {
+	void *req;       /* UCX's request, or NULL once it completed */
+	bool done;
+	ucs_status_t st;
+	size_t len;      /* receive: bytes that arrived */
+};
+
+static void bulk_send_done(void *req, ucs_status_t st, void *arg)
+{
+	(void)req;
+	struct ucx_bulk *b = arg;
+	b->st = st;
+	b->done = true;
+}
+
+static void bulk_recv_done(void *req, ucs_status_t st,
+			   const ucp_tag_recv_info_t *info, void *arg)
+{
+	(void)req;
+	struct ucx_bulk *b = arg;
+	b->st = st;
+	b->len = st == UCS_OK ? info->length : 0;
+	b->done = true;
+}
+
+static ucp_tag_t bulk_tag(int rank, uint64_t id)
+{
+	return UCX_BULK_BIT | (ucp_tag_t)rank << 48 | (id & UCX_BULK_ID_MASK);
+}
+
+static int bulk_start(struct ucx_driver *d, ucs_status_ptr_t r,
+		      struct ucx_bulk *b, void **h)
+{
+	if (UCS_PTR_IS_ERR(r)) {
+		free(b);
+		return ucx_fail(d, UCS_PTR_STATUS(r));
+	}
+	b->req = r;
+	*h = b;
+	return 0;
+}
+
+static int ucx_bulk_send(struct canal__driver *d_, uint64_t id,
+			 const void *buf, size_t len, void **h)
+{
+	struct ucx_driver *d = (struct ucx_driver *)d_;
+	if (d->failed)
+		return ucx_fail(d, d->failed);
+	struct ucx_bulk *b = calloc(1, sizeof *b);
+	if (!b)
+		return -ENOMEM;
+	ucp_request_param_t p = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+		.cb.send = bulk_send_done,
+		.user_data = b,
+	};
+	return bulk_start(d, ucp_tag_send_nbx(d->ep, buf, len,
+					      bulk_tag(d->c->rank, id), &p),
+			  b, h);
+}
+
+static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
+			 size_t cap, void **h)
+{
+	struct ucx_driver *d = (struct ucx_driver *)d_;
+	if (d->failed)
+		return ucx_fail(d, d->failed);
+	struct ucx_bulk *b = calloc(1, sizeof *b);
+	if (!b)
+		return -ENOMEM;
+	ucp_request_param_t p = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+		.cb.recv = bulk_recv_done,
+		.user_data = b,
+	};
+	return bulk_start(d, ucp_tag_recv_nbx(d->c->worker, buf, cap,
+					      bulk_tag(d->peer, id),
+					      ~(ucp_tag_t)0, &p),
+			  b, h);
+}
+
+static int ucx_bulk_test(struct canal__driver *d_, void *h, size_t *len)
+{
+	struct ucx_driver *d = (struct ucx_driver *)d_;
+	struct ucx_bulk *b = h;
+	if (!b->done) {
+		if (d->failed) /* the link broke under it */
+			return ucx_fail(d, d->failed);
+		return 0;
+	}
+	ucs_status_t st = b->st;
+	if (len)
+		*len = b->len;
+	ucp_request_free(b->req);
+	free(b);
+	if (st == UCS_ERR_MESSAGE_TRUNCATED)
+		return -EMSGSIZE;
+	return st == UCS_OK ? 1 : ucx_fail(d, st);
+}
+
+static void ucx_bulk_cancel(struct canal__driver *d_, void *h)
+{
+	struct ucx_driver *d = (struct ucx_driver *)d_;
+	struct ucx_bulk *b = h;
+	if (!b->done) {
+		/* A receive not matched yet ends at once; one under way (or
+		 * a send) ends when UCX is done with the buffer, or with the
+		 * endpoint's close: wait as the driver's close does. */
+		ucp_request_cancel(d->c->worker, b->req);
+		uint64_t deadline = canal__now_ms() + UCX_CLOSE_MS;
+		while (!b->done && canal__now_ms() < deadline)
+			ucp_worker_progress(d->c->worker);
+	}
+	/* Once freed, UCX calls no callback for it (ucp_request_free): b
+	 * goes too. Still under way after a second (a peer that stalls
+	 * mid-transfer): UCX finishes or drops it on its own. */
+	ucp_request_free(b->req);
+	free(b);
+}
+
 static const struct canal__driver_ops ucx_ops = {
 	.name = "ucx",
 	.send = ucx_send,
@@ -439,6 +657,10 @@ static const struct canal__driver_ops ucx_ops = {
 	.idle = ucx_idle,
 	.health = ucx_health,
 	.read_peer = NULL,
+	.bulk_send = ucx_bulk_send,
+	.bulk_recv = ucx_bulk_recv,
+	.bulk_test = ucx_bulk_test,
+	.bulk_cancel = ucx_bulk_cancel,
 	.close = ucx_close,
 };
 
@@ -465,6 +687,8 @@ static int ctx_new(int rank, struct ucx_ctx **out)
 		free(c);
 		return -EINVAL;
 	}
+	if (!getenv("UCX_RNDV_THRESH"))
+		(void)ucp_config_modify(cfg, "RNDV_THRESH", UCX_RNDV_THRESH);
 	ucp_params_t p = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES,
 		.features = UCP_FEATURE_TAG,
@@ -534,6 +758,8 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	d->base.caps.eager_max = UCX_EAGER_MAX;
 	d->base.caps.gather = true;
 	d->base.caps.read_peer_memory = false;
+	d->base.caps.bulk = c->rank < UCX_BULK_RANKS && peer < UCX_BULK_RANKS;
+	d->base.caps.bulk_min = UCX_BULK_MIN;
 	d->base.peer_pid = (pid_t)pid;
 	d->same_host = strcmp(host, me) == 0;
 	d->pidfd = d->same_host ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
