@@ -176,7 +176,11 @@ int canal_engine_open(const struct canal_engine_options *opt,
  * has one, flushes what was queued for living peers (waiting up to 1 s),
  * then frees everything, including requests not waited for. No other call
  * on the session may run or follow. NULL is accepted. Returns 0, or -EBUSY when
- * requests were still pending (they are freed all the same).
+ * requests were still pending (they are freed all the same). A send still
+ * pending then whose data goes by rendezvous (messages above the driver's
+ * eager size: shm's process_vm_readv, UCX's bulk transfers) may still be
+ * read by a living peer that receives it later: keep its buffer intact
+ * until that peer is done or gone.
  */
 int canal_engine_close(struct canal_engine *e);
 

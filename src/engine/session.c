@@ -571,7 +571,8 @@ static bool flushed(struct canal_engine *e)
 		if (gi == e->rank || g->error || !g->drv)
 			continue;
 		if (!canal__list_empty(&g->express) ||
-		    !canal__list_empty(&g->normal))
+		    !canal__list_empty(&g->normal) ||
+		    !canal__list_empty(&g->bulk))
 			return false;
 		/* TCP: bytes accepted but not yet in the kernel. shm's ring
 		 * outlives us in the peer's mapping: nothing to wait for. */

@@ -94,6 +94,19 @@ static int deliver_unexpected(struct canal_engine *e, int gi,
 	return err;
 }
 
+/* deliver_unexpected() for a receive being posted: an error (an RTS the
+ * driver could not follow) fails the gate, and with it r. */
+static void deliver_posting(struct canal_engine *e, int gi,
+			    struct canal_engine_req *r,
+			    struct canal__unexpected *u)
+{
+	int err = deliver_unexpected(e, gi, r, u);
+	if (err)
+		canal__gate_fail(e, gi, err, "peer %d: %s", gi,
+				 err == -EPROTO ? "malformed frame"
+						: strerror(-err));
+}
+
 static struct canal_engine_req *first_any(struct canal_engine *e, unsigned tag)
 {
 	for (struct canal__list *l = e->any_posted.next; l != &e->any_posted;
@@ -296,7 +309,7 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		r->seq = g->recv_next[tag]++;
 		struct canal__unexpected *u = find_unexpected(g, tag, r->seq);
 		if (u)
-			return deliver_unexpected(e, gate, r, u), 0;
+			return deliver_posting(e, gate, r, u), 0;
 		canal__list_append(&g->posted, &r->link);
 		r->posted = true;
 		return 0;
@@ -311,7 +324,7 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		if (u) {
 			e->any_next = (gi + 1) % e->size;
 			g->recv_next[tag]++;
-			deliver_unexpected(e, gi, r, u);
+			deliver_posting(e, gi, r, u);
 			return 0;
 		}
 	}

@@ -165,7 +165,8 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 	if (rts->flags & PIECE_FLAG_BULK) {
 		if (!d->caps.bulk)
 			return -EPROTO; /* not a request this driver can follow */
-		int err = d->ops->bulk_recv(d, rts->a, r->buf, r->len, &r->bulk);
+		int err = d->ops->bulk_recv(d, rts->a, r->buf, n, r->msg_len,
+					    &r->bulk);
 		if (err)
 			return err;
 		canal__list_append(&g->bulk, &r->bulk_link);
@@ -302,10 +303,15 @@ static int dispatch(struct canal_engine *e, int gi,
 			*why = "request to send below the eager size";
 			return -EPROTO;
 		}
+		if ((h->flags & PIECE_FLAG_BULK) &&
+		    (!g->drv->caps.bulk || h->len < g->drv->caps.bulk_min)) {
+			*why = "bulk request to send this driver cannot follow";
+			return -EPROTO;
+		}
 		return arrive(e, gi, h, NULL);
 	case PIECE_RTR:
 		r = canal__req_lookup(e, h->a, gi, REQ_SEND);
-		if (!r || !r->rndv_wait) {
+		if (!r || !r->rndv_wait || r->bulk) {
 			*why = "ready-to-receive for no pending send";
 			return -EPROTO;
 		}
@@ -313,7 +319,8 @@ static int dispatch(struct canal_engine *e, int gi,
 		return send_data(g, r, h->b);
 	case PIECE_DATA:
 		r = canal__req_lookup(e, h->a, gi, REQ_RECV);
-		if (!r || !r->rndv_wait || h->b > r->msg_len || h->len > r->msg_len - h->b ||
+		if (!r || !r->rndv_wait || r->bulk || h->b > r->msg_len ||
+		    h->len > r->msg_len - h->b ||
 		    h->len > r->msg_len - r->arrived) {
 			*why = "data piece outside any pending receive";
 			return -EPROTO;
@@ -328,7 +335,7 @@ static int dispatch(struct canal_engine *e, int gi,
 		return 0;
 	case PIECE_FIN:
 		r = canal__req_lookup(e, h->a, gi, REQ_SEND);
-		if (!r || !r->rndv_wait) {
+		if (!r || !r->rndv_wait || r->bulk) {
 			*why = "finish for no pending send";
 			return -EPROTO;
 		}
@@ -376,11 +383,12 @@ static int bulk_poll(struct canal_engine *e, int gi)
 		if (r->kind == REQ_SEND) {
 			if (r->pieces_left == 0)
 				canal__req_complete(r, 0);
-		} else if (t == 1 && got != r->msg_len) {
+		} else if (t == -EMSGSIZE || got != r->msg_len) {
+			/* more (truncated) or fewer bytes than its RTS said */
 			canal__gate_fail(e, gi, -EPROTO,
 					 "peer %d: malformed frame: bulk data of "
-					 "%zu bytes for a message of %zu",
-					 gi, got, r->msg_len);
+					 "another length than its message's %zu",
+					 gi, r->msg_len);
 			return n;
 		} else {
 			r->arrived = r->msg_len;

@@ -71,18 +71,19 @@ struct canal__driver_ops {
 	/* Bulk transfers (NULL when !caps.bulk). bulk_send starts moving len
 	 * bytes of buf to the peer, where the bulk_recv of the same id takes
 	 * them: buf is the driver's until bulk_test() has reported the end
-	 * (or bulk_cancel() returned). bulk_recv posts the receive of the
-	 * peer's bulk_send(id) into buf (cap bytes); it may be posted before
-	 * or after the data is sent. Both: 0 with *h, or a negative errno.
-	 * bulk_test: 0 while under way; 1 done (*len: bytes received, for a
-	 * receive); -EMSGSIZE (a receive: more than cap was sent; buf holds
-	 * an unspecified part) or another negative errno (the link broke);
-	 * h is gone once it returns non-zero. bulk_cancel ends h now (after
-	 * at most about a second for a transfer the peer has started). */
+	 * (after bulk_cancel(), the peer may still read it). bulk_recv posts
+	 * the receive of the peer's bulk_send(id) of len bytes: the first
+	 * cap of them into buf (the rest is dropped when cap < len); it may
+	 * be posted before or after the data is sent. Both: 0 with *h, or a
+	 * negative errno. bulk_test: 0 while under way; 1 done (*len: bytes
+	 * received, for a receive); -EMSGSIZE (a receive: more than len was
+	 * sent) or another negative errno (the link broke); h is gone once
+	 * it returns non-zero. bulk_cancel ends h now (a receive the peer
+	 * has started: after at most about a second). */
 	int (*bulk_send)(struct canal__driver *d, uint64_t id, const void *buf,
 			 size_t len, void **h);
 	int (*bulk_recv)(struct canal__driver *d, uint64_t id, void *buf,
-			 size_t cap, void **h);
+			 size_t cap, size_t len, void **h);
 	int (*bulk_test)(struct canal__driver *d, void *h, size_t *len);
 	void (*bulk_cancel)(struct canal__driver *d, void *h);
 	void (*close)(struct canal__driver *d);

@@ -179,6 +179,7 @@ struct ucx_ctx {
 	ucp_worker_h worker;
 	int refs;
 	int rank;
+	bool bulk;  /* our rendezvous threshold is in force */
 };
 
 struct ucx_slot {
@@ -207,6 +208,7 @@ struct ucx_driver {
 	size_t rlen;
 	bool have;           /* in[0..rlen) is a packet not yet released */
 	bool same_host;      /* peer_pid is a pid of this host */
+	unsigned char *scratch; /* bulk bytes beyond a receive buffer */
 	int pidfd;           /* same host: a pidfd of the peer, or -1 */
 };
 
@@ -416,14 +418,14 @@ static int ucx_recv(struct canal__driver *d_, const unsigned char **pkt,
 		d->rreq = NULL;
 	}
 	d->posted = false;
+	if (d->rstatus != UCS_OK && d->rstatus != UCS_ERR_MESSAGE_TRUNCATED)
+		return ucx_fail(d, d->rstatus);
 	if (d->rstatus == UCS_ERR_MESSAGE_TRUNCATED || d->rlen == 0) {
 		snprintf(d->base.why, sizeof d->base.why,
 			 "bad packet length (%s)",
 			 d->rstatus == UCS_OK ? "0" : "above the largest packet");
 		return -EPROTO;
 	}
-	if (d->rstatus != UCS_OK)
-		return ucx_fail(d, d->rstatus);
 	d->have = true;
 	*pkt = d->in;
 	*len = d->rlen;
@@ -494,10 +496,14 @@ static void ucx_close(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	uint64_t deadline = canal__now_ms() + UCX_CLOSE_MS;
-	if (d->rreq && !d->rdone) {
-		ucp_request_cancel(d->c->worker, d->rreq);
-		wait_req(d->c, d->rreq, deadline);
-	} else if (d->rreq) {
+	if (d->rreq) {
+		if (!d->rdone) {
+			ucp_request_cancel(d->c->worker, d->rreq);
+			while (!d->rdone && canal__now_ms() < deadline)
+				ucp_worker_progress(d->c->worker);
+		}
+		/* Freed whatever its state: UCX then calls no callback for
+		 * it, which would write into d after the free below. */
 		ucp_request_free(d->rreq);
 	}
 	for (int i = 0; i < UCX_SLOTS; i++) {
@@ -516,6 +522,7 @@ static void ucx_close(struct canal__driver *d_)
 	if (d->pidfd >= 0)
 		close(d->pidfd);
 	free(d->in);
+	free(d->scratch);
 	ctx_unref(d->c);
 	free(d);
 }
@@ -528,7 +535,15 @@ struct ucx_bulk {
 	bool done;
 	ucs_status_t st;
 	size_t len;      /* receive: bytes that arrived */
+	ucp_dt_iov_t *iov; /* receive into a buffer smaller than the data */
+	bool recv;
 };
+
+static void bulk_free(struct ucx_bulk *b)
+{
+	free(b->iov);
+	free(b);
+}
 
 static void bulk_send_done(void *req, ucs_status_t st, void *arg)
 {
@@ -557,7 +572,7 @@ static int bulk_start(struct ucx_driver *d, ucs_status_ptr_t r,
 		      struct ucx_bulk *b, void **h)
 {
 	if (UCS_PTR_IS_ERR(r)) {
-		free(b);
+		bulk_free(b);
 		return ucx_fail(d, UCS_PTR_STATUS(r));
 	}
 	b->req = r;
@@ -586,8 +601,15 @@ static int ucx_bulk_send(struct canal__driver *d_, uint64_t id,
 			  b, h);
 }
 
+/* The receive of exactly len bytes: UCX then reports a bulk longer than
+ * the RTS said as truncated (the engine's -EPROTO), and a buffer smaller
+ * than the message (cap < len) still gets the message's first cap bytes,
+ * as the engine promises for -EMSGSIZE (UCX writes nothing into a
+ * rendezvous receive that is too small): the rest goes into the driver's
+ * scratch buffer, the same one over and over (iov entries). */
+#define UCX_SCRATCH ((size_t)1 << 20)
 static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
-			 size_t cap, void **h)
+			 size_t cap, size_t len, void **h)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	if (d->failed)
@@ -602,26 +624,57 @@ static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
 		.cb.recv = bulk_recv_done,
 		.user_data = b,
 	};
-	return bulk_start(d, ucp_tag_recv_nbx(d->c->worker, buf, cap,
+	b->recv = true;
+	const void *dst = buf;
+	size_t count = len;
+	if (cap < len) {
+		size_t rest = len - cap;
+		size_t n = 1 + (rest + UCX_SCRATCH - 1) / UCX_SCRATCH;
+		if (!d->scratch)
+			d->scratch = malloc(UCX_SCRATCH);
+		b->iov = calloc(n, sizeof *b->iov);
+		if (!d->scratch || !b->iov) {
+			free(b->iov);
+			free(b);
+			return -ENOMEM;
+		}
+		b->iov[0].buffer = buf;
+		b->iov[0].length = cap;
+		for (size_t i = 1; i < n; i++) {
+			size_t k = rest < UCX_SCRATCH ? rest : UCX_SCRATCH;
+			b->iov[i].buffer = d->scratch;
+			b->iov[i].length = k;
+			rest -= k;
+		}
+		p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+		p.datatype = ucp_dt_make_iov();
+		dst = b->iov;
+		count = n;
+	}
+	return bulk_start(d, ucp_tag_recv_nbx(d->c->worker, (void *)dst, count,
 					      bulk_tag(d->peer, id),
 					      ~(ucp_tag_t)0, &p),
 			  b, h);
 }
+
+static void ucx_bulk_cancel(struct canal__driver *d_, void *h);
 
 static int ucx_bulk_test(struct canal__driver *d_, void *h, size_t *len)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	struct ucx_bulk *b = h;
 	if (!b->done) {
-		if (d->failed) /* the link broke under it */
-			return ucx_fail(d, d->failed);
-		return 0;
+		if (!d->failed)
+			return 0;
+		/* The link broke under it: end it here, as a cancel. */
+		ucx_bulk_cancel(d_, h);
+		return ucx_fail(d, d->failed);
 	}
 	ucs_status_t st = b->st;
 	if (len)
 		*len = b->len;
 	ucp_request_free(b->req);
-	free(b);
+	bulk_free(b);
 	if (st == UCS_ERR_MESSAGE_TRUNCATED)
 		return -EMSGSIZE;
 	return st == UCS_OK ? 1 : ucx_fail(d, st);
@@ -631,20 +684,22 @@ static void ucx_bulk_cancel(struct canal__driver *d_, void *h)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	struct ucx_bulk *b = h;
-	if (!b->done) {
-		/* A receive not matched yet ends at once; one under way (or
-		 * a send) ends when UCX is done with the buffer, or with the
-		 * endpoint's close: wait as the driver's close does. */
+	if (!b->done && b->recv) {
+		/* A receive not matched yet ends at once; one under way ends
+		 * when UCX is done writing (a second at most: a peer that
+		 * stalls mid-transfer keeps it, and it is then dropped by
+		 * the endpoint's close). A send cannot be called back in
+		 * UCX 1.13 (ucp_request_cancel ignores it): the peer may
+		 * still read its buffer (engine.h, canal_engine_close). */
 		ucp_request_cancel(d->c->worker, b->req);
 		uint64_t deadline = canal__now_ms() + UCX_CLOSE_MS;
 		while (!b->done && canal__now_ms() < deadline)
 			ucp_worker_progress(d->c->worker);
 	}
 	/* Once freed, UCX calls no callback for it (ucp_request_free): b
-	 * goes too. Still under way after a second (a peer that stalls
-	 * mid-transfer): UCX finishes or drops it on its own. */
+	 * goes too. */
 	ucp_request_free(b->req);
-	free(b);
+	bulk_free(b);
 }
 
 static const struct canal__driver_ops ucx_ops = {
@@ -687,8 +742,13 @@ static int ctx_new(int rank, struct ucx_ctx **out)
 		free(c);
 		return -EINVAL;
 	}
-	if (!getenv("UCX_RNDV_THRESH"))
-		(void)ucp_config_modify(cfg, "RNDV_THRESH", UCX_RNDV_THRESH);
+	/* Bulk transfers need every one of them to go by rendezvous (held
+	 * as a small request until the receive is posted; a tag is not
+	 * reused while its transfer is alive): with the user's own
+	 * threshold there is no bulk, and packets take messages up to
+	 * 1 MiB as before. */
+	c->bulk = !getenv("UCX_RNDV_THRESH") &&
+		  ucp_config_modify(cfg, "RNDV_THRESH", UCX_RNDV_THRESH) == UCS_OK;
 	ucp_params_t p = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES,
 		.features = UCP_FEATURE_TAG,
@@ -758,8 +818,11 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	d->base.caps.eager_max = UCX_EAGER_MAX;
 	d->base.caps.gather = true;
 	d->base.caps.read_peer_memory = false;
-	d->base.caps.bulk = c->rank < UCX_BULK_RANKS && peer < UCX_BULK_RANKS;
+	d->base.caps.bulk = c->bulk && c->rank < UCX_BULK_RANKS &&
+			    peer < UCX_BULK_RANKS;
 	d->base.caps.bulk_min = UCX_BULK_MIN;
+	if (!d->base.caps.bulk)
+		d->base.caps.eager_max = UCX_MAX_PACKET - 256;
 	d->base.peer_pid = (pid_t)pid;
 	d->same_host = strcmp(host, me) == 0;
 	d->pidfd = d->same_host ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;

@@ -1,0 +1,270 @@
+/* test_engine_bulk - bulk transfers (the UCX driver's: the engine's RTS,
+ * the data by UCX's rendezvous between the users' buffers) against a peer
+ * that breaks the protocol. As in test_engine_fuzz, rank 0 is a real
+ * session and rank 1 a session of the same process whose driver is used
+ * raw (it never progresses as an engine). Each case must end with rank
+ * 0's gate to 1 closed with -EPROTO naming peer 1, its requests failed
+ * with that error, and no crash (ASan in CI):
+ *  - a FIN, or an RTR, for a send that goes by bulk transfer (it would
+ *    complete the send while UCX still reads its buffer);
+ *  - a bulk transfer longer, or shorter, than its RTS said;
+ *  - an RTS with the bulk flag on shm and on TCP (drivers without bulk),
+ *    the receive posted after it arrived (it used to wait for ever).
+ * And: with UCX_RNDV_THRESH set by the user the UCX driver has no bulk
+ * (its tags would not be safe: a transfer could go eager) and takes
+ * messages up to 1 MiB in packets; without it, bulk from 8448 bytes.
+ * The UCX cases skip when canal was built without UCX. */
+#include "engine_job.h"
+
+#include <canal/channel.h>
+
+#include "../src/engine/internal.h"
+#include "../src/engine/transfer/driver.h"
+#include "../src/engine/wire.h"
+
+struct opener {
+	char dir[64];
+	int rank;
+	const char *driver;
+	struct canal_engine *e;
+};
+
+static void *open_thread(void *arg)
+{
+	struct opener *o = arg;
+	CHECK_EQ(job_open(o->dir, o->rank, 2, o->driver, "default", &o->e), 0);
+	return NULL;
+}
+
+struct pair {
+	char dir[64];
+	struct canal_engine *e;      /* rank 0: the real one */
+	struct canal_engine *fake_e; /* rank 1 */
+	struct canal__driver *fake;  /* rank 1's driver to rank 0 */
+};
+
+static void pair_open(struct pair *p, const char *driver)
+{
+	struct opener o[2];
+	snprintf(p->dir, sizeof p->dir, "/tmp/canal-test-bulk.XXXXXX");
+	CHECK(mkdtemp(p->dir));
+	for (int i = 0; i < 2; i++) {
+		snprintf(o[i].dir, sizeof o[i].dir, "%s", p->dir);
+		o[i].rank = i;
+		o[i].driver = driver;
+	}
+	pthread_t t = spawn(open_thread, &o[1]);
+	open_thread(&o[0]);
+	join(t);
+	p->e = o[0].e;
+	p->fake_e = o[1].e;
+	p->fake = o[1].e->gates[0].drv;
+	CHECK(p->fake != NULL);
+}
+
+static void pair_close(struct pair *p)
+{
+	canal_engine_close(p->fake_e);
+	canal_engine_close(p->e);
+	job_rmdir(p->dir);
+}
+
+static void fake_send(struct pair *p, const unsigned char *pkt, size_t n)
+{
+	struct iovec v = { (void *)pkt, n };
+	int err;
+	while ((err = p->fake->ops->send(p->fake, &v, 1, n)) == -EAGAIN)
+		canal_engine_progress(p->e);
+	CHECK_EQ(err, 0);
+}
+
+/* Progress rank 0 until its gate to 1 fails (10 s at most): the gate's
+ * error must be -EPROTO naming peer 1. */
+static void expect_proto(struct pair *p, const char *what)
+{
+	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
+	while (!p->e->gates[1].error && canal_now_ns() < deadline) {
+		canal_engine_progress(p->e);
+		/* the fake's side moves too (UCX's rendezvous needs both
+		 * workers); what rank 0 sends it is dropped */
+		const unsigned char *pkt;
+		size_t len;
+		if (p->fake->ops->recv(p->fake, &pkt, &len) > 0)
+			p->fake->ops->release(p->fake);
+	}
+	char why[160] = "";
+	int gerr = canal_engine_gate_error(p->e, 1, why, sizeof why);
+	if (gerr != -EPROTO || !strstr(why, "peer 1")) {
+		fprintf(stderr, "%s: gate error %d \"%s\"\n", what, gerr, why);
+		abort();
+	}
+	printf("%s: -EPROTO (%s)\n", what, why);
+}
+
+/* The RTS of rank 0's bulk send, read raw by the fake: its cookie. */
+static uint64_t fake_read_rts(struct pair *p)
+{
+	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
+	while (canal_now_ns() < deadline) {
+		canal_engine_progress(p->e);
+		const unsigned char *pkt;
+		size_t len;
+		int r = p->fake->ops->recv(p->fake, &pkt, &len);
+		CHECK(r >= 0);
+		if (r == 0)
+			continue;
+		uint64_t cookie = 0;
+		for (size_t off = 0; off < len;) {
+			struct canal__piece_hdr h;
+			unsigned hl = canal__piece_decode(pkt + off, len - off, &h);
+			CHECK(hl > 0);
+			if (h.kind == PIECE_RTS) {
+				CHECK(h.flags & PIECE_FLAG_BULK);
+				cookie = h.a;
+			}
+			off += hl + (canal__piece_has_payload(h.kind) ? h.len : 0);
+		}
+		p->fake->ops->release(p->fake);
+		if (cookie)
+			return cookie;
+	}
+	CHECK(!"no RTS from rank 0");
+	return 0;
+}
+
+#define BIG ((size_t)100000)
+
+/* A FIN (or an RTR) for a send whose data goes by bulk transfer. */
+static void control_for_bulk_send(unsigned kind)
+{
+	struct pair p;
+	pair_open(&p, "ucx");
+	static unsigned char buf[BIG];
+	struct canal_engine_req *s;
+	CHECK_EQ(canal_engine_isend(p.e, 1, 2, buf, BIG, 0, &s), 0);
+	uint64_t cookie = fake_read_rts(&p);
+	struct canal__piece_hdr h = { .kind = (uint8_t)kind, .a = cookie,
+				      .b = 1ull << 32 };
+	unsigned char pkt[64];
+	size_t n = canal__piece_encode(&h, pkt);
+	fake_send(&p, pkt, n);
+	expect_proto(&p, kind == PIECE_FIN ? "FIN for a bulk send"
+					   : "RTR for a bulk send");
+	CHECK_EQ(canal_engine_wait(p.e, s, NULL), -EPROTO);
+	pair_close(&p);
+}
+
+/* The fake announces len bytes (RTS, bulk flag) and sends sent bytes by
+ * bulk transfer; rank 0 receives into a buffer of cap bytes. */
+static void bulk_of_length(size_t len, size_t sent, size_t cap)
+{
+	struct pair p;
+	pair_open(&p, "ucx");
+	static unsigned char out[4 * BIG], in[4 * BIG];
+	CHECK(sent <= sizeof out && cap <= sizeof in);
+	memset(out, 'q', sent);
+	const uint64_t id = 7;
+	struct canal__piece_hdr h = { .kind = PIECE_RTS,
+				      .flags = PIECE_FLAG_BULK,
+				      .tag = 3, .seq = 0,
+				      .len = (uint32_t)len, .a = id };
+	unsigned char pkt[64];
+	size_t n = canal__piece_encode(&h, pkt);
+	fake_send(&p, pkt, n);
+	void *bh;
+	CHECK_EQ(p.fake->ops->bulk_send(p.fake, id, out, sent, &bh), 0);
+	struct canal_engine_req *r;
+	int err = canal_engine_irecv(p.e, 1, 3, in, cap, &r);
+	char what[96];
+	snprintf(what, sizeof what, "bulk of %zu bytes for an RTS of %zu", sent,
+		 len);
+	expect_proto(&p, what);
+	if (err == 0)
+		CHECK_EQ(canal_engine_wait(p.e, r, NULL), -EPROTO);
+	else
+		CHECK_EQ(err, -EPROTO);
+	p.fake->ops->bulk_cancel(p.fake, bh);
+	pair_close(&p);
+}
+
+/* shm and TCP have no bulk: an RTS with the flag is refused on arrival,
+ * and a receive posted after it fails instead of waiting for ever. */
+static void bulk_rts_without_bulk(const char *driver)
+{
+	struct pair p;
+	pair_open(&p, driver);
+	struct canal__piece_hdr h = { .kind = PIECE_RTS,
+				      .flags = PIECE_FLAG_BULK,
+				      .tag = 1, .seq = 0,
+				      .len = (uint32_t)BIG, .a = 1ull << 32 };
+	unsigned char pkt[64];
+	size_t n = canal__piece_encode(&h, pkt);
+	fake_send(&p, pkt, n);
+	char what[64];
+	snprintf(what, sizeof what, "%s: RTS with the bulk flag", driver);
+	expect_proto(&p, what);
+	static unsigned char in[BIG];
+	struct canal_engine_req *r;
+	int err = canal_engine_irecv(p.e, 1, 1, in, sizeof in, &r);
+	if (err == 0)
+		err = canal_engine_wait(p.e, r, NULL);
+	CHECK_EQ(err, -EPROTO);
+	pair_close(&p);
+}
+
+static void thresh_case(bool user_thresh)
+{
+	if (user_thresh)
+		setenv("UCX_RNDV_THRESH", "65536", 1);
+	else
+		unsetenv("UCX_RNDV_THRESH");
+	struct pair p;
+	pair_open(&p, "ucx");
+	const struct canal__driver_caps *c = &p.e->gates[1].drv->caps;
+	if (user_thresh) {
+		CHECK(!c->bulk);
+		CHECK(c->eager_max > 512 * 1024);
+	} else {
+		CHECK(c->bulk);
+		CHECK_EQ(c->bulk_min, 8448u);
+		CHECK(c->eager_max < c->bulk_min);
+	}
+	printf("UCX_RNDV_THRESH %s: bulk %s, eager up to %zu B\n",
+	       user_thresh ? "set" : "unset", c->bulk ? "on" : "off",
+	       c->eager_max);
+	pair_close(&p);
+	unsetenv("UCX_RNDV_THRESH");
+}
+
+int main(void)
+{
+	/* Every gate connected at open: the fake writes through its driver
+	 * from the start (lazy shm would give it one only once it sends). */
+	setenv("CANAL_ENGINE_CONNECT", "eager", 1);
+#ifdef __SANITIZE_THREAD__
+	setenv("UCX_MEM_EVENTS", "no", 0);
+#endif
+	bulk_rts_without_bulk("shm");
+	bulk_rts_without_bulk("tcp");
+	struct canal_engine_options o;
+	canal_engine_options_init(&o);
+	o.rank = 0;
+	o.size = 1;
+	o.driver = "ucx";
+	struct canal_engine *e;
+	int err = canal_engine_open(&o, &e);
+	if (err == -ENOTSUP) {
+		printf("test_engine_bulk: UCX cases SKIPPED: canal built without UCX\n");
+		TEST_DONE("test_engine_bulk");
+	}
+	CHECK_EQ(err, 0);
+	canal_engine_close(e);
+	thresh_case(false);
+	thresh_case(true);
+	control_for_bulk_send(PIECE_FIN);
+	control_for_bulk_send(PIECE_RTR);
+	bulk_of_length(BIG, 2 * BIG, 3 * BIG); /* longer, buffer big enough */
+	bulk_of_length(BIG, 2 * BIG, BIG / 2); /* longer, buffer smaller */
+	bulk_of_length(2 * BIG, BIG, 3 * BIG); /* shorter */
+	TEST_DONE("test_engine_bulk");
+}
