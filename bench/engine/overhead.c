@@ -40,6 +40,10 @@ static void *open_one(void *arg)
 	opt.size = 2;
 	opt.dir = o->dir;
 	opt.driver = o->driver;
+	/* Both drivers are used raw from the start (the raw rounds): every
+	 * gate connected at open (lazy shm, the default, would leave them
+	 * NULL until a first message). */
+	opt.connect = "eager";
 	o->err = canal_engine_open(&opt, &o->e);
 	return NULL;
 }
@@ -123,6 +127,10 @@ int main(int argc, char **argv)
 	check(o[1].err, "open");
 	struct canal_engine *e0 = o[0].e, *e1 = o[1].e;
 	struct canal__driver *d01 = e0->gates[1].drv, *d10 = e1->gates[0].drv;
+	if (!d01 || !d10) {
+		fprintf(stderr, "overhead: a gate has no driver after open\n");
+		return 2;
+	}
 	if (size > d01->caps.eager_max) {
 		fprintf(stderr, "overhead: size above the eager size\n");
 		return 2;
