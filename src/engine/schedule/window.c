@@ -72,6 +72,23 @@ static int enqueue_control(struct canal__gate *g,
 	return 0;
 }
 
+/* The data of send r leaves by the driver's rendezvous, after its RTS
+ * (sent or queued): the receiver's UCX then usually has the receive
+ * posted when the data's own request arrives. A failure fails the gate
+ * (the RTS may be out: its receive would wait for ever). */
+static int bulk_start(struct canal_engine *e, int gi,
+		      struct canal_engine_req *r)
+{
+	struct canal__gate *g = &e->gates[gi];
+	int err = g->drv->ops->bulk_send(g->drv, r->cookie, r->buf, r->len,
+					 &r->bulk);
+	if (err)
+		return canal__gate_fail(e, gi, err, "peer %d: %s", gi,
+					g->drv->why);
+	canal__list_append(&g->bulk, &r->bulk_link);
+	return 0;
+}
+
 int canal__sched_send(struct canal_engine *e, int gi,
 		      struct canal_engine_req *r)
 {
@@ -98,16 +115,8 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		h.a = r->cookie;
 		h.b = caps->read_peer_memory ? (uint64_t)(uintptr_t)r->buf : 0;
 		if (caps->bulk && r->len >= caps->bulk_min) {
-			/* The data leaves now, by the driver's rendezvous: the
-			 * receiver posts its side when the RTS matches. */
 			h.flags |= PIECE_FLAG_BULK;
 			h.b = 0;
-			int err = g->drv->ops->bulk_send(g->drv, r->cookie,
-							 r->buf, r->len,
-							 &r->bulk);
-			if (err)
-				return err;
-			canal__list_append(&g->bulk, &r->bulk_link);
 		}
 	}
 	/* The message's own piece lives in its request. */
@@ -133,10 +142,14 @@ int canal__sched_send(struct canal_engine *e, int gi,
 	 * (lone()), credit is taken as walk() would, and anything but
 	 * success falls back to the queue (push() then meets a broken link
 	 * again and fails the gate). Not for the pieces of a pack: they are
-	 * queued together so that a strategy may join them. */
-	if (eager && !r->internal && canal__list_empty(&g->express) &&
-	    canal__list_empty(&g->normal) && !g->error &&
-	    g->credits >= (int64_t)p->credit_cost && e->strategy->lone(g, p)) {
+	 * queued together so that a strategy may join them. The RTS of a
+	 * bulk transfer too: its data is already on its way, and the
+	 * receiver's side starts only when the RTS is there. */
+	bool bulk = (h.flags & PIECE_FLAG_BULK) != 0;
+	if ((eager || bulk) && !r->internal &&
+	    canal__list_empty(&g->express) && canal__list_empty(&g->normal) &&
+	    !g->error && g->credits >= (int64_t)p->credit_cost &&
+	    e->strategy->lone(g, p)) {
 		struct iovec iov[2] = {
 			{ p->hdr, p->hdr_len },
 			{ (void *)p->payload, p->payload_len },
@@ -145,12 +158,13 @@ int canal__sched_send(struct canal_engine *e, int gi,
 				      (size_t)p->hdr_len + p->payload_len) == 0) {
 			g->credits -= p->credit_cost;
 			r->pieces_left = 0;
-			canal__req_complete(r, 0);
-			return 0;
+			if (eager)
+				canal__req_complete(r, 0);
+			return bulk ? bulk_start(e, gi, r) : 0;
 		}
 	}
 	enqueue(g, p);
-	return 0;
+	return bulk ? bulk_start(e, gi, r) : 0;
 }
 
 int canal__sched_accept_rts(struct canal_engine *e, int gi,
