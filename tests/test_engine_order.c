@@ -18,7 +18,7 @@ static size_t msg_size(int i)
 	if (i % 37 == 5)
 		return 100000 + (size_t)i;   /* rendezvous on both drivers */
 	if (i % 11 == 3)
-		return 20000 + (size_t)i;    /* rendezvous on shm, eager on tcp */
+		return 20000 + (size_t)i;    /* large eager packets on both */
 	return 8 + (size_t)(i * 13) % 300;
 }
 
