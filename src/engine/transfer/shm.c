@@ -377,6 +377,24 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* How a message above the eager size moves (CANAL_ENGINE_SHM_RNDV):
+ * "ring" (the default), the receiver answers the RTS with RTR and the
+ * sender streams 64 KiB DATA packets through the ring into the receive
+ * buffer: two copies, made by both sides at once; "read", the receiver
+ * copies straight from the sender's buffer with process_vm_readv (one
+ * copy, by the receiver alone, after pinning the sender's pages). AMD EPYC
+ * host, 2026-11-26, osu_bw 128 KiB-4 MiB, 2 interleaved runs: ring
+ * 23.4-25.1k MB/s, read 13.0-15.6k (Open MPI, which reads, 14.0-16.4k in
+ * the make bench run); osu_latency 1 MiB 44.5-45.1 against 71.2-79.2 us;
+ * with a busy process beside: ring 11.6-15.2k, read 7.1-14.2k, Open MPI
+ * 7.0-11.0k. "read" uses less CPU in all (one copy): a choice for a
+ * machine whose cores have other work. */
+static bool rndv_read(void)
+{
+	const char *v = getenv("CANAL_ENGINE_SHM_RNDV");
+	return v && strcmp(v, "read") == 0;
+}
+
 /* Maps a segment with its pages present and writable in this process's
  * page tables: otherwise the first lap of each ring takes a page fault
  * every 4 KiB of traffic, on the message's path. MAP_POPULATE maps the
@@ -499,9 +517,10 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 	d->tx_head = 0;
 	d->rx_tail = 0;
 	d->pidfd = (int)syscall(SYS_pidfd_open, ppid, 0);
-	/* Assumed until a read fails (EPERM under some sandboxes): then the
-	 * schedule layer turns it off and uses the ring (RTR + DATA). */
-	d->base.caps.read_peer_memory = true;
+	/* With "read", assumed until a read fails (EPERM under some
+	 * sandboxes): then the schedule layer turns it off and uses the ring
+	 * (RTR + DATA). */
+	d->base.caps.read_peer_memory = rndv_read();
 	*out = &d->base;
 	return 0;
 fail:
@@ -559,7 +578,7 @@ static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
 	d->base.caps.eager_max = SHM_EAGER_MAX;
 	d->base.caps.gather = false;
 	d->base.caps.flush_noop = true;
-	d->base.caps.read_peer_memory = true;
+	d->base.caps.read_peer_memory = rndv_read();
 	d->tx = &h->ring[side];
 	d->rx = &h->ring[1 - side];
 	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
