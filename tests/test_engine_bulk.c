@@ -9,7 +9,9 @@
  *    complete the send while UCX still reads its buffer);
  *  - a bulk transfer longer, or shorter, than its RTS said;
  *  - an RTS with the bulk flag on shm and on TCP (drivers without bulk),
- *    the receive posted after it arrived (it used to wait for ever).
+ *    the receive posted after it arrived (it used to wait for ever);
+ *  - the driver refusing a bulk send (a plain send and a pack's piece:
+ *    completed once, with the gate's error; -ECONNRESET, not -EPROTO).
  * And: with UCX_RNDV_THRESH set by the user the UCX driver has no bulk
  * (its tags would not be safe: a transfer could go eager) and takes
  * messages up to 1 MiB in packets; without it, bulk from 8448 bytes.
@@ -212,6 +214,62 @@ static void bulk_rts_without_bulk(const char *driver)
 	pair_close(&p);
 }
 
+/* The driver refuses a bulk send (its link broke under it): the gate
+ * fails, and the send's request completes with that error, once: a plain
+ * isend reports it (at once or from its wait); a pack with a bulk
+ * piece ends and its wait reports it (the piece, completed by the gate's
+ * failure, used to be freed and counted out of its pack a second time:
+ * the pack never completed). */
+static int refuse_bulk(struct canal__driver *d, uint64_t id, const void *buf,
+		       size_t len, void **h)
+{
+	(void)id, (void)buf, (void)len, (void)h;
+	snprintf(d->why, sizeof d->why, "bulk send refused (test)");
+	return -ECONNRESET;
+}
+
+static void bulk_send_fails(bool pack)
+{
+	struct pair p;
+	pair_open(&p, "ucx");
+	struct canal__driver *d = p.e->gates[1].drv;
+	static struct canal__driver_ops ops;
+	const struct canal__driver_ops *real = d->ops;
+	ops = *real;
+	ops.bulk_send = refuse_bulk;
+	d->ops = &ops;
+	static unsigned char buf[BIG];
+	struct canal_engine_req *r;
+	if (pack) {
+		struct canal_engine_pack *k;
+		CHECK_EQ(canal_engine_pack_begin(p.e, 1, 9, &k), 0);
+		CHECK_EQ(canal_engine_pack(k, "hdr", 3, 0), 0);
+		CHECK_EQ(canal_engine_pack(k, buf, BIG, 0), 0);
+		int err = canal_engine_pack_end(k, &r);
+		if (err == 0)
+			CHECK_EQ(canal_engine_wait(p.e, r, NULL), -ECONNRESET);
+		else
+			CHECK_EQ(err, -ECONNRESET);
+	} else {
+		int err = canal_engine_isend(p.e, 1, 9, buf, BIG, 0, &r);
+		if (err == 0)
+			err = canal_engine_wait(p.e, r, NULL);
+		CHECK_EQ(err, -ECONNRESET);
+	}
+	char why[160] = "";
+	CHECK_EQ(canal_engine_gate_error(p.e, 1, why, sizeof why), -ECONNRESET);
+	CHECK(strstr(why, "refused") != NULL);
+	/* the session goes on: a request table and cache still whole */
+	for (int i = 0; i < 64; i++) {
+		struct canal_engine_req *q;
+		CHECK_EQ(canal_engine_isend(p.e, 1, 9, buf, 8, 0, &q), -ECONNRESET);
+	}
+	printf("bulk send refused by the driver (%s): %s\n",
+	       pack ? "pack" : "isend", why);
+	d->ops = real;
+	pair_close(&p);
+}
+
 static void thresh_case(bool user_thresh)
 {
 	if (user_thresh)
@@ -261,6 +319,8 @@ int main(void)
 	canal_engine_close(e);
 	thresh_case(false);
 	thresh_case(true);
+	bulk_send_fails(true);
+	bulk_send_fails(false);
 	control_for_bulk_send(PIECE_FIN);
 	control_for_bulk_send(PIECE_RTR);
 	bulk_of_length(BIG, 2 * BIG, 3 * BIG); /* longer, buffer big enough */

@@ -19,6 +19,8 @@ static size_t msg_size(int i)
 		return 100000 + (size_t)i;   /* rendezvous on both drivers */
 	if (i % 11 == 3)
 		return 20000 + (size_t)i;    /* large eager packets on both */
+	if (i % 41 == 7)                     /* both sides of the eager size */
+		return 65536 + (size_t)(i / 41 % 2); /* of shm and TCP (64 KiB) */
 	return 8 + (size_t)(i * 13) % 300;
 }
 

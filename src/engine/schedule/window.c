@@ -75,16 +75,21 @@ static int enqueue_control(struct canal__gate *g,
 /* The data of send r leaves by the driver's rendezvous, after its RTS
  * (sent or queued): the receiver's UCX then usually has the receive
  * posted when the data's own request arrives. A failure fails the gate
- * (the RTS may be out: its receive would wait for ever). */
+ * (the RTS may be out: its receive would wait for ever), which completes
+ * r with the gate's error (and frees it if it is a pack's piece): 0 is
+ * returned all the same, so that the caller, as after any accepted send,
+ * neither frees r nor counts it out of its pack a second time. */
 static int bulk_start(struct canal_engine *e, int gi,
 		      struct canal_engine_req *r)
 {
 	struct canal__gate *g = &e->gates[gi];
 	int err = g->drv->ops->bulk_send(g->drv, r->cookie, r->buf, r->len,
 					 &r->bulk);
-	if (err)
-		return canal__gate_fail(e, gi, err, "peer %d: %s", gi,
-					g->drv->why);
+	if (err) {
+		r->bulk = NULL;
+		canal__gate_fail(e, gi, err, "peer %d: %s", gi, g->drv->why);
+		return 0;
+	}
 	canal__list_append(&g->bulk, &r->bulk_link);
 	return 0;
 }
@@ -339,6 +344,7 @@ static int dispatch(struct canal_engine *e, int gi,
 			*why = "data piece outside any pending receive";
 			return -EPROTO;
 		}
+
 		if (h->b < r->len) {
 			size_t n = r->len - h->b < h->len ? r->len - h->b : h->len;
 			memcpy(r->buf + h->b, payload, n);
