@@ -1,4 +1,5 @@
-/* test_engine_bulk - bulk transfers (the UCX driver's: the engine's RTS,
+/* test_engine_bulk - requests to send and bulk transfers (the UCX
+ * driver's: the engine's RTS,
  * the data by UCX's rendezvous between the users' buffers) against a peer
  * that breaks the protocol. As in test_engine_fuzz, rank 0 is a real
  * session and rank 1 a session of the same process whose driver is used
@@ -11,7 +12,9 @@
  *  - an RTS with the bulk flag on shm and on TCP (drivers without bulk),
  *    the receive posted after it arrived (it used to wait for ever);
  *  - the driver refusing a bulk send (a plain send and a pack's piece:
- *    completed once, with the gate's error; -ECONNRESET, not -EPROTO).
+ *    completed once, with the gate's error; -ECONNRESET, not -EPROTO);
+ *  - (shm) a flood of RTS pieces for messages nobody receives: cut off
+ *    at twice the credit window, as unexpected eager data is.
  * And: with UCX_RNDV_THRESH set by the user the UCX driver has no bulk
  * (its tags would not be safe: a transfer could go eager) and takes
  * messages up to 1 MiB in packets; without it, bulk from 8448 bytes.
@@ -270,6 +273,40 @@ static void bulk_send_fails(bool pack)
 	pair_close(&p);
 }
 
+/* A peer that ignores credits and floods requests to send (RTS pieces,
+ * no data) for messages nobody receives yet: each costs the receiver an
+ * allocation, so they count against the same cut-off as unexpected eager
+ * data (twice the credit window): the gate fails with -EPROTO instead of
+ * the receiver's memory growing without end. Over shm, packets of as
+ * many RTS pieces as fit. */
+static void rts_flood(void)
+{
+	struct pair p;
+	pair_open(&p, "shm");
+	enum { PER_PACKET = 2000 };
+	static unsigned char pkt[PER_PACKET * 32];
+	uint32_t seq = 0;
+	/* a well-behaved sender's credits allow 2 MiB / 256 B = 8192 of
+	 * them: send up to 4x that */
+	for (int k = 0; k < 4 * 5 && !p.e->gates[1].error; k++) {
+		size_t n = 0;
+		for (int i = 0; i < PER_PACKET; i++) {
+			struct canal__piece_hdr h = { .kind = PIECE_RTS,
+						      .tag = 5, .seq = seq++,
+						      .len = 1u << 20,
+						      .a = 1ull << 32 };
+			n += canal__piece_encode(&h, pkt + n);
+		}
+		fake_send(&p, pkt, n);
+		canal_engine_progress(p.e);
+	}
+	expect_proto(&p, "a flood of requests to send");
+	char why[160];
+	canal_engine_gate_error(p.e, 1, why, sizeof why);
+	CHECK(strstr(why, "beyond the credit window") != NULL);
+	pair_close(&p);
+}
+
 static void thresh_case(bool user_thresh)
 {
 	if (user_thresh)
@@ -302,6 +339,7 @@ int main(void)
 #ifdef __SANITIZE_THREAD__
 	setenv("UCX_MEM_EVENTS", "no", 0);
 #endif
+	rts_flood();
 	bulk_rts_without_bulk("shm");
 	bulk_rts_without_bulk("tcp");
 	struct canal_engine_options o;

@@ -2,7 +2,8 @@
  * peer (together far beyond the credit window) while the receiver posts
  * nothing for a while, then receives them all: no deadlock, nothing lost,
  * in order. Both directions at once (each side floods the other), on both
- * drivers and both strategies. */
+ * drivers and both strategies; the same with 9000 rendezvous sends (more
+ * than the RTS credit allows). */
 #include "engine_job.h"
 
 #define N 2500
@@ -47,6 +48,52 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	free(in);
 	free(s);
 	free(r);
+	return 0;
+}
+
+/* More rendezvous sends pending than RTS credit allows (an RTS costs
+ * CANAL__RTS_COST: 8192 per 2 MiB window): 9000 sends of 70 000+ bytes
+ * (above both drivers' eager size) each way while the receiver posts
+ * nothing for a while; then all arrive, in order (lengths differ by
+ * message), without deadlock and without the receiver cutting the sender
+ * off. One buffer serves every send (rendezvous sends are not copied) and
+ * one every receive. */
+static int rndv_flood(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	enum { M = 9000, B = 70000 };
+	int peer = 1 - rank;
+	unsigned char *out = malloc(B + 8), *in = malloc(B + 8);
+	struct canal_engine_req **s = calloc(M, sizeof *s);
+	CHECK(out && in && s);
+	memset(out, 0x5a + rank, B + 8);
+	for (int i = 0; i < M; i++)
+		CHECK_EQ(canal_engine_isend(e, peer, 8, out, B + (size_t)(i % 7), 0,
+					    &s[i]),
+			 0);
+	for (int k = 0; k < 2000; k++)
+		canal_engine_progress(e);
+	usleep(100 * 1000);
+	for (int i = 0; i < M; i++) {
+		struct canal_engine_req *r;
+		struct canal_engine_status st;
+		CHECK_EQ(canal_engine_irecv(e, peer, 8, in, B + 8, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, &st), 0);
+		CHECK_EQ(st.len, B + (size_t)(i % 7));
+		CHECK_EQ(in[B - 1], 0x5a + peer);
+	}
+	for (int i = 0; i < M; i++)
+		CHECK_EQ(canal_engine_wait(e, s[i], NULL), 0);
+	struct canal_engine_req *q;
+	int one = 1;
+	CHECK_EQ(canal_engine_isend(e, peer, 4, &one, sizeof one, 0, &q), 0);
+	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+	CHECK_EQ(canal_engine_irecv(e, peer, 4, &one, sizeof one, &q), 0);
+	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+	free(out);
+	free(in);
+	free(s);
 	return 0;
 }
 
@@ -109,6 +156,12 @@ int main(void)
 			printf("%s/%s: ok\n", drivers[d], strategies[k]);
 			fflush(stdout);
 		}
+	for (int d = 0; d < 2; d++) {
+		struct job j = { 2, drivers[d], "default", 120, -1 };
+		CHECK_EQ(job_run(&j, rndv_flood, NULL), 0);
+		printf("%s: 9000 rendezvous sends pending: ok\n", drivers[d]);
+		fflush(stdout);
+	}
 	for (int d = 0; d < 2; d++) {
 		struct job j = { 2, drivers[d], "default", 20, -1 };
 		CHECK_EQ(job_run(&j, urgent_body, NULL), 0);

@@ -135,7 +135,8 @@ struct canal__gate {
 	uint32_t *send_next, *recv_next;
 	struct canal__list posted;      /* receives with an assigned seq */
 	struct canal__list unexpected;  /* struct canal__unexpected */
-	uint64_t unexpected_bytes;      /* held for no receive yet */
+	uint64_t unexpected_bytes;      /* credit of what is held for no
+					 * receive yet (match.c) */
 };
 
 struct canal_engine {

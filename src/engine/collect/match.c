@@ -31,11 +31,21 @@ int canal__collect_gate_init(struct canal__gate *g)
 	return g->send_next && g->recv_next ? 0 : -ENOMEM;
 }
 
+/* What an unexpected arrival counts against the cut-off below: the
+ * credit its sender spent on it (an eager message's header and bytes, an
+ * RTS's header), so that a peer ignoring credits is cut off whether it
+ * floods data or requests to send (each of those costs an allocation
+ * here too); a sender that keeps to its credits never reaches it. */
+static uint64_t unexpected_cost(const struct canal__piece_hdr *h)
+{
+	return h->kind == PIECE_EAGER ? canal__eager_cost(h->len)
+				      : CANAL__RTS_COST;
+}
+
 static void unexpected_free(struct canal__gate *g, struct canal__unexpected *u)
 {
 	canal__list_remove(&u->link);
-	if (u->h.kind == PIECE_EAGER)
-		g->unexpected_bytes -= u->h.len;
+	g->unexpected_bytes -= unexpected_cost(&u->h);
 	free(u);
 }
 
@@ -57,7 +67,7 @@ static int deliver(struct canal_engine *e, int gi, struct canal_engine_req *r,
 	r->gate = gi;
 	r->seq = h->seq;
 	if (h->kind == PIECE_RTS) {
-		canal__sched_credit_return(e, gi, PIECE_HDR);
+		canal__sched_credit_return(e, gi, CANAL__RTS_COST);
 		return canal__sched_accept_rts(e, gi, r, h);
 	}
 	size_t n = h->len < r->len ? h->len : r->len;
@@ -177,7 +187,8 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 		}
 	}
 	size_t keep = h->kind == PIECE_EAGER ? h->len : 0;
-	if (g->unexpected_bytes + keep > 2 * (uint64_t)CANAL__CREDIT_WINDOW)
+	if (g->unexpected_bytes + unexpected_cost(h) >
+	    2 * (uint64_t)CANAL__CREDIT_WINDOW)
 		return canal__gate_fail(e, gi, -EPROTO,
 					"peer %d: malformed frame: unexpected "
 					"data beyond the credit window", gi);
@@ -188,7 +199,7 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 	if (keep)
 		memcpy(u->data, payload, keep);
 	canal__list_append(&g->unexpected, &u->link);
-	g->unexpected_bytes += keep;
+	g->unexpected_bytes += unexpected_cost(h);
 	return 0;
 }
 

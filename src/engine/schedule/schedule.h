@@ -83,4 +83,12 @@ static inline uint32_t canal__eager_cost(uint32_t len)
 	return PIECE_HDR + len;
 }
 
+/* The credit of a request to send (RTS), spent by the sender and returned
+ * when a receive takes it: more than its 12 bytes, because an unmatched
+ * RTS costs the receiver an allocation and a place in the unexpected list
+ * it scans: a sender may have at most 8192 of them unmatched per gate
+ * (the credit window over this), and a peer that ignores credits is cut
+ * off at twice that (match.c). */
+#define CANAL__RTS_COST 256u
+
 #endif /* CANAL_ENGINE_SCHEDULE_H */

@@ -66,10 +66,16 @@ static int walk(struct canal__gate *g, struct selection *sel, int limit)
 		     l = l->next, seen++) {
 			struct canal__piece *p =
 				canal__container_of(l, struct canal__piece, link);
-			bool data = p->credit_cost > 0 || p->payload_len > 0;
-			if (data && data_blocked)
+			/* Pieces that spend credit keep their order; a DATA
+			 * piece spends none (its receive is posted: RTR) and
+			 * must not wait behind one that waits for credit: the
+			 * receiver returns credit only as it takes messages,
+			 * and the one it waits for may be that DATA's (a
+			 * deadlock: test_engine_flow, rndv_flood). */
+			bool credited = p->credit_cost > 0;
+			if (credited && data_blocked)
 				continue;
-			if (!take(sel, p) && data)
+			if (!take(sel, p) && credited)
 				data_blocked = true;
 		}
 	}

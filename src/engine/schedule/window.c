@@ -138,7 +138,7 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		p->payload_len = (uint32_t)r->len;
 		p->credit_cost = canal__eager_cost((uint32_t)r->len);
 	} else {
-		p->credit_cost = PIECE_HDR;
+		p->credit_cost = CANAL__RTS_COST;
 		r->rndv_wait = true;
 	}
 	r->pieces_left = 1;
@@ -240,6 +240,12 @@ static int send_data(struct canal__gate *g, struct canal_engine_req *r,
 			return -ENOMEM;
 		p->payload = r->buf + off;
 		p->payload_len = (uint32_t)n;
+		/* In the express queue: free of credit, for a receive that
+		 * is posted (it sent the RTR), it must never wait behind
+		 * pieces that wait for credit the receiver returns only as
+		 * it takes messages, maybe this one first (a deadlock with
+		 * more RTS pending than their credit: test_engine_flow). */
+		p->express = true;
 		r->pieces_left++;
 		enqueue(g, p);
 	}
