@@ -9,6 +9,17 @@
 #define N 2500
 #define SZ 4000 /* 2500 x 4 KB = 10 MB, five credit windows */
 
+/* Neither side leaves while the other may still need it. */
+static void closing_handshake(struct canal_engine *e, int peer)
+{
+	struct canal_engine_req *q;
+	int one = 1;
+	CHECK_EQ(canal_engine_isend(e, peer, 4, &one, sizeof one, 0, &q), 0);
+	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+	CHECK_EQ(canal_engine_irecv(e, peer, 4, &one, sizeof one, &q), 0);
+	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+}
+
 static int body(struct canal_engine *e, int rank, int size, void *arg)
 {
 	(void)size;
@@ -37,13 +48,7 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	}
 	for (int i = 0; i < N; i++)
 		CHECK_EQ(canal_engine_wait(e, s[i], NULL), 0);
-	/* closing handshake */
-	struct canal_engine_req *q;
-	int one = 1;
-	CHECK_EQ(canal_engine_isend(e, peer, 4, &one, sizeof one, 0, &q), 0);
-	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
-	CHECK_EQ(canal_engine_irecv(e, peer, 4, &one, sizeof one, &q), 0);
-	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+	closing_handshake(e, peer);
 	free(out);
 	free(in);
 	free(s);
@@ -85,12 +90,7 @@ static int rndv_flood(struct canal_engine *e, int rank, int size, void *arg)
 	}
 	for (int i = 0; i < M; i++)
 		CHECK_EQ(canal_engine_wait(e, s[i], NULL), 0);
-	struct canal_engine_req *q;
-	int one = 1;
-	CHECK_EQ(canal_engine_isend(e, peer, 4, &one, sizeof one, 0, &q), 0);
-	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
-	CHECK_EQ(canal_engine_irecv(e, peer, 4, &one, sizeof one, &q), 0);
-	CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+	closing_handshake(e, peer);
 	free(out);
 	free(in);
 	free(s);

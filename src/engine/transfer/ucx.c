@@ -580,22 +580,36 @@ static int bulk_start(struct ucx_driver *d, ucs_status_ptr_t r,
 	return 0;
 }
 
+/* A new handle and the request parameters both directions share (a
+ * callback on b, always through a request); 0, or the link's error or
+ * -ENOMEM. */
+static int bulk_new(struct ucx_driver *d, struct ucx_bulk **b,
+		    ucp_request_param_t *p)
+{
+	if (d->failed)
+		return ucx_fail(d, d->failed);
+	*b = calloc(1, sizeof **b);
+	if (!*b)
+		return -ENOMEM;
+	*p = (ucp_request_param_t){
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+		.user_data = *b,
+	};
+	return 0;
+}
+
 static int ucx_bulk_send(struct canal__driver *d_, uint64_t id,
 			 const void *buf, size_t len, void **h)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (d->failed)
-		return ucx_fail(d, d->failed);
-	struct ucx_bulk *b = calloc(1, sizeof *b);
-	if (!b)
-		return -ENOMEM;
-	ucp_request_param_t p = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-		.cb.send = bulk_send_done,
-		.user_data = b,
-	};
+	struct ucx_bulk *b;
+	ucp_request_param_t p;
+	int err = bulk_new(d, &b, &p);
+	if (err)
+		return err;
+	p.cb.send = bulk_send_done;
 	return bulk_start(d, ucp_tag_send_nbx(d->ep, buf, len,
 					      bulk_tag(d->c->rank, id), &p),
 			  b, h);
@@ -612,18 +626,12 @@ static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
 			 size_t cap, size_t len, void **h)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (d->failed)
-		return ucx_fail(d, d->failed);
-	struct ucx_bulk *b = calloc(1, sizeof *b);
-	if (!b)
-		return -ENOMEM;
-	ucp_request_param_t p = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-		.cb.recv = bulk_recv_done,
-		.user_data = b,
-	};
+	struct ucx_bulk *b;
+	ucp_request_param_t p;
+	int err = bulk_new(d, &b, &p);
+	if (err)
+		return err;
+	p.cb.recv = bulk_recv_done;
 	b->recv = true;
 	const void *dst = buf;
 	size_t count = len;
