@@ -384,8 +384,10 @@ static uint64_t now_ms(void)
  * copies straight from the sender's buffer with process_vm_readv (one
  * copy, by the receiver alone, after pinning the sender's pages). AMD EPYC
  * host, 2026-11-26, osu_bw 128 KiB-4 MiB, 2 interleaved runs: ring
- * 23.4-25.1k MB/s, read 13.0-15.6k (Open MPI, which reads, 14.0-16.4k in
- * the make bench run); osu_latency 1 MiB 44.5-45.1 against 71.2-79.2 us;
+ * 23.4-25.1k MB/s, read 13.0-15.6k; a second set with Open MPI (which
+ * reads) in the same runs, the host in its faster state: ring 52-65k,
+ * read 11.5-15.6k, Open MPI 14.2-15.7k; osu_latency 1 MiB 44.5-45.1
+ * against 71.2-79.2 us;
  * with a busy process beside: ring 11.6-15.2k, read 7.1-14.2k, Open MPI
  * 7.0-11.0k. "read" uses less CPU in all (one copy): a choice for a
  * machine whose cores have other work. */
