@@ -18,7 +18,9 @@
  *   default    one piece per packet, sent as soon as the driver has room.
  *   aggregate  while the driver is busy, pieces accumulate (until
  *              AGGREGATE_FLUSH bytes are queued); when it is idle, one
- *              packet takes as many pieces of any flows as fit.
+ *              packet takes as many pieces of any flows as fit (at most
+ *              EXPRESS_PACKET bytes with express pieces on a driver
+ *              whose packets are cheap).
  */
 #include "schedule.h"
 
@@ -30,6 +32,16 @@
 #define SCAN_LIMIT 64
 /* Above this many queued bytes, aggregate stops waiting for idle. */
 #define AGGREGATE_FLUSH ((size_t)32768)
+/* Where packets are cheap (!caps.costly_packets), a packet that carries
+ * express pieces is kept to this many bytes: the receiver needs those
+ * pieces early (its next receive depends on them), and a large piece
+ * behind them in the same packet makes it wait for the large piece's
+ * bytes, and then find that piece unexpected. Measured, page requests of
+ * 64 KiB pages on shm (found flag express, then the page, eager): the
+ * reply as one packet 7.8-9.0 us per 3 pages, one packet per piece
+ * 6.3-7.0, the express packet kept short 6.2-6.3. On TCP the second
+ * packet's system call costs more than the wait: 43 -> 52 us. */
+#define EXPRESS_PACKET ((size_t)4096)
 
 /* Walk the window in order (express queue, then normal, at most
  * SCAN_LIMIT pieces each) and call take() on each piece that may go now:
@@ -98,8 +110,19 @@ static int select_aggregate(struct canal_engine *e, struct canal__gate *g,
 	if (!d->ops->idle(d) && g->queued_bytes < AGGREGATE_FLUSH &&
 	    canal__list_empty(&g->express))
 		return 0;
-	struct selection sel = { out, 0, max, g->credits, d->caps.max_packet };
-	return walk(g, &sel, max);
+	size_t room = d->caps.max_packet;
+	if (!canal__list_empty(&g->express) && !d->caps.costly_packets &&
+	    room > EXPRESS_PACKET)
+		room = EXPRESS_PACKET;
+	struct selection sel = { out, 0, max, g->credits, room };
+	int k = walk(g, &sel, max);
+	if (k == 0 && room < d->caps.max_packet) {
+		/* The first express piece alone is larger: it goes alone. */
+		sel = (struct selection){ out, 0, max, g->credits,
+					  d->caps.max_packet };
+		k = walk(g, &sel, 1);
+	}
+	return k;
 }
 
 static bool lone_default(struct canal__gate *g, const struct canal__piece *p)

@@ -35,6 +35,12 @@ struct canal__driver_caps {
 				  * rendezvous (UCX), after the engine's RTS,
 				  * when it has at least bulk_min bytes */
 	size_t bulk_min;
+	bool costly_packets;     /* each packet costs a system call (TCP):
+				  * a strategy that joins a large piece to
+				  * small ones saves one. Without it (shm)
+				  * a packet costs little more than its
+				  * copy, and the receiver sees none of it
+				  * before the whole is there. */
 };
 
 struct canal__driver;

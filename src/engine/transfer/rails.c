@@ -541,6 +541,8 @@ int canal__rails_new(struct canal__driver **subs, int n,
 		if (rail_eager_max(subs[i]) < d->base.caps.eager_max)
 			d->base.caps.eager_max = rail_eager_max(subs[i]);
 		d->base.caps.gather = d->base.caps.gather && subs[i]->caps.gather;
+		d->base.caps.costly_packets = d->base.caps.costly_packets ||
+					      subs[i]->caps.costly_packets;
 	}
 	d->base.caps.max_packet -= 8; /* our header (TCP leaves 256 spare) */
 	d->base.caps.read_peer_memory = false;

@@ -240,6 +240,7 @@ static int tcp_driver_new(int fd, int dead_after_ms, struct canal__driver **out)
 	d->base.caps.eager_max = TCP_EAGER_MAX;
 	d->base.caps.gather = true;
 	d->base.caps.read_peer_memory = false;
+	d->base.caps.costly_packets = true;
 	d->out = malloc(TCP_MAX_PACKET + 4);
 	d->in_cap = 4 * (TCP_MAX_PACKET + 4);
 	d->in = malloc(d->in_cap);
