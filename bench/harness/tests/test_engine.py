@@ -70,6 +70,15 @@ def test_size_label():
 def test_parse_seed_patterns():
     assert engine.parse_page("# Page requests (...)\nseries of 3 pages: 61.25 us\n") == 61.25
     assert engine.parse_page("garbage") is None
+    assert engine.parse_page_bytes("# Page requests (3 pages of 66560 B; driver shm") == 66560
+    assert engine.parse_page_bytes("garbage") is None
+    C = engine.Cell
+    cells = {"shm default": {1: C([1.0]), 10: C([4.0])},
+             "shm aggregate": {1: C([0.9]), 10: C([1.0])},
+             "tcp default": {1: C([2.0])}}
+    assert engine.gains(cells, ("shm", "tcp"), [1, 10]) == [["shm", "10 %", "75 %"]]
+    cells["tcp aggregate"] = {1: C([1.0])}
+    assert engine.gains(cells, ("tcp",), [1, 10]) == [["tcp", "50 %", "-"]]
     mux = "# Two multiplexed flows\n# Packs  Latency (us)\n1    0.58\n1000   200.5\n"
     assert engine.parse_mux(mux) == {1: 0.58, 1000: 200.5}
 
