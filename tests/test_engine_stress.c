@@ -99,10 +99,10 @@ static void dump(int sig)
 		if (g == e->rank)
 			continue;
 		struct canal__gate *gt = &e->gates[g];
-		fprintf(stderr, "  gate %d: sent %d posted %d credits %lld owed %llu unexpected %zu (%llu B) posted-list %zu queues %zu+%zu err %d\n",
+		fprintf(stderr, "  gate %d: sent %d posted %d credits %lld owed %llu unexpected %u (%llu B) posted %u queues %zu+%zu err %d\n",
 			g, dbg_sent[g], dbg_posted[g], (long long)gt->credits,
-			(unsigned long long)gt->credit_owed, list_len(&gt->unexpected),
-			(unsigned long long)gt->unexpected_bytes, list_len(&gt->posted),
+			(unsigned long long)gt->credit_owed, gt->unexpected.n,
+			(unsigned long long)gt->unexpected_bytes, gt->posted.n,
 			list_len(&gt->express), list_len(&gt->normal), gt->error);
 	}
 	_exit(14);

@@ -40,6 +40,13 @@ struct canal__list {
 	struct canal__list *next, *prev;
 };
 
+/* A hash table of lists keyed by (tag, seq): collect/table.h. */
+struct canal__table {
+	struct canal__list *bucket;
+	uint32_t mask; /* buckets - 1 (a power of two, minus one) */
+	uint32_t n;    /* entries */
+};
+
 static inline void canal__list_init(struct canal__list *l)
 {
 	l->next = l->prev = l;
@@ -133,8 +140,8 @@ struct canal__gate {
 	/* collect: per-tag sequence numbers (65536 each, calloc'ed: pages are
 	 * touched only for the tags used) and matching lists. */
 	uint32_t *send_next, *recv_next;
-	struct canal__list posted;      /* receives with an assigned seq */
-	struct canal__list unexpected;  /* struct canal__unexpected */
+	struct canal__table posted;     /* receives with an assigned seq */
+	struct canal__table unexpected; /* struct canal__unexpected */
 	uint64_t unexpected_bytes;      /* credit of what is held for no
 					 * receive yet (match.c) */
 };

@@ -106,7 +106,7 @@ void canal__req_free(struct canal_engine_req *r)
 	struct canal_engine *e = r->e;
 	uint32_t idx = (uint32_t)r->cookie;
 	if (r->posted)
-		canal__list_remove(&r->link);
+		canal__collect_unpost(r);
 	e->reqtab[idx] = NULL;
 	if (!r->done)
 		e->undone--;
@@ -130,10 +130,8 @@ void canal__req_complete_slow(struct canal_engine_req *r, int error)
 	r->done = true;
 	r->error = error;
 	r->e->undone--;
-	if (r->posted) {
-		canal__list_remove(&r->link);
-		r->posted = false;
-	}
+	if (r->posted)
+		canal__collect_unpost(r);
 	struct canal_engine_req *p = r->parent;
 	if (p) {
 		if (error && !p->error)

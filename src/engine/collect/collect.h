@@ -12,8 +12,9 @@
  * gate (round robin over gates for fairness).
  *
  * Invariants, per gate g and tag t:
- *  C1 every receive on g's posted list has tag t and seq < recv_next[t];
- *     no two have the same (t, seq).
+ *  C1 every receive on g's posted table has tag t and seq < recv_next[t];
+ *     no two have the same (t, seq). (Posted receives and unexpected
+ *     messages are in hash tables keyed by (t, seq): collect/table.h.)
  *  C2 every unexpected message of (t, s) has no posted receive of (t, s);
  *     if s < recv_next[t] it would have one: arrive() matches first.
  *  C3 an arrival with s < recv_next[t] and no posted receive is a
@@ -34,6 +35,8 @@ void canal__collect_gate_free(struct canal__gate *g);
 int canal__collect_arrive(struct canal_engine *e, int g,
 			  const struct canal__piece_hdr *h,
 			  const unsigned char *payload);
+/* Take receive r off its posted table or list (r->posted: true). */
+void canal__collect_unpost(struct canal_engine_req *r);
 /* isend without pushing: the request is queued (for pack_end). */
 int canal__collect_send(struct canal_engine *e, int g, unsigned tag,
 			const void *buf, size_t len, unsigned flags,

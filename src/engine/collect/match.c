@@ -5,6 +5,7 @@
  * irecv and probe.
  */
 #include "collect.h"
+#include "table.h"
 
 #include "../schedule/schedule.h"
 #include "../transfer/driver.h"
@@ -21,11 +22,32 @@ struct canal__unexpected {
 
 #define TAGS (CANAL_ENGINE_TAG_MAX + 1)
 
+static void posted_key(const struct canal__list *l, unsigned *tag,
+		       uint32_t *seq)
+{
+	const struct canal_engine_req *r =
+		canal__container_of(l, struct canal_engine_req, link);
+	*tag = r->tag;
+	*seq = r->seq;
+}
+
+static void unexpected_key(const struct canal__list *l, unsigned *tag,
+			   uint32_t *seq)
+{
+	const struct canal__unexpected *u =
+		canal__container_of(l, struct canal__unexpected, link);
+	*tag = u->h.tag;
+	*seq = u->h.seq;
+}
+
 int canal__collect_gate_init(struct canal__gate *g)
 {
-	canal__list_init(&g->posted);
-	canal__list_init(&g->unexpected);
 	g->unexpected_bytes = 0;
+	int err = canal__table_init(&g->posted);
+	if (!err && (err = canal__table_init(&g->unexpected)) < 0)
+		canal__table_free(&g->posted);
+	if (err)
+		return err;
 	g->send_next = calloc(TAGS, sizeof *g->send_next);
 	g->recv_next = calloc(TAGS, sizeof *g->recv_next);
 	return g->send_next && g->recv_next ? 0 : -ENOMEM;
@@ -42,19 +64,39 @@ static uint64_t unexpected_cost(const struct canal__piece_hdr *h)
 				      : CANAL__RTS_COST;
 }
 
-static void unexpected_free(struct canal__gate *g, struct canal__unexpected *u)
+/* Off the table (its link left self-linked: removing it again is a
+ * no-op), still counted in unexpected_bytes. */
+static void unexpected_unlink(struct canal__gate *g, struct canal__unexpected *u)
 {
 	canal__list_remove(&u->link);
+	canal__list_init(&u->link);
+	g->unexpected.n--;
+}
+
+static void unexpected_release(struct canal__gate *g,
+			       struct canal__unexpected *u)
+{
 	g->unexpected_bytes -= unexpected_cost(&u->h);
 	free(u);
 }
 
 void canal__collect_gate_free(struct canal__gate *g)
 {
-	while (!canal__list_empty(&g->unexpected))
-		unexpected_free(g, canal__container_of(g->unexpected.next,
-						       struct canal__unexpected,
-						       link));
+	if (g->unexpected.bucket) {
+		for (uint32_t i = 0; i <= g->unexpected.mask; i++) {
+			struct canal__list *b = &g->unexpected.bucket[i];
+			while (!canal__list_empty(b)) {
+				struct canal__unexpected *u = canal__container_of(
+					b->next, struct canal__unexpected, link);
+				unexpected_unlink(g, u);
+				unexpected_release(g, u);
+			}
+		}
+	}
+	/* Posted receives are the requests': they are freed with them (a
+	 * closing engine frees every request before its gates). */
+	canal__table_free(&g->unexpected);
+	canal__table_free(&g->posted);
 	free(g->send_next);
 	free(g->recv_next);
 	g->send_next = g->recv_next = NULL;
@@ -82,8 +124,8 @@ static int deliver(struct canal_engine *e, int gi, struct canal_engine_req *r,
 static struct canal__unexpected *find_unexpected(struct canal__gate *g,
 						 unsigned tag, uint32_t seq)
 {
-	for (struct canal__list *l = g->unexpected.next; l != &g->unexpected;
-	     l = l->next) {
+	struct canal__list *b = canal__table_bucket(&g->unexpected, tag, seq);
+	for (struct canal__list *l = b->next; l != b; l = l->next) {
 		struct canal__unexpected *u =
 			canal__container_of(l, struct canal__unexpected, link);
 		if (u->h.tag == tag && u->h.seq == seq)
@@ -97,10 +139,9 @@ static int deliver_unexpected(struct canal_engine *e, int gi,
 			      struct canal__unexpected *u)
 {
 	struct canal__gate *g = &e->gates[gi];
-	canal__list_remove(&u->link);
+	unexpected_unlink(g, u);
 	int err = deliver(e, gi, r, &u->h, u->data);
-	canal__list_init(&u->link);
-	unexpected_free(g, u);
+	unexpected_release(g, u);
 	return err;
 }
 
@@ -129,10 +170,17 @@ static struct canal_engine_req *first_any(struct canal_engine *e, unsigned tag)
 	return NULL;
 }
 
-static void unpost(struct canal_engine_req *r)
+void canal__collect_unpost(struct canal_engine_req *r)
 {
 	canal__list_remove(&r->link);
 	r->posted = false;
+	if (r->gate != CANAL_ENGINE_ANY_GATE)
+		r->e->gates[r->gate].posted.n--;
+}
+
+static void unpost(struct canal_engine_req *r)
+{
+	canal__collect_unpost(r);
 }
 
 /* Give any-gate receives of tag the unexpected messages of gate gi that
@@ -162,8 +210,8 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 {
 	struct canal__gate *g = &e->gates[gi];
 	unsigned tag = h->tag;
-	for (struct canal__list *l = g->posted.next; l != &g->posted;
-	     l = l->next) {
+	struct canal__list *b = canal__table_bucket(&g->posted, tag, h->seq);
+	for (struct canal__list *l = b->next; l != b; l = l->next) {
 		struct canal_engine_req *r =
 			canal__container_of(l, struct canal_engine_req, link);
 		if (r->tag == tag && r->seq == h->seq) {
@@ -198,7 +246,8 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 	u->h = *h;
 	if (keep)
 		memcpy(u->data, payload, keep);
-	canal__list_append(&g->unexpected, &u->link);
+	canal__table_add(&g->unexpected, &u->link, tag, h->seq,
+			 unexpected_key);
 	g->unexpected_bytes += unexpected_cost(h);
 	return 0;
 }
@@ -321,7 +370,7 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		struct canal__unexpected *u = find_unexpected(g, tag, r->seq);
 		if (u)
 			return deliver_posting(e, gate, r, u), 0;
-		canal__list_append(&g->posted, &r->link);
+		canal__table_add(&g->posted, &r->link, tag, r->seq, posted_key);
 		r->posted = true;
 		return 0;
 	}
