@@ -113,6 +113,12 @@ int main(void)
 	CHECK_EQ(pick("aggregate", &w, out), 3);
 	CHECK(out[0] == &w.p[0] && out[1] == &w.p[1] && out[2] == &w.p[2]);
 
+	/* Without express pieces, cheap packets are as large as ever. */
+	window_init(&w, false, shm_packet);
+	add(&w, false, 4);
+	add(&w, false, 60000);
+	CHECK_EQ(pick("aggregate", &w, out), 2);
+
 	/* A page small enough joins the express packet on any driver. */
 	window_init(&w, false, shm_packet);
 	reply(&w, 1000);
