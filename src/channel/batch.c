@@ -37,7 +37,8 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 			break;
 		}
 		r = canal__ring_claim_send(ch, n - done, &pos,
-					   try_only ? 0 : CANAL_NO_DEADLINE);
+					   try_only ? 0 : CANAL_NO_DEADLINE,
+					   NULL, false);
 		if (r == -EAGAIN && !try_only) {
 			canal__ring_wait_send(ch, CANAL_NO_DEADLINE);
 			continue;
@@ -86,7 +87,8 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 		if (chan_damaged(ch))
 			return -EBADMSG;
 		long r = canal__ring_claim_recv(ch, max, &pos, try_only,
-						try_only ? 0 : CANAL_NO_DEADLINE);
+						try_only ? 0 : CANAL_NO_DEADLINE,
+						NULL);
 		if (r == -EAGAIN && !try_only) {
 			canal__ring_wait_recv(ch, CANAL_NO_DEADLINE);
 			continue;

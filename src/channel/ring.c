@@ -24,29 +24,38 @@
  * holder died (repair.c decides). */
 #define REPAIR_CHECK_NS 1000000u
 
-/* Waiting on the slot at pos, held by the other side. Returns 0 to look
- * again, -EAGAIN (try: deadline 0) or -ETIMEDOUT. */
-struct held_wait {
-	struct canal__snooze snooze;
-	uint64_t pos; /* the held position (UINT64_MAX: none yet) */
-};
-
-static int wait_held(struct canal_chan *ch, struct held_wait *w, uint64_t pos,
-		     uint64_t deadline)
+static void held_note(struct canal__held_wait *w, uint64_t pos)
 {
 	if (w->pos != pos) {
 		/* A new slot: its grace period starts now. */
 		w->pos = pos;
 		w->snooze = (struct canal__snooze)CANAL__SNOOZE_INIT;
 	}
+}
+
+/* Waiting on the slot at pos, held by the other side. Returns 0 to look
+ * again, -EAGAIN (try: deadline 0) or -ETIMEDOUT. The repair is asked
+ * before the deadline is: a caller that waits in short slices (a
+ * committed receiver, 1 ms) is past each slice's deadline whenever it has
+ * waited long enough to ask (test_holes, test_sync_dead_select). */
+static int wait_held(struct canal_chan *ch, struct canal__held_wait *w,
+		     uint64_t pos, uint64_t deadline)
+{
+	held_note(w, pos);
 	if (deadline == 0 && !canal__snooze_spinning(&w->snooze))
 		return -EAGAIN;
 	uint64_t held = canal__snooze(&w->snooze);
-	if (held && deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
-		return -ETIMEDOUT;
 	if (unlikely(ch->shared) && held >= REPAIR_CHECK_NS)
 		canal__repair_slot(ch, pos, held);
+	if (held && deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
+		return -ETIMEDOUT;
 	return 0;
+}
+
+int canal__ring_wait_held(struct canal_chan *ch, struct canal__held_wait *hw,
+			  uint64_t deadline)
+{
+	return wait_held(ch, hw, hw->pos, deadline);
 }
 
 /* The owner word right after a claim. The id is taken before the claim
@@ -60,9 +69,12 @@ static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
 }
 
 long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
-			    uint64_t deadline)
+			    uint64_t deadline, struct canal__held_wait *hw,
+			    bool give_up_held)
 {
-	struct held_wait hw = { CANAL__SNOOZE_INIT, UINT64_MAX };
+	struct canal__held_wait own = CANAL__HELD_WAIT_INIT;
+	if (!hw)
+		hw = &own;
 	unsigned ck = 0;
 	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
@@ -127,7 +139,11 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 		if (pos - h >= ch->ring)
 			return -EAGAIN; /* full */
 		/* A receiver claimed it and is copying out, or holds it lent. */
-		int w = wait_held(ch, &hw, pos, deadline);
+		if (give_up_held) {
+			held_note(hw, pos);
+			return -EBUSY;
+		}
+		int w = wait_held(ch, hw, pos, deadline);
 		if (w)
 			return w;
 		t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
@@ -136,9 +152,11 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 
 long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 			    uint64_t *pos_out, bool try_only,
-			    uint64_t deadline)
+			    uint64_t deadline, struct canal__held_wait *hw)
 {
-	struct held_wait hw = { CANAL__SNOOZE_INIT, UINT64_MAX };
+	struct canal__held_wait own = CANAL__HELD_WAIT_INIT;
+	if (!hw)
+		hw = &own;
 	unsigned ck = 0;
 	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
@@ -199,7 +217,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 			return -EBADMSG; /* head past tail */
 		/* A sender claimed h and is copying in, or holds it
 		 * reserved. */
-		int w = wait_held(ch, &hw, h, deadline);
+		int w = wait_held(ch, hw, h, deadline);
 		if (w)
 			return w;
 		h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);

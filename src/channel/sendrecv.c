@@ -29,7 +29,13 @@ static int send_impl(struct canal_chan *ch, const void *elt,
 	uint64_t pos;
 	long r;
 	bool select_unit = false;
+	/* Synchronous, not try: never wait on a held slot while holding a
+	 * unit of demand (below); the wait on that slot goes on across the
+	 * units given back and taken again. */
+	struct canal__held_wait hw = CANAL__HELD_WAIT_INIT;
+	bool give_up_held = ch->sync && !try_only;
 
+again:
 	if (unlikely(ch->sync)) {
 		int d = canal__sync_take_demand(ch, deadline, try_only,
 						&select_unit);
@@ -52,15 +58,35 @@ static int send_impl(struct canal_chan *ch, const void *elt,
 			if (canal__ring_wait_send(ch, deadline) == 0)
 				continue;
 		}
-		r = canal__ring_claim_send(ch, 1, &pos, try_only ? 0 : deadline);
+		r = canal__ring_claim_send(ch, 1, &pos, try_only ? 0 : deadline,
+					   &hw, give_up_held);
 		if (likely(r > 0))
 			break;
+		if (r == -EBUSY) {
+			/* The slot at our position is still held by a
+			 * receiver (lent by a borrow, or being copied out).
+			 * Killed while waiting for it with the unit taken,
+			 * this sender would take the unit with it: no slot
+			 * and no owner word for the repair to find, the
+			 * receiver it was counted for waiting for ever
+			 * (test_holes, test_sync_dead_claim_wait). So the
+			 * unit goes back first; the wait on the slot (and its
+			 * repair, should its holder be dead) goes on. What
+			 * remains is the few instructions between the unit's
+			 * CAS and the tail's. */
+			canal__sync_give_back(ch, select_unit);
+			int w = canal__ring_wait_held(ch, &hw, deadline);
+			if (w)
+				return w;
+			goto again;
+		}
 		if (r == -EAGAIN && !try_only &&
 		    canal__ring_wait_send(ch, deadline) == 0)
 			continue;
 		if (r == -EAGAIN && !try_only) {
 			/* Timed out: one last attempt. */
-			r = canal__ring_claim_send(ch, 1, &pos, 0);
+			r = canal__ring_claim_send(ch, 1, &pos, 0, NULL,
+						   false);
 			if (r > 0)
 				break;
 			if (r == -EAGAIN)
@@ -139,6 +165,11 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		     bool select)
 {
 	uint64_t pos;
+	/* One wait on a held slot across the committed slices below: the
+	 * time on a dead sender's slot must add up to the repair's grace
+	 * periods (1 ms, then 0.9 s for a claim without an owner word; each
+	 * slice afresh never reached them: test_sync_dead_select). */
+	struct canal__held_wait hw = CANAL__HELD_WAIT_INIT;
 	/* First poll as a try operation does (the slot, not tail: see
 	 * canal__ring_claim_recv), QUIET_SPINS times: the cheapest wait for an
 	 * element that is on its way. */
@@ -176,7 +207,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 				dl = slice;
 		}
 		long r = canal__ring_claim_recv(ch, 1, &pos, try_only || polls,
-						try_only ? 0 : dl);
+						try_only ? 0 : dl, &hw);
 		if (likely(r > 0)) {
 			int t = take_claimed(ch, pos, elt, lend);
 			if (t != TAKE_SKIPPED)
@@ -198,7 +229,7 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 			if (canal__ring_wait_recv(ch, dl) == 0)
 				continue;
 			/* Timed out: one last attempt, then give up. */
-			r = canal__ring_claim_recv(ch, 1, &pos, false, 0);
+			r = canal__ring_claim_recv(ch, 1, &pos, false, 0, &hw);
 			if (r > 0) {
 				int t = take_claimed(ch, pos, elt, lend);
 				if (t != TAKE_SKIPPED)
