@@ -313,7 +313,10 @@ int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
  * permission bits, applied exactly (the umask does not reduce them; 0
  * means 0600). The name appears only once the channel is complete, so an
  * opener never sees a half-made channel and a creator killed half-way
- * leaves no name. On success stores the channel in *out. Returns 0,
+ * leaves no name (where /dev/shm lacks O_TMPFILE, the object is made under
+ * its name and filled in place: an opener meanwhile gets -EBADMSG, and a
+ * creator killed there leaves the name, to remove with
+ * canal_chan_unlink). On success stores the channel in *out. Returns 0,
  * -EINVAL (bad name, flags, mode or sizes), -EEXIST (the name is taken),
  * -EACCES, -ENOMEM, -EMFILE/-ENFILE (no descriptor left). Never blocks.
  */

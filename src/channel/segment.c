@@ -88,14 +88,16 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 		return -EBADMSG;
 	if ((uint64_t)sb.st_size < sizeof(struct chan_state))
 		return -EBADMSG;
-	/* Map the header alone first: the file may be huge or hostile. */
-	struct chan_state *hdr = mmap(NULL, sizeof(struct chan_state),
-				      PROT_READ, MAP_SHARED, fd, 0);
-	if (hdr == MAP_FAILED)
-		return -errno;
+	/* Read the header alone first: the file may be huge or hostile. A
+	 * read, not a mapping: a peer may truncate the file after fstat, and
+	 * a read then comes back short where a mapped access would raise
+	 * SIGBUS before any guard is in place. */
 	struct chan_state copy;
-	memcpy(&copy, hdr, sizeof(copy));
-	munmap(hdr, sizeof(struct chan_state));
+	ssize_t got = pread(fd, &copy, sizeof(copy), 0);
+	if (got < 0)
+		return -errno;
+	if ((size_t)got != sizeof(copy))
+		return -EBADMSG;
 	int err = validate(&copy, (uint64_t)sb.st_size, elt_size, capacity);
 	if (err)
 		return err;
@@ -122,14 +124,21 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 	canal__chan_handle_init(ch, &copy, myfd, true, true);
 	ch->st = st;
 	ch->slots = (char *)st + copy.slots_offset;
+	/* A file that can still shrink (a named one) is guarded, before the
+	 * first access to the mapping (canal__attach writes the header): a
+	 * truncation from then on makes the handle damaged, not the process
+	 * killed. */
+	int seals = fcntl(myfd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		canal__sigbus_guard(ch);
 	if ((err = canal__attach(ch))) {
 		canal_chan_destroy(ch);
 		return err;
 	}
-	/* A file that can still shrink (a named one) is guarded. */
-	int seals = fcntl(myfd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
-		canal__sigbus_guard(ch);
+	if (chan_damaged(ch)) {
+		canal_chan_destroy(ch);
+		return -EBADMSG; /* cut short while we attached */
+	}
 	*out = ch;
 	return 0;
 }
