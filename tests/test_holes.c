@@ -141,20 +141,20 @@ static void *borrower(void *p)
 	return NULL;
 }
 
-static void test_sync_dead_claim_wait(void)
+/* A synchronous channel whose position 0 a receiver keeps borrowed (in
+ * *ba), and whose next send position is on that slot again. */
+static struct canal_chan *sync_wrapped_on_borrow(unsigned flags,
+						 struct borrow_arg *ba)
 {
-	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 0,
-						  CANAL_SHARED);
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 0, flags);
 	CHECK(ch);
 	uint64_t v = 7;
-	/* Position 0 borrowed and kept. */
-	struct borrow_arg ba = { ch, { 0 }, 1 };
-	pthread_t bt = spawn(borrower, &ba);
+	*ba = (struct borrow_arg){ ch, { 0 }, 1 };
+	pthread_t bt = spawn(borrower, ba);
 	CHECK_EQ(canal_send(ch, &v), 0);
 	join(bt);
-	CHECK_EQ(ba.result, 0);
-	CHECK_EQ(ba.slot.position, 0);
-	/* Rendezvous until the next position lands on slot 0 again. */
+	CHECK_EQ(ba->result, 0);
+	CHECK_EQ(ba->slot.position, 0);
 	while (tail_position(atomic_load(&ch->st->tail)) % ch->ring != 0) {
 		struct recv_arg ra = { ch, 10000000000ll, 0, 1 };
 		pthread_t t = spawn(receiver, &ra);
@@ -162,6 +162,37 @@ static void test_sync_dead_claim_wait(void)
 		join(t);
 		CHECK_EQ(ra.result, 0);
 	}
+	return ch;
+}
+
+/* A timed send with a deadline long past (0), matched with a waiting
+ * receiver while its slot is borrowed: a timed call ends in -ETIMEDOUT
+ * (deadline 0 read as "try" inside gave -EAGAIN; before the unit was
+ * given back, it spun until the borrow ended). */
+static void test_sync_deadline_zero(void)
+{
+	struct borrow_arg ba;
+	struct canal_chan *ch = sync_wrapped_on_borrow(0, &ba);
+	struct recv_arg rb = { ch, 20000000000ll, 0, 1 };
+	pthread_t t = spawn(receiver, &rb);
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	uint64_t v = 9;
+	CHECK_EQ(canal_send_deadline(ch, &v, 0), -ETIMEDOUT);
+	CHECK_EQ(canal_recv_release(ch, &ba.slot), 0);
+	v = 10;
+	CHECK_EQ(canal_send(ch, &v), 0);
+	join(t);
+	CHECK_EQ(rb.result, 0);
+	CHECK_EQ(rb.value, 10);
+	canal_chan_destroy(ch);
+}
+
+static void test_sync_dead_claim_wait(void)
+{
+	struct borrow_arg ba;
+	struct canal_chan *ch = sync_wrapped_on_borrow(CANAL_SHARED, &ba);
+	uint64_t v;
 	/* Receiver B waits; a child takes B's demand and waits for slot 0,
 	 * still borrowed; it is killed there. */
 	struct recv_arg rb = { ch, 20000000000ll, 0, 1 };
@@ -931,6 +962,7 @@ int main(void)
 	test_select_own_case();
 	test_sync_dead_sender();
 	test_sync_dead_claim_wait();
+	test_sync_deadline_zero();
 	test_sync_dead_select();
 	test_sync_dead_select_anonymous();
 	test_grace_per_slot();

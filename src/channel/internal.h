@@ -375,26 +375,30 @@ void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns);
  * repair's grace periods; a new position starts afresh. */
 struct canal__held_wait {
 	struct canal__snooze snooze;
-	uint64_t pos; /* the held position (UINT64_MAX: none yet) */
+	uint64_t pos;   /* the held position (UINT64_MAX: none yet) */
+	uint64_t since; /* when the wait on pos began (canal_now_ns) */
 };
-#define CANAL__HELD_WAIT_INIT { CANAL__SNOOZE_INIT, UINT64_MAX }
+#define CANAL__HELD_WAIT_INIT { CANAL__SNOOZE_INIT, UINT64_MAX, 0 }
 
 /* Ring primitives (ring.c). Return counts > 0, or -EAGAIN (full, empty;
  * or, with deadline 0, a slot held by the other side), -ETIMEDOUT (held
  * past the deadline), -EPIPE (closed), -EBADMSG (damaged ring). try_only
  * (receive): -EAGAIN for a position claimed but not yet published, without
  * reading tail. hw: the caller's held wait, or NULL (one of the call's
- * own). give_up_held (send): -EBUSY at once for a slot held by the other
- * side, its position noted in hw (not NULL), for canal__ring_wait_held. */
+ * own). give_up_held (send): -EBUSY for a slot held by the other side
+ * once the pause phase on it is over (hw not NULL: its position noted
+ * there, for canal__ring_wait_slot). */
 long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos,
 			    uint64_t deadline, struct canal__held_wait *hw,
 			    bool give_up_held);
 long canal__ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos,
 			    bool try_only, uint64_t deadline,
 			    struct canal__held_wait *hw);
-/* One step of waiting on the slot hw->pos (snooze; on a shared channel the
- * repair of a dead holder): 0 to claim again, -ETIMEDOUT past deadline. */
-int canal__ring_wait_held(struct canal_chan *ch, struct canal__held_wait *hw,
+/* A sender that gave up a held slot (give_up_held) sleeps until a claim of
+ * hw->pos may succeed or has moved on (the slot free, tail elsewhere or
+ * closed): on the senders' queue, in slices, asking the repair of a dead
+ * holder between them (shared). 0, or -ETIMEDOUT past deadline. */
+int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 			  uint64_t deadline);
 /* publish/release return false when a shared channel's peer repaired the
  * slot meanwhile, believing this process dead (the operation is lost). */

@@ -30,6 +30,7 @@ static void held_note(struct canal__held_wait *w, uint64_t pos)
 		/* A new slot: its grace period starts now. */
 		w->pos = pos;
 		w->snooze = (struct canal__snooze)CANAL__SNOOZE_INIT;
+		w->since = canal_now_ns();
 	}
 }
 
@@ -52,10 +53,50 @@ static int wait_held(struct canal_chan *ch, struct canal__held_wait *w,
 	return 0;
 }
 
-int canal__ring_wait_held(struct canal_chan *ch, struct canal__held_wait *hw,
+/* The slices of canal__ring_wait_slot: how often a sender that gave up a
+ * held slot looks at it without a wake-up (the repair's checks; the
+ * senders after the first one woken by the slot's release). */
+#define SLOT_SLICE_NS 10000000u
+
+struct slot_cond {
+	struct canal_chan *ch;
+	uint64_t pos;
+};
+
+/* seq_cst loads: the W2 of the wait protocol (wait.h); the release of the
+ * slot (canal__ring_release's CAS or store, then wake_senders' seq_cst
+ * load) and the claim of tail by another sender are the N1s. */
+static bool slot_may_claim(void *arg)
+{
+	struct slot_cond *c = arg;
+	if (atomic_load_explicit(&slot_at(c->ch, c->pos)->stamp,
+				 memory_order_seq_cst) ==
+	    stamp_for(c->ch, c->pos, STAMP_FREE))
+		return true;
+	uint64_t t = atomic_load_explicit(&c->ch->st->tail,
+					  memory_order_seq_cst);
+	return tail_position(t) != c->pos || (t & TAIL_CLOSED);
+}
+
+int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 			  uint64_t deadline)
 {
-	return wait_held(ch, hw, hw->pos, deadline);
+	struct slot_cond sc = { ch, hw->pos };
+	const struct canal__wait_cond c = { slot_may_claim, slot_may_claim,
+					    &sc };
+	for (;;) {
+		if (slot_may_claim(&sc))
+			return 0;
+		uint64_t now = canal_now_ns();
+		if (deadline != CANAL_NO_DEADLINE && now >= deadline)
+			return -ETIMEDOUT;
+		if (unlikely(ch->shared) && now - hw->since >= REPAIR_CHECK_NS)
+			canal__repair_slot(ch, hw->pos, now - hw->since);
+		uint64_t dl = now + SLOT_SLICE_NS;
+		if (dl > deadline)
+			dl = deadline;
+		canal__wait(&ch->st->send_wq, ch->shared, &c, dl);
+	}
 }
 
 /* The owner word right after a claim. The id is taken before the claim
@@ -139,10 +180,9 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 		if (pos - h >= ch->ring)
 			return -EAGAIN; /* full */
 		/* A receiver claimed it and is copying out, or holds it lent. */
-		if (give_up_held) {
-			held_note(hw, pos);
+		held_note(hw, pos);
+		if (give_up_held && !canal__snooze_spinning(&hw->snooze))
 			return -EBUSY;
-		}
 		int w = wait_held(ch, hw, pos, deadline);
 		if (w)
 			return w;

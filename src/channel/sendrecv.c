@@ -69,13 +69,18 @@ again:
 			 * this sender would take the unit with it: no slot
 			 * and no owner word for the repair to find, the
 			 * receiver it was counted for waiting for ever
-			 * (test_holes, test_sync_dead_claim_wait). So the
-			 * unit goes back first; the wait on the slot (and its
-			 * repair, should its holder be dead) goes on. What
-			 * remains is the few instructions between the unit's
-			 * CAS and the tail's. */
+			 * (test_holes, test_sync_dead_claim_wait). So, once
+			 * the pause phase on the slot is over (a receiver
+			 * copying out is done by then), the unit goes back;
+			 * the sender sleeps without one until the slot is
+			 * free or tail has moved (the repair of a dead holder
+			 * asked meanwhile), and only then takes demand again:
+			 * once per release of the slot, and the other blocked
+			 * senders sleep as before. What remains is the pause
+			 * phase and the instructions between the unit's CAS
+			 * and the tail's. */
 			canal__sync_give_back(ch, select_unit);
-			int w = canal__ring_wait_held(ch, &hw, deadline);
+			int w = canal__ring_wait_slot(ch, &hw, deadline);
 			if (w)
 				return w;
 			goto again;
@@ -305,17 +310,29 @@ static int recv_impl(struct canal_chan *ch, void *elt,
 
 /* A shared channel whose mapping was lost meanwhile: whatever the
  * operation did, it did it in memory no peer sees. */
+/* Deadline 0 means "try" inside (the ring's claims): a timed call given an
+ * absolute deadline of 0 (long past) is a timed call all the same, ending
+ * in -ETIMEDOUT, never -EAGAIN, and never a loop between a claim that
+ * says "try again" and a wait whose condition holds (a slot lent while
+ * the indices say there is room). */
+static uint64_t timed_deadline(uint64_t deadline, bool try_only)
+{
+	return !try_only && deadline == 0 ? 1 : deadline;
+}
+
 int canal__send(struct canal_chan *ch, const void *elt,
 		struct canal_slot *reserve, uint64_t deadline, bool try_only)
 {
-	int r = send_impl(ch, elt, reserve, deadline, try_only);
+	int r = send_impl(ch, elt, reserve, timed_deadline(deadline, try_only),
+			  try_only);
 	return chan_damaged(ch) ? -EBADMSG : r;
 }
 
 int canal__recv(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		uint64_t deadline, bool try_only)
 {
-	int r = recv_impl(ch, elt, lend, deadline, try_only);
+	int r = recv_impl(ch, elt, lend, timed_deadline(deadline, try_only),
+			  try_only);
 	return chan_damaged(ch) ? -EBADMSG : r;
 }
 
