@@ -168,7 +168,10 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 
 /*
  * THE ONE WAIT. Every blocking operation of canal waits here (or, for a
- * select, in canal__wait_many), with its condition passed in:
+ * select, in canal__wait_many; a synchronous sender that gave back its
+ * demand to wait for a slot still held uses the protocol's steps W1-W4
+ * without the spin phase: channel/ring.c, canal__ring_wait_slot), with
+ * its condition passed in:
  *   ready(arg)  the condition the protocol above needs: seq_cst loads of the
  *               indices the notifier's N1 writes (the W2);
  *   probe(arg)  a cheap read-only poll for the spin phases (the slot line

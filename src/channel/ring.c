@@ -63,9 +63,11 @@ struct slot_cond {
 	uint64_t pos;
 };
 
-/* seq_cst loads: the W2 of the wait protocol (wait.h); the release of the
- * slot (canal__ring_release's CAS or store, then wake_senders' seq_cst
- * load) and the claim of tail by another sender are the N1s. */
+/* seq_cst loads: the W2 of the wait protocol (wait.h). Its N1s: another
+ * sender's claim of tail (a seq_cst CAS), a shared slot's release (a
+ * seq_cst CAS); a private slot's release is a release store, which a
+ * notifier's look at the waiter count may pass: a wake-up lost there costs
+ * one slice (SLOT_SLICE_NS), the sleeper looks again then. */
 static bool slot_may_claim(void *arg)
 {
 	struct slot_cond *c = arg;
@@ -82,8 +84,7 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 			  uint64_t deadline)
 {
 	struct slot_cond sc = { ch, hw->pos };
-	const struct canal__wait_cond c = { slot_may_claim, slot_may_claim,
-					    &sc };
+	struct canal_waitq *q = &ch->st->send_wq;
 	for (;;) {
 		if (slot_may_claim(&sc))
 			return 0;
@@ -95,7 +96,16 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 		uint64_t dl = now + SLOT_SLICE_NS;
 		if (dl > deadline)
 			dl = deadline;
-		canal__wait(&ch->st->send_wq, ch->shared, &c, dl);
+		/* The wait protocol's steps (wait.h), not canal__wait: its
+		 * spin phase would take the queue's spinner role, which
+		 * tells notifiers that a waiter will see *their* condition
+		 * (room in the ring), not ours; a sleeper waiting for room
+		 * could then miss its wake-up. This sender already spent
+		 * its pause phase on the slot (claim_send). */
+		uint32_t key = waitq_prepare(q);
+		if (!slot_may_claim(&sc))
+			waitq_sleep(q, key, ch->shared, dl);
+		waitq_finish(q);
 	}
 }
 
