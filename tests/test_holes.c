@@ -188,6 +188,43 @@ static void test_sync_deadline_zero(void)
 	canal_chan_destroy(ch);
 }
 
+/* A sender waiting (without its unit) for a borrowed slot, when a
+ * hostile peer stamps that slot ahead of the index: -EBADMSG, not a wait
+ * to the deadline. */
+struct timed_send_arg {
+	struct canal_chan *ch;
+	int64_t timeout_ns;
+	int result;
+};
+
+static void *sender_timed(void *p)
+{
+	struct timed_send_arg *a = p;
+	uint64_t v = 5;
+	a->result = canal_send_timeout(a->ch, &v, a->timeout_ns);
+	return NULL;
+}
+
+static void test_sync_wait_slot_damage(void)
+{
+	struct borrow_arg ba;
+	struct canal_chan *ch = sync_wrapped_on_borrow(0, &ba);
+	struct recv_arg rb = { ch, 20000000000ll, 0, 1 };
+	pthread_t rt = spawn(receiver, &rb);
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	struct timed_send_arg sa = { ch, 20000000000ll, 1 };
+	pthread_t st = spawn(sender_timed, &sa);
+	nanosleep(&ts, NULL);
+	uint64_t pos = tail_position(atomic_load(&ch->st->tail));
+	atomic_store(&slot_at(ch, pos)->stamp, stamp_for(ch, pos, STAMP_FULL));
+	join(st);
+	CHECK_EQ(sa.result, -EBADMSG);
+	canal_close(ch);
+	join(rt);
+	canal_chan_destroy(ch);
+}
+
 static void test_sync_dead_claim_wait(void)
 {
 	struct borrow_arg ba;
@@ -963,6 +1000,7 @@ int main(void)
 	test_sync_dead_sender();
 	test_sync_dead_claim_wait();
 	test_sync_deadline_zero();
+	test_sync_wait_slot_damage();
 	test_sync_dead_select();
 	test_sync_dead_select_anonymous();
 	test_grace_per_slot();

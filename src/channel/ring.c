@@ -71,9 +71,13 @@ struct slot_cond {
 static bool slot_may_claim(void *arg)
 {
 	struct slot_cond *c = arg;
-	if (atomic_load_explicit(&slot_at(c->ch, c->pos)->stamp,
-				 memory_order_seq_cst) ==
-	    stamp_for(c->ch, c->pos, STAMP_FREE))
+	uint64_t st = atomic_load_explicit(&slot_at(c->ch, c->pos)->stamp,
+					   memory_order_seq_cst);
+	/* Free for pos; or a stamp for pos or later: damage, which the
+	 * claim then reports (-EBADMSG). */
+	if (st == stamp_for(c->ch, c->pos, STAMP_FREE) ||
+	    stamp_position(c->ch, c->pos, st) >= c->pos ||
+	    chan_damaged(c->ch))
 		return true;
 	uint64_t t = atomic_load_explicit(&c->ch->st->tail,
 					  memory_order_seq_cst);
@@ -85,9 +89,19 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 {
 	struct slot_cond sc = { ch, hw->pos };
 	struct canal_waitq *q = &ch->st->send_wq;
+	bool slept = false;
 	for (;;) {
-		if (slot_may_claim(&sc))
+		if (slot_may_claim(&sc)) {
+			/* The wake-up that ended our sleep may have been meant
+			 * for a sender waiting for room on the same queue
+			 * (notifiers wake one; a task parker wakes the newest
+			 * sleeper, which we are, every slice): pass one on, as
+			 * a sender's claim would (chain_senders), since we may
+			 * not claim (our demand may be gone). */
+			if (slept)
+				waitq_notify(q, 1, ch->shared);
 			return 0;
+		}
 		uint64_t now = canal_now_ns();
 		if (deadline != CANAL_NO_DEADLINE && now >= deadline)
 			return -ETIMEDOUT;
@@ -103,8 +117,10 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 		 * could then miss its wake-up. This sender already spent
 		 * its pause phase on the slot (claim_send). */
 		uint32_t key = waitq_prepare(q);
-		if (!slot_may_claim(&sc))
+		if (!slot_may_claim(&sc)) {
 			waitq_sleep(q, key, ch->shared, dl);
+			slept = true;
+		}
 		waitq_finish(q);
 	}
 }
