@@ -165,6 +165,16 @@ static struct canal_chan *sync_wrapped_on_borrow(unsigned flags,
 	return ch;
 }
 
+/* Start fn(arg) in a thread and give it 50 ms to block (a receiver
+ * announced, a sender waiting). */
+static pthread_t spawn_settled(void *(*fn)(void *), void *arg)
+{
+	pthread_t t = spawn(fn, arg);
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	return t;
+}
+
 /* A timed send with a deadline long past (0), matched with a waiting
  * receiver while its slot is borrowed: a timed call ends in -ETIMEDOUT
  * (deadline 0 read as "try" inside gave -EAGAIN; before the unit was
@@ -174,9 +184,7 @@ static void test_sync_deadline_zero(void)
 	struct borrow_arg ba;
 	struct canal_chan *ch = sync_wrapped_on_borrow(0, &ba);
 	struct recv_arg rb = { ch, 20000000000ll, 0, 1 };
-	pthread_t t = spawn(receiver, &rb);
-	struct timespec ts = { 0, 50000000 };
-	nanosleep(&ts, NULL);
+	pthread_t t = spawn_settled(receiver, &rb);
 	uint64_t v = 9;
 	CHECK_EQ(canal_send_deadline(ch, &v, 0), -ETIMEDOUT);
 	CHECK_EQ(canal_recv_release(ch, &ba.slot), 0);
@@ -210,12 +218,9 @@ static void test_sync_wait_slot_damage(void)
 	struct borrow_arg ba;
 	struct canal_chan *ch = sync_wrapped_on_borrow(0, &ba);
 	struct recv_arg rb = { ch, 20000000000ll, 0, 1 };
-	pthread_t rt = spawn(receiver, &rb);
-	struct timespec ts = { 0, 50000000 };
-	nanosleep(&ts, NULL);
+	pthread_t rt = spawn_settled(receiver, &rb);
 	struct timed_send_arg sa = { ch, 20000000000ll, 1 };
-	pthread_t st = spawn(sender_timed, &sa);
-	nanosleep(&ts, NULL);
+	pthread_t st = spawn_settled(sender_timed, &sa);
 	uint64_t pos = tail_position(atomic_load(&ch->st->tail));
 	atomic_store(&slot_at(ch, pos)->stamp, stamp_for(ch, pos, STAMP_FULL));
 	join(st);
@@ -233,9 +238,7 @@ static void test_sync_dead_claim_wait(void)
 	/* Receiver B waits; a child takes B's demand and waits for slot 0,
 	 * still borrowed; it is killed there. */
 	struct recv_arg rb = { ch, 20000000000ll, 0, 1 };
-	pthread_t t = spawn(receiver, &rb);
-	struct timespec ts = { 0, 50000000 };
-	nanosleep(&ts, NULL);
+	pthread_t t = spawn_settled(receiver, &rb);
 	pid_t pid = test_fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -243,7 +246,7 @@ static void test_sync_dead_claim_wait(void)
 		canal_send(ch, &x);
 		_exit(1);
 	}
-	ts.tv_nsec = 100000000;
+	struct timespec ts = { 0, 100000000 };
 	nanosleep(&ts, NULL);
 	kill(pid, SIGKILL);
 	CHECK_EQ(wait_child(pid), 128 + SIGKILL);
@@ -278,15 +281,25 @@ static void *select_one(void *p)
 	return NULL;
 }
 
+/* After the death: a live sender gets value through to the select in
+ * thread t, and the channel is destroyed. */
+static void select_served(struct canal_chan *ch, pthread_t t,
+			  struct sel1_arg *sa, uint64_t value)
+{
+	CHECK_EQ(canal_send_timeout(ch, &value, 5000000000ll), 0);
+	join(t);
+	CHECK_EQ(sa->result, 0);
+	CHECK_EQ(sa->value, value);
+	canal_chan_destroy(ch);
+}
+
 static void test_sync_dead_select(void)
 {
 	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 0,
 						  CANAL_SHARED);
 	CHECK(ch);
 	struct sel1_arg sa = { ch, 0, 1 };
-	pthread_t t = spawn(select_one, &sa);
-	struct timespec ts = { 0, 50000000 };
-	nanosleep(&ts, NULL);
+	pthread_t t = spawn_settled(select_one, &sa);
 	pid_t pid = test_fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -297,12 +310,7 @@ static void test_sync_dead_select(void)
 		_exit(2);
 	}
 	CHECK_EQ(wait_child(pid), 128 + SIGKILL);
-	uint64_t v = 43;
-	CHECK_EQ(canal_send_timeout(ch, &v, 5000000000ll), 0);
-	join(t);
-	CHECK_EQ(sa.result, 0);
-	CHECK_EQ(sa.value, 43);
-	canal_chan_destroy(ch);
+	select_served(ch, t, &sa, 43);
 }
 
 /* The same, with a sender that died between its claim of the position
@@ -338,12 +346,7 @@ static void test_sync_dead_select_anonymous(void)
 		_exit(0);
 	}
 	CHECK_EQ(wait_child(pid), 0);
-	uint64_t v = 44;
-	CHECK_EQ(canal_send_timeout(ch, &v, 5000000000ll), 0);
-	join(t);
-	CHECK_EQ(sa.result, 0);
-	CHECK_EQ(sa.value, 44);
-	canal_chan_destroy(ch);
+	select_served(ch, t, &sa, 44);
 }
 
 /* ------------------------------------------------------------------ */

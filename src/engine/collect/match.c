@@ -178,11 +178,6 @@ void canal__collect_unpost(struct canal_engine_req *r)
 		r->e->gates[r->gate].posted.n--;
 }
 
-static void unpost(struct canal_engine_req *r)
-{
-	canal__collect_unpost(r);
-}
-
 /* Give any-gate receives of tag the unexpected messages of gate gi that
  * are next in their flow. */
 static int drain_any(struct canal_engine *e, int gi, unsigned tag)
@@ -197,7 +192,7 @@ static int drain_any(struct canal_engine *e, int gi, unsigned tag)
 		if (!u)
 			return 0;
 		g->recv_next[tag]++;
-		unpost(r);
+		canal__collect_unpost(r);
 		int err = deliver_unexpected(e, gi, r, u);
 		if (err)
 			return err;
@@ -215,7 +210,7 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 		struct canal_engine_req *r =
 			canal__container_of(l, struct canal_engine_req, link);
 		if (r->tag == tag && r->seq == h->seq) {
-			unpost(r);
+			canal__collect_unpost(r);
 			return deliver(e, gi, r, h, payload);
 		}
 	}
@@ -229,7 +224,7 @@ int canal__collect_arrive(struct canal_engine *e, int gi,
 		struct canal_engine_req *r = first_any(e, tag);
 		if (r) {
 			g->recv_next[tag]++;
-			unpost(r);
+			canal__collect_unpost(r);
 			int err = deliver(e, gi, r, h, payload);
 			return err ? err : drain_any(e, gi, tag);
 		}
