@@ -16,11 +16,13 @@
  * generic primitive, or short sleeps on the epoll backend).
  *
  * Small responses (web_conn's style_sends_small, as the io_uring style):
- * the task reads the file after the head (canal_io_read), sends head and
- * body in one canal_io_send, and closes the file with canal_io_close, so
- * that on io_uring these go through the loop's ring, batched with the
- * other tasks' operations, instead of a send(2), a sendfile(2) and a
- * close(2) of their own. Larger bodies: the core's send + sendfile.
+ * on io_uring the task submits one chain (canal_io_submit_link): a READ of
+ * the file after the head, linked to a SEND of head and body, linked to
+ * the file's CLOSE, batched in the loop's ring with the other tasks'
+ * operations: one suspension and no system call of its own. On epoll it
+ * reads the file (canal_io_read), sends head and body in one
+ * canal_io_send and closes the file (canal_io_close). Larger bodies: the
+ * core's send + sendfile.
  *
  * CANAL_WEB_NO_SHORTCUT=1 runs the runtime with CANAL_RUN_NO_SYNC_SHORTCUT
  * (every operation through the backend), to measure the shortcut.
@@ -52,14 +54,88 @@ static void wait_writable(int fd, uint64_t deadline_ns)
 		canal_sleep_ns(100000); /* epoll backend: poll by sleeping */
 }
 
+static _Atomic bool no_link; /* the backend has no chains (epoll) */
+static int send_rest(struct web_conn *c, const char *out, size_t n,
+		     size_t off);
+
+/*
+ * The response as one chain through the loop's ring: a READ of the file
+ * after the head in out, linked to the file's CLOSE, to one SEND of head
+ * + body and, on a keep-alive connection with no input left over, to the
+ * RECV of the next request into in[0..in_cap) (canal_io_submit_link): one
+ * suspension per request and no system call of this task's own (the
+ * io_uring style's READ + SEND + CLOSE, and its recv always posted).
+ * Under ThreadSanitizer the CLOSE is left out: its model of descriptors
+ * must see the close(2) (canal_io_close says why). A short or failed READ
+ * (the file shrank) closes the connection, as the core does; a SEND that
+ * did not send it all (cut by the tick, a full socket: -EAGAIN on this
+ * non-blocking socket) leaves the rest to send_rest, and the RECV to the
+ * loop. Returns 0, -1 to close, or 1: not done, send it the other way (no
+ * chains on this backend: no_link is set; or no room in the ring now).
+ * *got: the RECV's result (bytes, 0 at end of input), or -1: none.
+ */
+static int send_linked(struct web_conn *c, char *out, size_t head,
+		       size_t body, char *in, size_t in_cap, ssize_t *got)
+{
+	struct io_uring_sqe s[4];
+	int32_t res[4];
+	unsigned n = 0, i_close = 4, i_recv = 4;
+	bool tsan = false;
+#ifdef __SANITIZE_THREAD__
+	tsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	tsan = true;
+#endif
+#endif
+	memset(s, 0, sizeof(s));
+	io_uring_prep_read(&s[n++], c->file_fd, out + head, (unsigned)body, 0);
+	if (!tsan) {
+		i_close = n;
+		io_uring_prep_close(&s[n++], c->file_fd);
+	}
+	unsigned i_send = n;
+	io_uring_prep_send(&s[n++], c->fd, out, head + body, MSG_NOSIGNAL);
+	if (!c->close_after && !c->eof && c->in_len == 0) {
+		i_recv = n;
+		io_uring_prep_recv(&s[n++], c->fd, in, in_cap, 0);
+	}
+	*got = -1;
+	int r = canal_io_submit_link(s, n, res, (int64_t)WEB_TICK_MS * 1000000,
+				     NULL);
+	if (r == -EOPNOTSUPP)
+		atomic_store_explicit(&no_link, true, memory_order_relaxed);
+	if (r == -EOPNOTSUPP || r == -EBUSY)
+		return 1;
+	if (i_close < n && res[i_close] == 0)
+		c->file_fd = -1; /* closed by the chain */
+	if (c->file_fd >= 0) {
+		canal_io_close(c->file_fd);
+		c->file_fd = -1;
+	}
+	if (res[0] != (int32_t)body)
+		return -1;
+	int32_t sent = res[i_send];
+	if (sent < 0 && sent != -ECANCELED && sent != -EAGAIN)
+		return -1;
+	if (i_recv < n && res[i_recv] >= 0)
+		*got = res[i_recv];
+	else if (i_recv < n && res[i_recv] != -ECANCELED &&
+		 res[i_recv] != -EAGAIN)
+		return -1; /* the connection failed */
+	return send_rest(c, out, head + body, sent > 0 ? (size_t)sent : 0);
+}
+
 /* Send the small response pending on c (web_conn_small_out) through the
  * runtime: 0, or -1 to close the connection. *out is the connection's
- * buffer for head + body, grown as needed. */
-static int send_small(struct web_conn *c, char **out, size_t *cap)
+ * buffer for head + body, grown as needed. *got: what a RECV chained
+ * behind the response received into in (send_linked), or -1. */
+static int send_small(struct web_conn *c, char **out, size_t *cap, char *in,
+		      size_t in_cap, ssize_t *got)
 {
+	*got = -1;
 	size_t head = c->out_len, body = c->file_fd >= 0 ? (size_t)c->file_end : 0;
 	size_t n = head + body;
-	int64_t tick = (int64_t)WEB_TICK_MS * 1000000;
 
 	if (n > *cap) {
 		char *b = realloc(*out, n);
@@ -69,22 +145,35 @@ static int send_small(struct web_conn *c, char **out, size_t *cap)
 		*cap = n;
 	}
 	memcpy(*out, c->out, head);
+	if (c->file_fd >= 0 && !atomic_load_explicit(&no_link,
+						     memory_order_relaxed)) {
+		int r = send_linked(c, *out, head, body, in, in_cap, got);
+		if (r <= 0)
+			return r;
+	}
 	if (c->file_fd >= 0) {
-		size_t got = 0;
-		while (got < body) {
-			ssize_t r = canal_io_read(c->file_fd, *out + head + got,
-						  body - got, -1, NULL);
+		size_t done = 0;
+		while (done < body) {
+			ssize_t r = canal_io_read(c->file_fd, *out + head + done,
+						  body - done, -1, NULL);
 			if (r <= 0)
 				return -1; /* an error, or the file shrank */
-			got += (size_t)r;
+			done += (size_t)r;
 		}
 		canal_io_close(c->file_fd);
 		c->file_fd = -1;
 	}
-	for (size_t off = 0; off < n;) {
+	return send_rest(c, *out, n, 0);
+}
+
+/* Send out[off..n) with canal_io_send: 0, or -1 to close. */
+static int send_rest(struct web_conn *c, const char *out, size_t n, size_t off)
+{
+	int64_t tick = (int64_t)WEB_TICK_MS * 1000000;
+	while (off < n) {
 		if (web_stop || web_now_ns() >= c->deadline_ns)
 			return -1;
-		ssize_t r = canal_io_send(c->fd, *out + off, n - off, 0, tick,
+		ssize_t r = canal_io_send(c->fd, out + off, n - off, 0, tick,
 					  NULL);
 		if (r == -ETIMEDOUT || r == -EAGAIN || r == -EINTR)
 			continue;
@@ -94,6 +183,16 @@ static int send_small(struct web_conn *c, char **out, size_t *cap)
 	}
 	c->out_off = c->out_len;
 	return 0;
+}
+
+/* n >= 0 bytes received into buf: 0, or -1 to close. */
+static int take_input(struct web_conn *c, const char *buf, ssize_t n)
+{
+	if (n == 0) {
+		c->eof = true;
+		return c->in_len == 0 ? -1 : 0;
+	}
+	return web_conn_feed(c, buf, (size_t)n);
 }
 
 static void conn_task(void *p)
@@ -110,7 +209,10 @@ static void conn_task(void *p)
 			break;
 		if (w == WEB_WANT_WRITE && c->style_sends_small &&
 		    web_conn_small_out(c)) {
-			if (send_small(c, &out, &out_cap) < 0)
+			ssize_t more;
+			if (send_small(c, &out, &out_cap, buf, sizeof(buf),
+				       &more) < 0 ||
+			    (more >= 0 && take_input(c, buf, more) < 0))
 				break;
 			continue;
 		}
@@ -128,15 +230,7 @@ static void conn_task(void *p)
 		ssize_t n = canal_io_recv(c->fd, buf, sizeof(buf), 0, left, NULL);
 		if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
 			continue;
-		if (n < 0)
-			break;
-		if (n == 0) {
-			c->eof = true;
-			if (c->in_len == 0)
-				break;
-			continue;
-		}
-		if (web_conn_feed(c, buf, (size_t)n) < 0)
+		if (n < 0 || take_input(c, buf, n) < 0)
 			break;
 	}
 	free(out);

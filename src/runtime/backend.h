@@ -30,6 +30,11 @@ struct canal__backend_ops {
 	/* Start op: 0 (its completion will come through poll), or -errno
 	 * (nothing started; -EOPNOTSUPP for what the backend cannot do). */
 	int (*submit)(struct canal__loop *l, struct canal__io *op);
+	/* Start ops[0..n), IO_SQE operations, as one linked chain submitted
+	 * together: 0, or -errno (nothing started). NULL: the backend has no
+	 * chains (canal_io_submit_link returns -EOPNOTSUPP). */
+	int (*submit_link)(struct canal__loop *l, struct canal__io *ops,
+			   unsigned n);
 	/* Ask for op's early end; its completion still comes through poll
 	 * (with -ECANCELED, or its result if it won the race). */
 	void (*cancel)(struct canal__loop *l, struct canal__io *op);

@@ -21,7 +21,7 @@
  * (notifications, IORING_CQE_F_NOTIF, carry none). A caller's SQE that
  * links to the next SQE in the ring (another task's), drains the ring (it
  * would wait for the wake-up read, always in flight) or asks for no CQE is
- * refused.
+ * refused; chains are made here (ur_submit_link), all in one submission.
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -186,13 +186,20 @@ static void ur_wake(struct canal__loop *l)
 		return;
 }
 
+/* A caller's SQE may not tie itself to others or drop its CQE (top of
+ * this file). */
+static bool sqe_refused(const struct canal__io *op)
+{
+	return op->kind == IO_SQE &&
+	       (((const struct io_uring_sqe *)op->sqe)->flags &
+		(IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |
+		 IOSQE_CQE_SKIP_SUCCESS));
+}
+
 static int ur_submit(struct canal__loop *l, struct canal__io *op)
 {
 	struct uring_backend *b = l->backend;
-	if (op->kind == IO_SQE &&
-	    (((const struct io_uring_sqe *)op->sqe)->flags &
-	     (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |
-	      IOSQE_CQE_SKIP_SUCCESS)))
+	if (sqe_refused(op))
 		return -EINVAL;
 	struct io_uring_sqe *sqe = get_sqe(b);
 	if (!sqe)
@@ -259,6 +266,35 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
 	return 0;
 }
 
+/*
+ * A chain: its n SQEs must reach the kernel in one submission (a link
+ * ends at the end of a submission batch), so they are taken from the ring
+ * together: room for all n, after one flush of what is queued if needed,
+ * or nothing is started. IOSQE_IO_LINK on each but the last.
+ */
+static int ur_submit_link(struct canal__loop *l, struct canal__io *ops,
+			  unsigned n)
+{
+	struct uring_backend *b = l->backend;
+	for (unsigned i = 0; i < n; i++)
+		if (ops[i].kind != IO_SQE || sqe_refused(&ops[i]))
+			return -EINVAL;
+	if (io_uring_sq_space_left(&b->ring) < n) {
+		io_uring_submit(&b->ring);
+		if (io_uring_sq_space_left(&b->ring) < n)
+			return -EBUSY;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+		memcpy(sqe, ops[i].sqe, sizeof(*sqe));
+		if (i + 1 < n)
+			sqe->flags |= IOSQE_IO_LINK;
+		ops[i].has_result = false;
+		io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&ops[i]);
+	}
+	return 0;
+}
+
 static void ur_cancel(struct canal__loop *l, struct canal__io *op)
 {
 	struct uring_backend *b = l->backend;
@@ -277,5 +313,6 @@ const struct canal__backend_ops canal__backend_uring = {
 	.poll = ur_poll,
 	.wake = ur_wake,
 	.submit = ur_submit,
+	.submit_link = ur_submit_link,
 	.cancel = ur_cancel,
 };

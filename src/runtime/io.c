@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/io_uring.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -27,6 +28,8 @@ void canal__io_complete(struct canal__io *op, int32_t res)
 	op->task->loop->inflight--;
 	op->result = res;
 	op->done = true;
+	if (op->chain && --op->chain->left > 0)
+		return; /* the chain's last completion wakes the task */
 	canal__task_wake(op->task, WAKE_WOKEN);
 }
 
@@ -363,6 +366,77 @@ EXPORT int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
 		return -EINVAL;
 	struct canal__io op = {.kind = IO_SQE, .fd = -1, .sqe = sqe};
 	return io_run(&op, timeout_ns, cancel);
+}
+
+/*
+ * A chain (canal_io_submit_link): io_run_until's steps 2-5 for n
+ * operations, parked once. Completions are dispatched by this loop's
+ * thread between tasks, so chain.left and the ops' done flags are stable
+ * while the task runs; only the last completion wakes it (io.h). Once the
+ * timeout or the condvar won the wake, every incomplete operation is sent
+ * an ASYNC_CANCEL, again every millisecond while any is left: a cancel
+ * can miss an operation that its predecessor was just handing over to
+ * (not started yet when the cancel looked, started after), and a chain
+ * member must not outlive its task's stack.
+ */
+EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
+				int32_t *res, int64_t timeout_ns,
+				struct canal_cond *cancel)
+{
+	if (!sqes || !res || n == 0 || n > CANAL_IO_LINK_MAX)
+		return -EINVAL;
+	struct canal__task *t = canal__this_task();
+	if (!t || t->detached)
+		return -EPERM;
+	struct canal__loop *l = canal__this_loop();
+	struct canal__runtime *rt = l->rt;
+	if (!rt->backend->submit_link)
+		return -EOPNOTSUPP;
+	uint64_t deadline = timeout_ns > 0
+				    ? canal_now_ns() + (uint64_t)timeout_ns
+				    : CANAL_NO_DEADLINE;
+	struct canal__io_chain chain = {.left = n};
+	struct canal__io ops[CANAL_IO_LINK_MAX];
+	for (unsigned i = 0; i < n; i++)
+		ops[i] = (struct canal__io){.kind = IO_SQE, .fd = -1,
+					    .sqe = &sqes[i], .task = t,
+					    .chain = &chain};
+	if (timeout_ns == 0)
+		return -ETIMEDOUT;
+	canal__task_arm(t);
+	int r = rt->backend->submit_link(l, ops, n);
+	if (r < 0) {
+		canal__task_disarm(t);
+		return r;
+	}
+	t->pinned++;
+	l->inflight += n;
+	struct canal__cond_waiter w;
+	if (cancel)
+		canal__cond_register(cancel, &w, t, WAKE_CANCELED);
+	uint32_t why = canal__task_park(t, deadline);
+	if (cancel)
+		canal__cond_unregister(cancel, &w);
+	while (chain.left > 0) {
+		for (unsigned i = 0; i < n; i++)
+			if (!ops[i].done)
+				rt->backend->cancel(l, &ops[i]);
+		if (chain.left == 0)
+			break;
+		canal__task_arm(t);
+		canal__task_park(t, canal_now_ns() + 1000000);
+	}
+	t->pinned--;
+	bool cut = false;
+	for (unsigned i = 0; i < n; i++) {
+		res[i] = ops[i].result;
+		cut |= ops[i].result == -ECANCELED;
+	}
+	if (cut && why == WAKE_TIMEDOUT)
+		return -ETIMEDOUT;
+	if (cut && why == WAKE_CANCELED)
+		return -ECANCELED;
+	return 0;
 }
 
 /* Kernels without IORING_OP_FUTEX_WAIT (before 6.7) answer -EINVAL once;

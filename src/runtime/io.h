@@ -18,6 +18,13 @@
 
 struct canal__task;
 
+/* A chain of linked operations (canal_io_submit_link): its operations
+ * complete one by one; the task is woken only by the last completion
+ * (left reaches 0), so that it parks once for the whole chain. */
+struct canal__io_chain {
+	unsigned left; /* operations not complete yet (loop thread only) */
+};
+
 enum canal__io_kind {
 	IO_READ = 1,
 	IO_WRITE,
@@ -46,6 +53,7 @@ struct canal__io {
 	socklen_t addrlen; /* connect: the address's length */
 	socklen_t *addrlenp; /* accept: in/out */
 	const void *sqe;   /* IO_SQE: a struct io_uring_sqe */
+	struct canal__io_chain *chain; /* NULL, or the chain it is part of */
 	int32_t result;
 	bool has_result; /* io_uring: result holds the op's first CQE's */
 	bool done;
@@ -65,7 +73,8 @@ int canal__io_futex_waitv(_Atomic uint32_t *const *words,
 			  const uint32_t *keys, const bool *shared,
 			  unsigned n, uint64_t deadline_ns);
 
-/* A completion (loop thread): store res, wake the task. */
+/* A completion (loop thread): store res, wake the task (an operation of
+ * a chain: only when it is the chain's last to complete). */
 void canal__io_complete(struct canal__io *op, int32_t res);
 
 /* Try op once without blocking: the result, or -EAGAIN if it would
