@@ -17,9 +17,10 @@
  *
  * Small responses (web_conn's style_sends_small, as the io_uring style):
  * on io_uring the task submits one chain (canal_io_submit_link): a READ of
- * the file after the head, linked to a SEND of head and body, linked to
- * the file's CLOSE, batched in the loop's ring with the other tasks'
- * operations: one suspension and no system call of its own. On epoll it
+ * the file after the head, the file's CLOSE, a SEND of head and body and
+ * the RECV of the next request, batched in the loop's ring with the other
+ * tasks' operations: one suspension per request and no system call of
+ * its own. On epoll it
  * reads the file (canal_io_read), sends head and body in one
  * canal_io_send and closes the file (canal_io_close). Larger bodies: the
  * core's send + sendfile.
@@ -41,17 +42,47 @@
 
 static struct web_ctx *g_ctx;
 
-/* Suspend until fd is writable or deadline_ns (web_now_ns clock). */
-static void wait_writable(int fd, uint64_t deadline_ns)
+/* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
+ * clock) or SIGTERM. The deadline stands across the WEB_TICK_MS waits
+ * (web_conn_run, which sets it, is not called between them). */
+static bool wait_writable(int fd, uint64_t deadline_ns)
 {
-	struct io_uring_sqe sqe;
-	uint64_t now = web_now_ns();
-	int64_t left = deadline_ns > now ? (int64_t)(deadline_ns - now) : 0;
-	if (left > (int64_t)WEB_TICK_MS * 1000000)
-		left = (int64_t)WEB_TICK_MS * 1000000;
-	io_uring_prep_poll_add(&sqe, fd, POLLOUT);
-	if (canal_io_submit(&sqe, left, NULL) == -EOPNOTSUPP)
-		canal_sleep_ns(100000); /* epoll backend: poll by sleeping */
+	for (;;) {
+		uint64_t now = web_now_ns();
+		if (web_stop || now >= deadline_ns)
+			return false;
+		int64_t left = (int64_t)(deadline_ns - now);
+		if (left > (int64_t)WEB_TICK_MS * 1000000)
+			left = (int64_t)WEB_TICK_MS * 1000000;
+		struct io_uring_sqe sqe;
+		io_uring_prep_poll_add(&sqe, fd, POLLOUT);
+		int r = canal_io_submit(&sqe, left, NULL);
+		if (r == -EOPNOTSUPP) {
+			canal_sleep_ns(100000); /* epoll backend: poll by sleeping */
+			return true;
+		}
+		if (r != -ETIMEDOUT && r != -EINTR)
+			return true; /* writable, or an error the write will see */
+	}
+}
+
+/* Wait for input into buf: the bytes, 0 at the end of input, or -1 to
+ * close (an error, SIGTERM, or the deadline web_conn_run set: the header
+ * or idle timeout, which stands across the WEB_TICK_MS waits). */
+static ssize_t wait_input(struct web_conn *c, char *buf, size_t cap)
+{
+	for (;;) {
+		uint64_t now = web_now_ns();
+		if (web_stop || now >= c->deadline_ns)
+			return -1;
+		int64_t left = (int64_t)(c->deadline_ns - now);
+		if (left > (int64_t)WEB_TICK_MS * 1000000)
+			left = (int64_t)WEB_TICK_MS * 1000000;
+		ssize_t n = canal_io_recv(c->fd, buf, cap, 0, left, NULL);
+		if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
+			continue;
+		return n < 0 ? -1 : n;
+	}
 }
 
 static _Atomic bool no_link; /* the backend has no chains (epoll) */
@@ -61,18 +92,18 @@ static int send_rest(struct web_conn *c, const char *out, size_t n,
 /*
  * The response as one chain through the loop's ring: a READ of the file
  * after the head in out, linked to the file's CLOSE, to one SEND of head
- * + body and, on a keep-alive connection with no input left over, to the
- * RECV of the next request into in[0..in_cap) (canal_io_submit_link): one
- * suspension per request and no system call of this task's own (the
- * io_uring style's READ + SEND + CLOSE, and its recv always posted).
- * Under ThreadSanitizer the CLOSE is left out: its model of descriptors
- * must see the close(2) (canal_io_close says why). A short or failed READ
- * (the file shrank) closes the connection, as the core does; a SEND that
- * did not send it all (cut by the tick, a full socket: -EAGAIN on this
- * non-blocking socket) leaves the rest to send_rest, and the RECV to the
- * loop. Returns 0, -1 to close, or 1: not done, send it the other way (no
- * chains on this backend: no_link is set; or no room in the ring now).
- * *got: the RECV's result (bytes, 0 at end of input), or -1: none.
+ * + body (MSG_WAITALL: only once all of it is sent does the chain go on)
+ * and, when no input is left over, to the RECV of the next request into
+ * in[0..in_cap) (canal_io_submit_link): one suspension per request and no
+ * system call of this task's own (the io_uring style's READ + SEND +
+ * CLOSE, and its receive always posted). Under ThreadSanitizer the CLOSE
+ * is left out: its model of descriptors must see the close(2)
+ * (canal_io_close says why). A short or failed READ (the file shrank)
+ * closes the connection, as the core does; a SEND cut by the tick (a
+ * client that does not read) leaves the rest to send_rest, and the RECV
+ * to the loop. Returns 0, -1 to close, or 1: not done, send it the other
+ * way (no chains on this backend: no_link is set; or no room in the ring
+ * now). *got: the RECV's result (bytes, 0 at end of input), or -1: none.
  */
 static int send_linked(struct web_conn *c, char *out, size_t head,
 		       size_t body, char *in, size_t in_cap, ssize_t *got)
@@ -95,7 +126,8 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
 		io_uring_prep_close(&s[n++], c->file_fd);
 	}
 	unsigned i_send = n;
-	io_uring_prep_send(&s[n++], c->fd, out, head + body, MSG_NOSIGNAL);
+	io_uring_prep_send(&s[n++], c->fd, out, head + body,
+			   MSG_NOSIGNAL | MSG_WAITALL);
 	if (!c->close_after && !c->eof && c->in_len == 0) {
 		i_recv = n;
 		io_uring_prep_recv(&s[n++], c->fd, in, in_cap, 0);
@@ -107,8 +139,10 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
 		atomic_store_explicit(&no_link, true, memory_order_relaxed);
 	if (r == -EOPNOTSUPP || r == -EBUSY)
 		return 1;
-	if (i_close < n && res[i_close] == 0)
-		c->file_fd = -1; /* closed by the chain */
+	/* A CLOSE that ran has taken the descriptor out of the table even
+	 * when it reports an error (a flush error): never close it again. */
+	if (i_close < n && res[i_close] != -ECANCELED)
+		c->file_fd = -1;
 	if (c->file_fd >= 0) {
 		canal_io_close(c->file_fd);
 		c->file_fd = -1;
@@ -216,20 +250,12 @@ static void conn_task(void *p)
 				break;
 			continue;
 		}
-		uint64_t now = web_now_ns();
-		if (now >= c->deadline_ns)
-			break; /* header or idle timeout */
 		if (w == WEB_WANT_WRITE) {
-			wait_writable(c->fd, c->deadline_ns);
+			if (!wait_writable(c->fd, c->deadline_ns))
+				break;
 			continue;
 		}
-		/* Wait for input at most WEB_TICK_MS at a time (SIGTERM). */
-		int64_t left = (int64_t)(c->deadline_ns - now);
-		if (left > (int64_t)WEB_TICK_MS * 1000000)
-			left = (int64_t)WEB_TICK_MS * 1000000;
-		ssize_t n = canal_io_recv(c->fd, buf, sizeof(buf), 0, left, NULL);
-		if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
-			continue;
+		ssize_t n = wait_input(c, buf, sizeof(buf));
 		if (n < 0 || take_input(c, buf, n) < 0)
 			break;
 	}

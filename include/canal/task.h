@@ -267,27 +267,36 @@ int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
  * canal_io_submit_link - the generic primitive for a chain: start the n
  * io_uring operations sqes[0..n) as one linked chain (canal sets
  * IOSQE_IO_LINK on every SQE but the last: each starts only once the one
- * before it has succeeded in full; a failed or short one ends the chain
- * and the rest complete with -ECANCELED without running), suspend the
- * task until every one of them has completed, and store each completion's
- * res in res[i] (as canal_io_submit's, per operation). The chain costs one
- * suspension and shares the loop's io_uring_enter with the other tasks'
- * operations: a file READ linked to a SEND of it answers a request with
- * no system call of the task's own. user_data of the SQEs is canal's.
+ * before it has succeeded; one that fails ends the chain, and so, by the
+ * kernel's rule, does a read or write that moves fewer bytes than asked,
+ * a send or receive only when it has MSG_WAITALL; the rest then complete
+ * with -ECANCELED without running), suspend the task until every one of
+ * them has completed, and store each completion's res in res[i]. The
+ * chain costs one suspension and shares the loop's io_uring_enter with
+ * the other tasks' operations: a file READ linked to a SEND of it
+ * answers a request with no system call of the task's own. user_data of
+ * the SQEs is canal's. Every operation must post exactly one completion:
+ * zero-copy sends and multishot operations are refused, as are flags
+ * that link, drain or drop the completion.
  * Timeout and cancelling condvar as canal_io_submit, for the whole chain:
- * the operations not complete then are cancelled (IORING_OP_ASYNC_CANCEL)
- * and the call still waits for every completion, so that each res[i] is
- * the one outcome of operation i (it ran: its result; it did not:
- * -ECANCELED).
+ * when one of them comes before the last completion, the operations not
+ * complete then are cancelled (IORING_OP_ASYNC_CANCEL) and the call still
+ * waits for every completion, so that each res[i] is the one outcome of
+ * operation i: its result if it ran (a byte count short of the request
+ * if it was cut while under way, as a MSG_WAITALL send), -ECANCELED if it
+ * did not.
  * Returns 0 once every operation has completed (look at res[] for their
  * results, errors included), or -ETIMEDOUT / -ECANCELED when the timeout
- * or the condvar cut the chain (at least one res[i] is then -ECANCELED);
- * -EINVAL sqes or res NULL, n = 0 or above CANAL_IO_LINK_MAX, an SQE whose
- * flags link, drain or drop its completion (IOSQE_IO_LINK,
- * IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN, IOSQE_CQE_SKIP_SUCCESS); -EPERM
- * outside a task (or in a detached one); -EOPNOTSUPP on the epoll backend;
- * -EBUSY the submission queue has no room for n SQEs at once (nothing was
- * started in these four cases).
+ * or the condvar came first (res[] as above; operations may all have
+ * completed anyway, the cancel too late); timeout_ns 0: -ETIMEDOUT at
+ * once, nothing started, res untouched. Errors, nothing started: -EINVAL
+ * sqes or res NULL, n = 0 or above CANAL_IO_LINK_MAX, an SQE refused
+ * above (IOSQE_IO_LINK, IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN,
+ * IOSQE_CQE_SKIP_SUCCESS; IORING_OP_SEND_ZC, IORING_OP_SENDMSG_ZC; the
+ * multishot flags of POLL_ADD, RECV, RECVMSG, ACCEPT, TIMEOUT; an opcode
+ * newer than the liburing canal was built with); -EPERM outside a task
+ * (or in a detached one); -EOPNOTSUPP on the epoll backend; -EBUSY the
+ * submission queue has no room for n SQEs at once.
  */
 int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 			 int32_t *res, int64_t timeout_ns,

@@ -43,6 +43,11 @@ struct canal__backend_ops {
 extern const struct canal__backend_ops canal__backend_uring;
 extern const struct canal__backend_ops canal__backend_epoll;
 
+/* io_uring: may sqes[0..n) form a chain (backend_uring.c says which
+ * SQEs may not)? 0 or -EINVAL. */
+struct io_uring_sqe;
+int canal__uring_link_check(const struct io_uring_sqe *sqes, unsigned n);
+
 /* Probe: can this process set up an io_uring (not ENOSYS/EPERM)? */
 bool canal__uring_available(void);
 

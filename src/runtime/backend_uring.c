@@ -266,6 +266,51 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
 	return 0;
 }
 
+/* Kernel constants newer than the liburing this builds with. */
+#define URING_TIMEOUT_MULTISHOT (1u << 6) /* IORING_TIMEOUT_MULTISHOT, 6.4 */
+
+/*
+ * May sqe be part of a chain? Every operation of a chain must post exactly
+ * one CQE, its last: the task stops waiting once each has completed, and
+ * the chain's operations live on its stack. Refused: what links, drains
+ * or drops its CQE (as for one SQE); a zero-copy send (a cut chain ends it
+ * with -ECANCELED and a notification after that); the multishot forms (a
+ * CQE with IORING_CQE_F_MORE does not let the chain go on: the next
+ * operation would wait until the multishot ends); and opcodes newer than
+ * this build knows (IORING_OP_LAST of its liburing), whose CQEs it cannot
+ * vouch for.
+ */
+static bool link_refused(const struct io_uring_sqe *sqe)
+{
+	if (sqe->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |
+			  IOSQE_CQE_SKIP_SUCCESS))
+		return true;
+	switch (sqe->opcode) {
+	case IORING_OP_SEND_ZC:
+	case IORING_OP_SENDMSG_ZC:
+		return true;
+	case IORING_OP_POLL_ADD:
+		return sqe->len & IORING_POLL_ADD_MULTI;
+	case IORING_OP_RECV:
+	case IORING_OP_RECVMSG:
+		return sqe->ioprio & IORING_RECV_MULTISHOT;
+	case IORING_OP_ACCEPT:
+		return sqe->ioprio & IORING_ACCEPT_MULTISHOT;
+	case IORING_OP_TIMEOUT:
+		return sqe->timeout_flags & URING_TIMEOUT_MULTISHOT;
+	default:
+		return sqe->opcode >= IORING_OP_LAST;
+	}
+}
+
+int canal__uring_link_check(const struct io_uring_sqe *sqes, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (link_refused(&sqes[i]))
+			return -EINVAL;
+	return 0;
+}
+
 /*
  * A chain: its n SQEs must reach the kernel in one submission (a link
  * ends at the end of a submission batch), so they are taken from the ring
@@ -277,7 +322,7 @@ static int ur_submit_link(struct canal__loop *l, struct canal__io *ops,
 {
 	struct uring_backend *b = l->backend;
 	for (unsigned i = 0; i < n; i++)
-		if (ops[i].kind != IO_SQE || sqe_refused(&ops[i]))
+		if (ops[i].kind != IO_SQE || link_refused(ops[i].sqe))
 			return -EINVAL;
 	if (io_uring_sq_space_left(&b->ring) < n) {
 		io_uring_submit(&b->ring);

@@ -392,6 +392,9 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	struct canal__runtime *rt = l->rt;
 	if (!rt->backend->submit_link)
 		return -EOPNOTSUPP;
+	int r = canal__uring_link_check(sqes, n);
+	if (r < 0)
+		return r;
 	uint64_t deadline = timeout_ns > 0
 				    ? canal_now_ns() + (uint64_t)timeout_ns
 				    : CANAL_NO_DEADLINE;
@@ -402,9 +405,9 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 					    .sqe = &sqes[i], .task = t,
 					    .chain = &chain};
 	if (timeout_ns == 0)
-		return -ETIMEDOUT;
+		return -ETIMEDOUT; /* nothing started, res untouched */
 	canal__task_arm(t);
-	int r = rt->backend->submit_link(l, ops, n);
+	r = rt->backend->submit_link(l, ops, n);
 	if (r < 0) {
 		canal__task_disarm(t);
 		return r;
@@ -427,14 +430,12 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 		canal__task_park(t, canal_now_ns() + 1000000);
 	}
 	t->pinned--;
-	bool cut = false;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n; i++)
 		res[i] = ops[i].result;
-		cut |= ops[i].result == -ECANCELED;
-	}
-	if (cut && why == WAKE_TIMEDOUT)
+	/* The timeout or the condvar came before the last completion. */
+	if (why == WAKE_TIMEDOUT)
 		return -ETIMEDOUT;
-	if (cut && why == WAKE_CANCELED)
+	if (why == WAKE_CANCELED)
 		return -ECANCELED;
 	return 0;
 }

@@ -685,6 +685,43 @@ static void test_emfile(void)
 	CHECK("emfile", st == 0, "exit status %d after SIGTERM", st);
 }
 
+/* A server with a 1 s idle timeout closes a keep-alive connection quiet
+ * after one request, and one that never sent anything, in a few seconds
+ * (the timeout counts from the last response or the connection, not from
+ * the server's last look at it). */
+static void test_idle_timeout(void)
+{
+	struct server s;
+	setenv("CANAL_WEB_IDLE_TIMEOUT_MS", "1000", 1);
+	int started = server_start(&s, 0);
+	unsetenv("CANAL_WEB_IDLE_TIMEOUT_MS");
+	CHECK("idle timeout", started == 0, "server with a 1 s idle timeout did not start");
+	int saved = g_srv.port;
+	g_srv.port = s.port;
+	struct client *used = client_open(), *quiet = client_open();
+	g_srv.port = saved;
+	bool answered = false, used_closed = false, quiet_closed = false;
+	if (used && quiet) {
+		const char *g = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+		send_all(used->fd, g, strlen(g));
+		struct resp r;
+		answered = read_resp(used, false, &r) == 0 && r.status == 200;
+		long long t0 = now_ms();
+		used_closed = closed_by_server(used, 10000);
+		quiet_closed = closed_by_server(quiet, 10000 - (int)(now_ms() - t0));
+	}
+	client_close(used);
+	client_close(quiet);
+	int st = server_stop(&s);
+	CHECK("idle timeout", used && quiet, "connect");
+	CHECK("idle timeout", answered, "no answer on the connection before it goes idle");
+	CHECK("idle timeout", used_closed,
+	      "a keep-alive connection idle after a request was open 10 s later");
+	CHECK("idle timeout", quiet_closed,
+	      "a connection that sent nothing was open 10 s later");
+	CHECK("idle timeout", st == 0, "exit status %d after SIGTERM", st);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -715,6 +752,7 @@ int main(int argc, char **argv)
 		{"close mid-response", test_close_mid_response},
 		{"idle keep-alive", test_idle},
 		{"emfile", test_emfile},
+		{"idle timeout", test_idle_timeout},
 	};
 	const char *only = getenv("CANAL_WEB_TESTS");
 	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
