@@ -81,13 +81,27 @@ int web_listen_again(const struct web_ctx *ctx)
 	return make_listener(&ctx->addr);
 }
 
-void web_sock_setup(int fd)
+/* $CANAL_WEB_SNDBUF (tests): SO_SNDBUF of every accepted socket, so
+ * that a slow reader stalls the server's sends even on loopback (whose
+ * 64 KiB segments otherwise let a whole small response into the socket);
+ * 0: the kernel's. Set by main before any connection. */
+static int web_sndbuf;
+
+static void sock_tune(int fd)
 {
 	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (web_sndbuf > 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &web_sndbuf,
+			   sizeof web_sndbuf);
+}
+
+void web_sock_setup(int fd)
+{
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	sock_tune(fd);
 }
 
 int web_accept(int listen_fd)
@@ -95,8 +109,7 @@ int web_accept(int listen_fd)
 	for (;;) {
 		int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			int one = 1;
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+			sock_tune(fd);
 			return fd;
 		}
 		switch (errno) {
@@ -198,6 +211,8 @@ int main(int argc, char **argv)
 		header_ms = num_arg("CANAL_WEB_HEADER_TIMEOUT_MS", e, 1, 86400000);
 	if ((e = getenv("CANAL_WEB_IDLE_TIMEOUT_MS")))
 		idle_ms = num_arg("CANAL_WEB_IDLE_TIMEOUT_MS", e, 1, 86400000);
+	if ((e = getenv("CANAL_WEB_SNDBUF")))
+		web_sndbuf = (int)num_arg("CANAL_WEB_SNDBUF", e, 1024, 1 << 26);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)

@@ -60,13 +60,15 @@ extern atomic_int web_stop;
  * style with one listener per loop. Returns the fd or -errno. */
 int web_listen_again(const struct web_ctx *ctx);
 
-/* accept4 (non-blocking, close-on-exec, TCP_NODELAY). Returns the fd, or
+/* accept4 (non-blocking, close-on-exec, TCP_NODELAY, and SO_SNDBUF when
+ * $CANAL_WEB_SNDBUF is set: a test's small send buffer). Returns the fd, or
  * -EAGAIN, or -EMFILE for every resource shortage (EMFILE, ENFILE,
  * ENOBUFS, ENOMEM: the caller backs off WEB_ACCEPT_BACKOFF_MS), or another
  * negative errno to ignore (ECONNABORTED, EPERM...). */
 int web_accept(int listen_fd);
 
-/* Prepare an accepted fd (from io_uring): non-blocking, TCP_NODELAY. */
+/* Prepare an accepted fd (from io_uring): non-blocking, TCP_NODELAY (and
+ * $CANAL_WEB_SNDBUF as web_accept). */
 void web_sock_setup(int fd);
 
 /* Close a connection's socket: for a connection closed by the server

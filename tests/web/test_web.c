@@ -77,6 +77,18 @@ static void write_file(const char *path, const char *data, size_t len)
 }
 
 #define BIG_SIZE (4 << 20)
+#define MID_SIZE (60 << 10)
+static uint64_t g_mid_hash;
+
+/* FNV-1a: a body's hash, to compare whole bodies without keeping them. */
+#define FNV_INIT 0xcbf29ce484222325ull
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
 
 static void make_tree(void)
 {
@@ -103,6 +115,14 @@ static void make_tree(void)
 		big[i] = (char)('a' + i % 26);
 	snprintf(p, sizeof p, "%s/big.bin", g_root);
 	write_file(p, big, BIG_SIZE);
+	/* Small enough for the small-file path (WEB_SMALL_BODY), larger than
+	 * the slow reader's buffers: a shifted pattern, so that a resent or
+	 * skipped range shows in its hash. */
+	for (size_t i = 0; i < MID_SIZE; i++)
+		big[i] = (char)('A' + (i * 7 + i / 251) % 53);
+	g_mid_hash = fnv1a(FNV_INIT, big, MID_SIZE);
+	snprintf(p, sizeof p, "%s/mid.bin", g_root);
+	write_file(p, big, MID_SIZE);
 	free(big);
 	snprintf(p, sizeof p, "%s/link_in", g_root);
 	if (symlink("a.txt", p) < 0)
@@ -220,11 +240,15 @@ struct client {
 	char buf[1 << 16];
 };
 
-static int connect_port(int port)
+/* rcvbuf > 0: the socket's receive buffer, set before connecting (so the
+ * window the server sees is small from the start). */
+static int connect_port_rcvbuf(int port, int rcvbuf)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	if (rcvbuf > 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
@@ -236,6 +260,11 @@ static int connect_port(int port)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	return fd;
+}
+
+static int connect_port(int port)
+{
+	return connect_port_rcvbuf(port, 0);
 }
 
 static struct client *client_open(void)
@@ -289,13 +318,16 @@ struct resp {
 	bool has_allow;
 	char body[256]; /* the first bytes */
 	size_t body_len;
+	uint64_t hash;  /* FNV-1a of the whole body */
 };
+
 
 /* Read one response (head == true: no body follows). 0 or -1. */
 static int read_resp(struct client *c, bool head, struct resp *r)
 {
 	memset(r, 0, sizeof *r);
 	r->content_length = -1;
+	r->hash = FNV_INIT;
 	char *end;
 	while (!(end = memmem(c->buf, c->len, "\r\n\r\n", 4)))
 		if (fill(c) <= 0)
@@ -333,6 +365,7 @@ static int read_resp(struct client *c, bool head, struct resp *r)
 			r->body_len += k;
 			r->body[r->body_len] = '\0';
 		}
+		r->hash = fnv1a(r->hash, c->buf, n);
 		memmove(c->buf, c->buf + n, c->len - n);
 		c->len -= n;
 		want -= n;
@@ -562,6 +595,43 @@ static void test_slow_client(void)
 	CHECK("slow", served > 0, "nobody was served while the slow client sent");
 }
 
+/* A slow reader of a 60 KiB file (the small-file path: the io_uring and
+ * tasks styles send it through the ring), from a server whose sockets
+ * have a 4 KiB send buffer ($CANAL_WEB_SNDBUF): the client's receive
+ * buffer is small too and it waits 500 ms before reading, so the server's
+ * send stops part-way, is cut by its 200 ms waits and resumes where it
+ * stopped; three responses on one keep-alive connection must each arrive
+ * whole and right (a resend or a skip changes the hash). */
+static void test_slow_reader(void)
+{
+	struct server s;
+	setenv("CANAL_WEB_SNDBUF", "4096", 1);
+	int started = server_start(&s, 0);
+	unsetenv("CANAL_WEB_SNDBUF");
+	CHECK("slow reader", started == 0, "server with a 4 KiB send buffer did not start");
+	int fd = connect_port_rcvbuf(s.port, 4096);
+	int ok = 0;
+	if (fd >= 0) {
+		struct client *c = calloc(1, sizeof *c);
+		c->fd = fd;
+		for (int i = 0; i < 3; i++) {
+			const char *g = "GET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+			send_all(c->fd, g, strlen(g));
+			usleep(500000);
+			struct resp r;
+			if (read_resp(c, false, &r) != 0 || r.status != 200 ||
+			    r.content_length != MID_SIZE || r.hash != g_mid_hash)
+				break;
+			ok++;
+		}
+		client_close(c);
+	}
+	int st = server_stop(&s);
+	CHECK("slow reader", fd >= 0, "connect");
+	CHECK("slow reader", ok == 3, "response %d of 3 missing or wrong", ok + 1);
+	CHECK("slow reader", st == 0, "exit status %d after SIGTERM", st);
+}
+
 /* Clients that close (or reset) in the middle of a 4 MiB body. */
 static void test_close_mid_response(void)
 {
@@ -750,6 +820,7 @@ int main(int argc, char **argv)
 		{"traversal", test_traversal},
 		{"slow client", test_slow_client},
 		{"close mid-response", test_close_mid_response},
+		{"slow reader", test_slow_reader},
 		{"idle keep-alive", test_idle},
 		{"emfile", test_emfile},
 		{"idle timeout", test_idle_timeout},
