@@ -30,9 +30,12 @@ struct canal__backend_ops {
 	/* Start op: 0 (its completion will come through poll), or -errno
 	 * (nothing started; -EOPNOTSUPP for what the backend cannot do). */
 	int (*submit)(struct canal__loop *l, struct canal__io *op);
-	/* Start ops[0..n), IO_SQE operations, as one linked chain submitted
-	 * together: 0, or -errno (nothing started). NULL: the backend has no
-	 * chains (canal_io_submit_link returns -EOPNOTSUPP). */
+	/* Chains (canal_io_submit_link); both NULL: the backend has none
+	 * (-EOPNOTSUPP). link_check: may the n SQEs (struct io_uring_sqe)
+	 * form a chain? 0 or -EINVAL. submit_link: start ops[0..n), IO_SQE
+	 * operations whose SQEs passed link_check, as one linked chain
+	 * submitted together: 0, or -errno (nothing started). */
+	int (*link_check)(const void *sqes, unsigned n);
 	int (*submit_link)(struct canal__loop *l, struct canal__io *ops,
 			   unsigned n);
 	/* Ask for op's early end; its completion still comes through poll
@@ -42,11 +45,6 @@ struct canal__backend_ops {
 
 extern const struct canal__backend_ops canal__backend_uring;
 extern const struct canal__backend_ops canal__backend_epoll;
-
-/* io_uring: may sqes[0..n) form a chain (backend_uring.c says which
- * SQEs may not)? 0 or -EINVAL. */
-struct io_uring_sqe;
-int canal__uring_link_check(const struct io_uring_sqe *sqes, unsigned n);
 
 /* Probe: can this process set up an io_uring (not ENOSYS/EPERM)? */
 bool canal__uring_available(void);

@@ -187,13 +187,15 @@ static void ur_wake(struct canal__loop *l)
 }
 
 /* A caller's SQE may not tie itself to others or drop its CQE (top of
- * this file). */
+ * this file); in a chain, canal links them. */
+#define REFUSED_FLAGS                                                        \
+	(IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |                \
+	 IOSQE_CQE_SKIP_SUCCESS)
+
 static bool sqe_refused(const struct canal__io *op)
 {
 	return op->kind == IO_SQE &&
-	       (((const struct io_uring_sqe *)op->sqe)->flags &
-		(IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |
-		 IOSQE_CQE_SKIP_SUCCESS));
+	       (((const struct io_uring_sqe *)op->sqe)->flags & REFUSED_FLAGS);
 }
 
 static int ur_submit(struct canal__loop *l, struct canal__io *op)
@@ -282,8 +284,7 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
  */
 static bool link_refused(const struct io_uring_sqe *sqe)
 {
-	if (sqe->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |
-			  IOSQE_CQE_SKIP_SUCCESS))
+	if (sqe->flags & REFUSED_FLAGS)
 		return true;
 	switch (sqe->opcode) {
 	case IORING_OP_SEND_ZC:
@@ -303,8 +304,9 @@ static bool link_refused(const struct io_uring_sqe *sqe)
 	}
 }
 
-int canal__uring_link_check(const struct io_uring_sqe *sqes, unsigned n)
+static int ur_link_check(const void *sqes_, unsigned n)
 {
+	const struct io_uring_sqe *sqes = sqes_;
 	for (unsigned i = 0; i < n; i++)
 		if (link_refused(&sqes[i]))
 			return -EINVAL;
@@ -312,18 +314,15 @@ int canal__uring_link_check(const struct io_uring_sqe *sqes, unsigned n)
 }
 
 /*
- * A chain: its n SQEs must reach the kernel in one submission (a link
- * ends at the end of a submission batch), so they are taken from the ring
- * together: room for all n, after one flush of what is queued if needed,
+ * A chain (its SQEs passed ur_link_check): the n SQEs must reach the
+ * kernel in one submission (a link ends at the end of a submission batch),
+ * so they are taken from the ring together: room for all n, after one flush of what is queued if needed,
  * or nothing is started. IOSQE_IO_LINK on each but the last.
  */
 static int ur_submit_link(struct canal__loop *l, struct canal__io *ops,
 			  unsigned n)
 {
 	struct uring_backend *b = l->backend;
-	for (unsigned i = 0; i < n; i++)
-		if (ops[i].kind != IO_SQE || link_refused(ops[i].sqe))
-			return -EINVAL;
 	if (io_uring_sq_space_left(&b->ring) < n) {
 		io_uring_submit(&b->ring);
 		if (io_uring_sq_space_left(&b->ring) < n)
@@ -358,6 +357,7 @@ const struct canal__backend_ops canal__backend_uring = {
 	.poll = ur_poll,
 	.wake = ur_wake,
 	.submit = ur_submit,
+	.link_check = ur_link_check,
 	.submit_link = ur_submit_link,
 	.cancel = ur_cancel,
 };

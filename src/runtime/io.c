@@ -219,6 +219,21 @@ static void try_outcome(struct canal__task *t, const struct canal__io *op,
 	t->try_skips = 0;
 }
 
+/* Step 3 of io_run_until (and of a chain): park the armed task t until
+ * its wake, the deadline or, if cancel is not NULL, a signal of cancel
+ * (registered for the park only). Returns the winning reason. */
+static uint32_t park_cancellable(struct canal__task *t, uint64_t deadline,
+				 struct canal_cond *cancel)
+{
+	struct canal__cond_waiter w;
+	if (cancel)
+		canal__cond_register(cancel, &w, t, WAKE_CANCELED);
+	uint32_t why = canal__task_park(t, deadline);
+	if (cancel)
+		canal__cond_unregister(cancel, &w);
+	return why;
+}
+
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -253,12 +268,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	t->pinned++;
 	l->inflight++; /* (a backend may have completed it already: then
 			* its -- came first; the count is this thread's) */
-	struct canal__cond_waiter w;
-	if (cancel)
-		canal__cond_register(cancel, &w, t, WAKE_CANCELED);
-	uint32_t why = canal__task_park(t, deadline);
-	if (cancel)
-		canal__cond_unregister(cancel, &w);
+	uint32_t why = park_cancellable(t, deadline, cancel);
 	while (!op->done) {
 		if (!op->cancel_sent)
 			rt->backend->cancel(l, op);
@@ -392,9 +402,11 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	struct canal__runtime *rt = l->rt;
 	if (!rt->backend->submit_link)
 		return -EOPNOTSUPP;
-	int r = canal__uring_link_check(sqes, n);
+	int r = rt->backend->link_check(sqes, n);
 	if (r < 0)
 		return r;
+	if (timeout_ns == 0)
+		return -ETIMEDOUT; /* nothing started, res untouched */
 	uint64_t deadline = timeout_ns > 0
 				    ? canal_now_ns() + (uint64_t)timeout_ns
 				    : CANAL_NO_DEADLINE;
@@ -404,8 +416,6 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 		ops[i] = (struct canal__io){.kind = IO_SQE, .fd = -1,
 					    .sqe = &sqes[i], .task = t,
 					    .chain = &chain};
-	if (timeout_ns == 0)
-		return -ETIMEDOUT; /* nothing started, res untouched */
 	canal__task_arm(t);
 	r = rt->backend->submit_link(l, ops, n);
 	if (r < 0) {
@@ -414,12 +424,7 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	}
 	t->pinned++;
 	l->inflight += n;
-	struct canal__cond_waiter w;
-	if (cancel)
-		canal__cond_register(cancel, &w, t, WAKE_CANCELED);
-	uint32_t why = canal__task_park(t, deadline);
-	if (cancel)
-		canal__cond_unregister(cancel, &w);
+	uint32_t why = park_cancellable(t, deadline, cancel);
 	while (chain.left > 0) {
 		for (unsigned i = 0; i < n; i++)
 			if (!ops[i].done)

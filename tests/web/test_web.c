@@ -158,8 +158,9 @@ struct server {
 	int port;
 };
 
-/* Starts the server (nofile > 0: its RLIMIT_NOFILE, hard and soft). */
-static int server_start(struct server *s, long nofile)
+/* Starts the server (nofile > 0: its RLIMIT_NOFILE, hard and soft; env:
+ * NULL or one "NAME=VALUE" for the server's environment only). */
+static int server_start(struct server *s, long nofile, const char *env)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -174,6 +175,8 @@ static int server_start(struct server *s, long nofile)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 		setenv("CANAL_WEB_HEADER_TIMEOUT_MS", "1000", 1);
+		if (env)
+			putenv((char *)env);
 		/* Idle connections must outlive the slowest (sanitized) run. */
 		setenv("CANAL_WEB_IDLE_TIMEOUT_MS", "600000", 0);
 		execl(g_bin, g_bin, "--port", "0", "--root", g_root, "--cores",
@@ -605,9 +608,7 @@ static void test_slow_client(void)
 static void test_slow_reader(void)
 {
 	struct server s;
-	setenv("CANAL_WEB_SNDBUF", "4096", 1);
-	int started = server_start(&s, 0);
-	unsetenv("CANAL_WEB_SNDBUF");
+	int started = server_start(&s, 0, "CANAL_WEB_SNDBUF=4096");
 	CHECK("slow reader", started == 0, "server with a 4 KiB send buffer did not start");
 	int fd = connect_port_rcvbuf(s.port, 4096);
 	int ok = 0;
@@ -729,7 +730,7 @@ out:
 static void test_emfile(void)
 {
 	struct server s;
-	CHECK("emfile", server_start(&s, 64) == 0, "server with 64 descriptors did not start");
+	CHECK("emfile", server_start(&s, 64, NULL) == 0, "server with 64 descriptors did not start");
 	int fds[100], n = 0;
 	for (; n < 100; n++) {
 		fds[n] = connect_port(s.port);
@@ -762,9 +763,7 @@ static void test_emfile(void)
 static void test_idle_timeout(void)
 {
 	struct server s;
-	setenv("CANAL_WEB_IDLE_TIMEOUT_MS", "1000", 1);
-	int started = server_start(&s, 0);
-	unsetenv("CANAL_WEB_IDLE_TIMEOUT_MS");
+	int started = server_start(&s, 0, "CANAL_WEB_IDLE_TIMEOUT_MS=1000");
 	CHECK("idle timeout", started == 0, "server with a 1 s idle timeout did not start");
 	int saved = g_srv.port;
 	g_srv.port = s.port;
@@ -807,7 +806,7 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	make_tree();
-	if (server_start(&g_srv, 0) != 0) {
+	if (server_start(&g_srv, 0, NULL) != 0) {
 		remove_tree();
 		return 1;
 	}
