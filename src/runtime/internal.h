@@ -10,7 +10,8 @@
  *    loop's thread. The run queue is a list under the loop's mutex: any
  *    thread may push (a waker, a spawner, a stealer takes from it).
  *  - A task is at any time in exactly one of: running on a loop (that loop's
- *    `current`), in one run queue, in one loop's runnext slot, parked
+ *    `current`), in one run queue, in one loop's runnext slot or yield
+ *    list (below; the yield list's last may still be running), parked
  *    (referenced only by what can wake it: a parker bucket, a condvar list,
  *    a timer, an in-flight I/O), or on the detach pool.
  *
@@ -27,6 +28,18 @@
  * loop looks for work or sleeps, so the slot is empty whenever the loop
  * is in loop_schedule. Fairness: at most RUNNEXT_STREAK_MAX slot tasks in a
  * row, then the queue's first runs (loop.c).
+ *
+ * The yield list (a direct yield, loop.c canal__loop_yield_next): a task
+ * that yields with another task to run switches straight to it and goes
+ * to the back of its loop's yield list, a list only the loop's thread
+ * touches (no lock, no atomic: yields between the tasks of one loop cost
+ * no locked instruction). It is appended before its switch, so the list's
+ * last may still be running; nothing pops the list but the loop's thread
+ * after that switch. The scheduler context moves the list to the queue's
+ * back before anything else at each switch out to it (after_switch), so
+ * the list is empty whenever the loop schedules, steals, spins or sleeps;
+ * thieves do not see yielded tasks before that (at most POLL_EVERY direct
+ * switches).
  *
  * Switching out (the rule that makes every wake-up safe): a task never makes
  * itself visible to another loop before it has switched out. It records
@@ -152,12 +165,6 @@ struct canal__task {
 	_Atomic uint32_t wake;	  /* enum task_wake */
 	uint32_t after;		  /* enum task_after, read by the scheduler */
 	uint32_t pinned;	  /* armed timer + in-flight I/O: no steal */
-	/* 1 while a direct yield switches it out: it is already linked in
-	 * its loop's queue but still running (loop.c, canal__loop_yield_next);
-	 * stealers skip it. Set under the queue's lock; cleared (release) by
-	 * the task switched to, once this one's context is saved; read by
-	 * stealers under the victim's lock (acquire). */
-	_Atomic uint32_t switching;
 	bool detached;		  /* runs on the detach pool */
 	uint32_t poll_round;	  /* park.c: polls of a shared word in a row */
 	/* io.c, the adaptive shortcut: the last input operation tried
@@ -198,9 +205,6 @@ struct canal__loop {
 	/* The task that last switched out to the scheduler (canal__task_run
 	 * returns it: after a direct yield it is not the one run). */
 	struct canal__task *out;
-	/* The task a direct yield just switched away from, until the task
-	 * switched to clears its `switching` (loop thread only). */
-	struct canal__task *direct_prev;
 	/* The task a direct park just switched away from (PARKING), until
 	 * the task switched to finishes its park (task.c; loop thread
 	 * only). */
@@ -219,6 +223,8 @@ struct canal__loop {
 	/* The runnext slot (loop thread only; see the top of this file). */
 	struct canal__task *runnext;
 	uint32_t runnext_streak; /* slot tasks run in a row */
+	/* The yield list (loop thread only; see the top of this file). */
+	struct canal__task *yhead, *ytail;
 
 	/* Timers: a 4-ary min-heap of (deadline, task) by deadline (loop
 	 * thread only; timer.c). */
@@ -281,8 +287,8 @@ struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
 					     struct canal__task *t);
 /* task.c: that hand-off from the calling task; false if none. */
 bool canal__task_handoff(void);
-/* loop.c: the task a yield of t switches to directly (t then linked in
- * the queue, `switching`), or NULL: yield through the scheduler. */
+/* loop.c: the task a yield of t switches to directly (t then at the
+ * back of the loop's yield list), or NULL: yield through the scheduler. */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 					   struct canal__task *t);
 /* The end of a park, once the task's context is saved (the scheduler

@@ -34,22 +34,13 @@ __attribute__((noinline)) bool canal__task_finish_park(struct canal__task *t)
 	return false;
 }
 
-/* Every resumption of a task clears `switching` of the task a direct
- * yield switched away from to get here (internal.h): its context is
- * saved now. Release: pairs with the acquire of a stealing loop.
- * It also finishes the park of a task that switched straight here
- * (canal__task_park), as the scheduler does for one that switched out
- * to it: only now, its context saved, may it become PARKED and so
+/* Every resumption of a task finishes the park of a task that switched
+ * straight here (canal__task_park), as the scheduler does for one that
+ * switched out to it: only now, its context saved, may it become PARKED and so
  * visible to a waker that would push it to a queue; a waker that came
  * while it was PARKING (NOTIFIED) left the push to us. */
 static inline void task_resumed(struct canal__loop *l)
 {
-	struct canal__task *prev = l->direct_prev;
-	if (prev) {
-		l->direct_prev = NULL;
-		atomic_store_explicit(&prev->switching, 0,
-				      memory_order_release);
-	}
 	struct canal__task *parked = l->parked_prev;
 	if (parked) {
 		l->parked_prev = NULL;
@@ -59,8 +50,8 @@ static inline void task_resumed(struct canal__loop *l)
 }
 
 /* From the running task t straight to next, without the scheduler
- * context (a direct yield or park: the caller has set direct_prev or
- * parked_prev, which next's task_resumed acts on). */
+ * context (a direct yield, hand-off or park: a park has set parked_prev,
+ * which next's task_resumed acts on). */
 static void direct_switch(struct canal__loop *l, struct canal__task *t,
 			  struct canal__task *next)
 {
@@ -268,7 +259,6 @@ EXPORT void canal_yield(void)
 		canal__task_switch_out(t);
 		return;
 	}
-	l->direct_prev = t;
 	direct_switch(l, t, next);
 }
 

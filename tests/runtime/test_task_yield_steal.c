@@ -2,10 +2,11 @@
  * loop (the direct yield of loop.c) while other loops steal: no task ever
  * runs on two threads at once, none is lost, each yields exactly its
  * count. Tasks have uneven yield counts, so that loops run out of work at
- * different times and steal from each other. (A stealing loop takes the
- * oldest tasks of a queue, and a yielding task goes to its back: that it
- * skips a task still switching out is checked by TSan on this test, not
- * by the counts.) */
+ * different times and steal from each other. (A yielding task goes to
+ * its loop's yield list before its switch, and the list moves to the
+ * stealable queue at the loop's next pass through the scheduler: that no
+ * other thread takes a task still switching out is checked by TSan on
+ * this test and by `inside`.) */
 #include "check.h"
 
 #include <canal/task.h>
