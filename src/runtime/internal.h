@@ -11,7 +11,7 @@
  *    thread may push (a waker, a spawner, a stealer takes from it).
  *  - A task is at any time in exactly one of: running on a loop (that loop's
  *    `current`), in one run queue, in one loop's runnext slot or yield
- *    list (below; the yield list's last may still be running), parked
+ *    slot (below; the yield slot's task may still be running), parked
  *    (referenced only by what can wake it: a parker bucket, a condvar list,
  *    a timer, an in-flight I/O), or on the detach pool.
  *
@@ -29,17 +29,20 @@
  * is in loop_schedule. Fairness: at most RUNNEXT_STREAK_MAX slot tasks in a
  * row, then the queue's first runs (loop.c).
  *
- * The yield list (a direct yield, loop.c canal__loop_yield_next): a task
- * that yields with another task to run switches straight to it and goes
- * to the back of its loop's yield list, a list only the loop's thread
- * touches (no lock, no atomic: yields between the tasks of one loop cost
- * no locked instruction). It is appended before its switch, so the list's
- * last may still be running; nothing pops the list but the loop's thread
- * after that switch. The scheduler context moves the list to the queue's
- * back before anything else at each switch out to it (after_switch), so
- * the list is empty whenever the loop schedules, steals, spins or sleeps;
- * thieves do not see yielded tasks before that (at most POLL_EVERY direct
- * switches).
+ * The yield slot (a direct yield, loop.c canal__loop_yield_next): a task
+ * that yields with another task to run switches straight to it and takes
+ * its loop's yield slot; the slot's previous task (switched out at an
+ * earlier yield) goes to the queue's back, or, with the queue empty, is
+ * the task switched to. Only the loop's thread writes the slot and takes
+ * a task from it, so two tasks of one loop yielding to each other cost no
+ * locked instruction. The yielder takes the slot before its switch, so
+ * the slot's task may still be running; nothing takes it but the loop's
+ * thread, after that switch. Thieves read the slot (relaxed) only to
+ * count its task as the queue's newest, which they never take (they take
+ * the older half), so they steal what they stole when a yielder went to
+ * the queue's back. The scheduler context moves the slot's task to the
+ * queue before anything else at each switch out to it (after_switch), so
+ * the slot is empty whenever the loop schedules, steals, spins or sleeps.
  *
  * Switching out (the rule that makes every wake-up safe): a task never makes
  * itself visible to another loop before it has switched out. It records
@@ -134,7 +137,7 @@ struct canal__timer {
 #define CANAL__TIMER_ARITY 4u
 
 enum task_sched {
-	TASK_RUNNING = 0, /* running, or in a run queue */
+	TASK_RUNNING = 0, /* running, or in a run queue or slot */
 	TASK_PARKING = 1, /* parked, not yet switched out */
 	TASK_PARKED = 2,  /* switched out; waker pushes it */
 	TASK_NOTIFIED = 3 /* woken while PARKING: the scheduler pushes it */
@@ -211,8 +214,8 @@ struct canal__loop {
 	struct canal__task *parked_prev;
 
 	/* Run queue. Invariant: a task is linked here iff it is runnable,
-	 * not running and not in a runnext slot. Pushers take the mutex; `sleeping` pairs with it: the
-	 * loop stores sleeping = 1 (seq_cst) before its last look at the
+	 * not running and not in a runnext or yield slot. Pushers take the
+	 * mutex; `sleeping` pairs with it: the loop stores sleeping = 1 (seq_cst) before its last look at the
 	 * queue under the mutex, a pusher loads it (seq_cst) after its push
 	 * under the mutex, so either the loop sees the task or the pusher
 	 * sees the sleeper and wakes it through the backend. */
@@ -223,8 +226,9 @@ struct canal__loop {
 	/* The runnext slot (loop thread only; see the top of this file). */
 	struct canal__task *runnext;
 	uint32_t runnext_streak; /* slot tasks run in a row */
-	/* The yield list (loop thread only; see the top of this file). */
-	struct canal__task *yhead, *ytail;
+	/* The yield slot (see the top of this file): written by the loop's
+	 * thread only, read by thieves (relaxed) to count it. */
+	struct canal__task *_Atomic yslot;
 
 	/* Timers: a 4-ary min-heap of (deadline, task) by deadline (loop
 	 * thread only; timer.c). */
@@ -287,8 +291,8 @@ struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
 					     struct canal__task *t);
 /* task.c: that hand-off from the calling task; false if none. */
 bool canal__task_handoff(void);
-/* loop.c: the task a yield of t switches to directly (t then at the
- * back of the loop's yield list), or NULL: yield through the scheduler. */
+/* loop.c: the task a yield of t switches to directly (t then in the
+ * loop's yield slot), or NULL: yield through the scheduler. */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 					   struct canal__task *t);
 /* The end of a park, once the task's context is saved (the scheduler

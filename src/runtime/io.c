@@ -200,6 +200,7 @@ static bool try_first(struct canal__loop *l, struct canal__task *t,
 	 * enter the kernel for this operation alone. */
 	if (l->rt->backend == &canal__backend_uring &&
 	    (l->runnext ||
+	     atomic_load_explicit(&l->yslot, memory_order_relaxed) ||
 	     atomic_load_explicit(&l->queued, memory_order_relaxed)))
 		return false;
 	if (!is_input(op->kind) || !t->try_missed || t->try_fd != op->fd + 1 ||

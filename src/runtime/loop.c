@@ -174,8 +174,13 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 	uint32_t best = 1;
 	for (unsigned k = 1; k < rt->nloops; k++) {
 		struct canal__loop *v = &rt->loops[(l->index + k) % rt->nloops];
+		/* The yield slot's task counts as the queue's newest
+		 * (loop.c, canal__loop_yield_next): it is never taken, but a
+		 * queue of one behind it is a queue of two. */
 		uint32_t q = atomic_load_explicit(&v->queued,
-						  memory_order_relaxed);
+						  memory_order_relaxed) +
+			     (atomic_load_explicit(&v->yslot,
+						   memory_order_relaxed) != NULL);
 		if (q > best) {
 			best = q;
 			victim = v;
@@ -185,8 +190,11 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 		return NULL;
 	/* Take up to half, unpinned only, keeping their order. */
 	struct canal__task *got = NULL, **tailp = &got;
-	uint32_t want = atomic_load_explicit(&victim->queued,
-					     memory_order_relaxed) / 2;
+	uint32_t want = (atomic_load_explicit(&victim->queued,
+					      memory_order_relaxed) +
+			 (atomic_load_explicit(&victim->yslot,
+					       memory_order_relaxed) != NULL)) /
+			2;
 	uint32_t taken = 0;
 	struct canal__task **pp = &victim->head, *prev = NULL;
 	while (*pp && taken < want) {
@@ -325,68 +333,63 @@ static bool direct_turn(struct canal__loop *l)
 /*
  * A direct yield (task.c, canal_yield): the yielding task t is switched
  * out straight to the next task, without the scheduler context in between
- * (one context switch, not two). The next task is the queue's first, or,
- * when the queue is empty, the first of the loop's yield list; t goes to
- * the back of the yield list (internal.h), which only this loop's thread
- * touches: no lock and no atomic when the queue is empty (two tasks
- * yielding to each other: the lock cost 3.5 of 11.6 ns per yield on the
- * AMD host), and t is there while it still runs, which is safe because no
- * other thread sees the list and this thread pops it only after the
- * switch it is making. The queue's tasks go first; the yield list is
- * moved to the queue's back at every switch out to the scheduler
- * (after_switch), at most POLL_EVERY runs apart, so neither starves and
- * stealers see yielded tasks from then on. Every POLL_EVERY runs a yield
- * goes through the scheduler instead, which polls completions and timers
- * (tasks yielding to each other would otherwise starve them); and while
- * the runnext slot is full, as does the scheduler's path, its task goes
- * first. Returns NULL for the scheduler's path (nothing else to run,
- * too: the scheduler then runs t again after its polls).
+ * (one context switch, not two). t takes the loop's yield slot
+ * (internal.h), which only this loop's thread touches; the task already
+ * there, which switched out at an earlier yield, goes to the queue's back
+ * and the queue's first runs next, or, with the queue empty, the slot's
+ * task runs next. Two tasks yielding to each other thus take no lock and
+ * make no atomic read-modify-write (the queue's lock cost 3.5 of 11.6 ns
+ * per yield on the AMD host), and more than two take the lock once per
+ * yield, as before. t is in the slot while it still runs, which is safe
+ * because no other thread takes a task from the slot and this thread
+ * does only after the switch it is making. Stealers count the slot's task
+ * with the queue's (loop_steal), so they take what they took when the
+ * yielder went to the queue's back: the queue's oldest, never its newest.
+ * Every switch out to the scheduler moves the slot's task to the queue
+ * (after_switch). Every POLL_EVERY runs a yield goes through the scheduler
+ * instead, which polls completions and timers (tasks yielding to each
+ * other would otherwise starve them); and while the runnext slot is full,
+ * as does the scheduler's path, its task goes first. Returns NULL for the
+ * scheduler's path (nothing else to run, too: the scheduler then runs t
+ * again after its polls).
  */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 					   struct canal__task *t)
 {
-	if (l->runnext || l->is_pool ||
-	    (!l->yhead &&
-	     !atomic_load_explicit(&l->queued, memory_order_relaxed)) ||
-	    !direct_turn(l))
+	struct canal__task *slot =
+		atomic_load_explicit(&l->yslot, memory_order_relaxed);
+	bool queued = atomic_load_explicit(&l->queued, memory_order_relaxed);
+	if (l->runnext || l->is_pool || (!slot && !queued) || !direct_turn(l))
 		return NULL;
-	struct canal__task *next = NULL;
-	if (atomic_load_explicit(&l->queued, memory_order_relaxed)) {
+	struct canal__task *next = slot;
+	if (queued) {
 		canal__spin_lock(&l->lock);
-		next = queue_pop(l);
+		if (slot)
+			queue_append(l, slot);
+		next = queue_pop(l); /* NULL: a thief emptied the queue */
 		canal__spin_unlock(&l->lock);
-	}
-	if (!next) {
-		/* Empty queue (or emptied by a thief meanwhile). */
-		next = l->yhead;
-		if (!next)
+		if (!next) {
+			atomic_store_explicit(&l->yslot, NULL,
+					      memory_order_relaxed);
 			return NULL;
-		l->yhead = next->next;
-		if (!l->yhead)
-			l->ytail = NULL;
+		}
 	}
-	t->next = NULL;
-	if (l->ytail)
-		l->ytail->next = t;
-	else
-		l->yhead = t;
-	l->ytail = t;
+	atomic_store_explicit(&l->yslot, t, memory_order_relaxed);
 	return next;
 }
 
-/* The yield list to the queue's back (loop thread, in the scheduler
- * context: every task in it has its context saved). */
-static void yield_list_flush(struct canal__loop *l)
+/* The yield slot's task to the queue's back (the scheduler context, before
+ * anything else at every switch out to it: the slot is empty whenever the
+ * loop schedules, steals, spins or sleeps). */
+static void yield_slot_flush(struct canal__loop *l)
 {
-	struct canal__task *t = l->yhead;
+	struct canal__task *t =
+		atomic_load_explicit(&l->yslot, memory_order_relaxed);
 	if (!t)
 		return;
-	l->yhead = l->ytail = NULL;
+	atomic_store_explicit(&l->yslot, NULL, memory_order_relaxed);
 	canal__spin_lock(&l->lock);
-	for (struct canal__task *n; t; t = n) {
-		n = t->next;
-		queue_append(l, t);
-	}
+	queue_append(l, t);
 	canal__spin_unlock(&l->lock);
 }
 
@@ -427,7 +430,7 @@ static struct canal__task *after_switch(struct canal__loop *l,
 					struct canal__task *t)
 {
 	canal__stack_canary_check(&t->stack, t->id);
-	yield_list_flush(l);
+	yield_slot_flush(l);
 	switch (t->after) {
 	case AFTER_YIELD:
 		return requeue_and_pop(l, t);

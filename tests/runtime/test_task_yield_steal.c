@@ -2,11 +2,11 @@
  * loop (the direct yield of loop.c) while other loops steal: no task ever
  * runs on two threads at once, none is lost, each yields exactly its
  * count. Tasks have uneven yield counts, so that loops run out of work at
- * different times and steal from each other. (A yielding task goes to
- * its loop's yield list before its switch, and the list moves to the
- * stealable queue at the loop's next pass through the scheduler: that no
- * other thread takes a task still switching out is checked by TSan on
- * this test and by `inside`.) */
+ * different times and steal from each other. (A yielding task takes
+ * its loop's yield slot before its switch and moves to the stealable
+ * queue only once its context is saved: that no other thread takes a
+ * task still switching out is checked by TSan on this test, not by
+ * `inside`, which is cleared before the yield.) */
 #include "check.h"
 
 #include <canal/task.h>
