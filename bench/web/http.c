@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -467,8 +469,14 @@ void web_conn_init(struct web_conn *c, int fd, const struct web_server *srv)
 	c->eof = false;
 	c->requests = 0;
 	c->style_sends_small = false;
+	c->corked = false;
 	c->opened_ns = web_now_ns();
 	c->deadline_ns = c->opened_ns + srv->idle_timeout_ns;
+}
+
+int web_conn_send_flags(const struct web_conn *c)
+{
+	return c->close_after ? MSG_MORE : 0;
 }
 
 void web_conn_fini(struct web_conn *c)
@@ -484,6 +492,15 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 		/* 1. Flush the response in progress (or leave it to the style). */
 		if (c->style_sends_small && web_conn_small_out(c))
 			goto want_write;
+		if (c->close_after && !c->corked &&
+		    (c->out_off < c->out_len || c->file_fd >= 0)) {
+			/* The last response: its FIN rides on its last
+			 * segment (web_conn_send_flags). An error here only
+			 * costs that segment. */
+			int one = 1;
+			setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof one);
+			c->corked = true;
+		}
 		if (c->out_off < c->out_len) {
 			bool more = c->file_fd >= 0;
 			ssize_t n = send(c->fd, c->out + c->out_off,

@@ -106,6 +106,7 @@ struct web_conn {
 	 * style sends it, closes file_fd, sets out_off = out_len and
 	 * file_fd = -1, and calls web_conn_run again. web_conn_init clears it. */
 	bool style_sends_small;
+	bool corked; /* TCP_CORK set for the last response (web_conn_run) */
 	char in[WEB_IN_MAX];
 	char out[512];
 };
@@ -127,6 +128,17 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c);
 
 /* Largest body a style_sends_small style sends from memory. */
 #define WEB_SMALL_BODY (64 * 1024)
+
+/* web_conn_send_flags - the flags a style's own send of the pending response
+ * adds (with MSG_NOSIGNAL): MSG_MORE when it is the connection's last
+ * (close_after), so that its last segment waits in the socket for the
+ * close's shutdown, whose FIN then rides on it (nginx's tcp_nopush does the
+ * same with TCP_CORK): one segment less per connection, which a client
+ * opening a connection per request (ab) feels. web_conn_run's own sends
+ * get this by TCP_CORK (its body goes by sendfile, which takes no flags).
+ * Every style shuts a closing connection down at once (web_close), so
+ * nothing waits longer than that. */
+int web_conn_send_flags(const struct web_conn *c);
 
 /* web_conn_small_out - a response is pending, none of it sent yet, and its
  * body (if any) is a file of at most WEB_SMALL_BODY bytes. */

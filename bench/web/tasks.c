@@ -127,7 +127,7 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
 	}
 	unsigned i_send = n;
 	io_uring_prep_send(&s[n++], c->fd, out, head + body,
-			   MSG_NOSIGNAL | MSG_WAITALL);
+			   MSG_NOSIGNAL | MSG_WAITALL | web_conn_send_flags(c));
 	if (!c->close_after && !c->eof && c->in_len == 0) {
 		i_recv = n;
 		io_uring_prep_recv(&s[n++], c->fd, in, in_cap, 0);
@@ -207,7 +207,8 @@ static int send_rest(struct web_conn *c, const char *out, size_t n, size_t off)
 	while (off < n) {
 		if (web_stop || web_now_ns() >= c->deadline_ns)
 			return -1;
-		ssize_t r = canal_io_send(c->fd, out + off, n - off, 0, tick,
+		ssize_t r = canal_io_send(c->fd, out + off, n - off,
+					  web_conn_send_flags(c), tick,
 					  NULL);
 		if (r == -ETIMEDOUT || r == -EAGAIN || r == -EINTR)
 			continue;

@@ -187,7 +187,7 @@ static void submit_send(struct loop *l, struct uconn *u, unsigned sqe_flags)
 {
 	struct io_uring_sqe *s = sqe_get(l);
 	io_uring_prep_send(s, u->c.fd, u->sdata + u->soff, u->slen - u->soff,
-			   MSG_NOSIGNAL);
+			   MSG_NOSIGNAL | web_conn_send_flags(&u->c));
 	s->flags |= sqe_flags;
 	io_uring_sqe_set_data64(s, ud(u->c.fd, OP_SEND));
 	u->send_armed = true;
