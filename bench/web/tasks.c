@@ -66,10 +66,14 @@ static bool wait_writable(int fd, uint64_t deadline_ns)
 	}
 }
 
-/* Wait for input into buf: the bytes, 0 at the end of input, or -1 to
- * close (an error, SIGTERM, or the deadline web_conn_run set: the header
- * or idle timeout, which stands across the WEB_TICK_MS waits). */
-static ssize_t wait_input(struct web_conn *c, char *buf, size_t cap)
+/* Wait for input, received straight behind what the connection's input
+ * buffer holds (no copy, and no buffer on the task's stack: a parked
+ * connection task touches one page of stack, which counts at 10 000
+ * connections): the bytes, 0 at the end of input, or -1 to close (an
+ * error, SIGTERM, or the deadline web_conn_run set: the header or idle
+ * timeout, which stands across the WEB_TICK_MS waits). web_conn_run asks
+ * for input only with room left (a full buffer is answered, 431). */
+static ssize_t wait_input(struct web_conn *c)
 {
 	for (;;) {
 		uint64_t now = web_now_ns();
@@ -78,7 +82,9 @@ static ssize_t wait_input(struct web_conn *c, char *buf, size_t cap)
 		int64_t left = (int64_t)(c->deadline_ns - now);
 		if (left > (int64_t)WEB_TICK_MS * 1000000)
 			left = (int64_t)WEB_TICK_MS * 1000000;
-		ssize_t n = canal_io_recv(c->fd, buf, cap, 0, left, NULL);
+		ssize_t n = canal_io_recv(c->fd, c->in + c->in_len,
+					  sizeof c->in - c->in_len, 0, left,
+					  NULL);
 		if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
 			continue;
 		return n < 0 ? -1 : n;
@@ -94,7 +100,7 @@ static int send_rest(struct web_conn *c, const char *out, size_t n,
  * after the head in out, linked to the file's CLOSE, to one SEND of head
  * + body (MSG_WAITALL: only once all of it is sent does the chain go on)
  * and, when no input is left over, to the RECV of the next request into
- * in[0..in_cap) (canal_io_submit_link): one suspension per request and no
+ * the connection's empty input buffer (canal_io_submit_link): one suspension per request and no
  * system call of this task's own (the io_uring style's READ + SEND +
  * CLOSE, and its receive always posted). Under ThreadSanitizer the CLOSE
  * is left out: its model of descriptors must see the close(2)
@@ -106,7 +112,7 @@ static int send_rest(struct web_conn *c, const char *out, size_t n,
  * now). *got: the RECV's result (bytes, 0 at end of input), or -1: none.
  */
 static int send_linked(struct web_conn *c, char *out, size_t head,
-		       size_t body, char *in, size_t in_cap, ssize_t *got)
+		       size_t body, ssize_t *got)
 {
 	struct io_uring_sqe s[4];
 	int32_t res[4];
@@ -130,7 +136,7 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
 			   MSG_NOSIGNAL | MSG_WAITALL | web_conn_send_flags(c));
 	if (!c->close_after && !c->eof && c->in_len == 0) {
 		i_recv = n;
-		io_uring_prep_recv(&s[n++], c->fd, in, in_cap, 0);
+		io_uring_prep_recv(&s[n++], c->fd, c->in, sizeof c->in, 0);
 	}
 	*got = -1;
 	int r = canal_io_submit_link(s, n, res, (int64_t)WEB_TICK_MS * 1000000,
@@ -163,9 +169,9 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
 /* Send the small response pending on c (web_conn_small_out) through the
  * runtime: 0, or -1 to close the connection. *out is the connection's
  * buffer for head + body, grown as needed. *got: what a RECV chained
- * behind the response received into in (send_linked), or -1. */
-static int send_small(struct web_conn *c, char **out, size_t *cap, char *in,
-		      size_t in_cap, ssize_t *got)
+ * behind the response received into c->in (send_linked), or -1. */
+static int send_small(struct web_conn *c, char **out, size_t *cap,
+		      ssize_t *got)
 {
 	*got = -1;
 	size_t head = c->out_len, body = c->file_fd >= 0 ? (size_t)c->file_end : 0;
@@ -181,7 +187,7 @@ static int send_small(struct web_conn *c, char **out, size_t *cap, char *in,
 	memcpy(*out, c->out, head);
 	if (c->file_fd >= 0 && !atomic_load_explicit(&no_link,
 						     memory_order_relaxed)) {
-		int r = send_linked(c, *out, head, body, in, in_cap, got);
+		int r = send_linked(c, *out, head, body, got);
 		if (r <= 0)
 			return r;
 	}
@@ -220,20 +226,20 @@ static int send_rest(struct web_conn *c, const char *out, size_t n, size_t off)
 	return 0;
 }
 
-/* n >= 0 bytes received into buf: 0, or -1 to close. */
-static int take_input(struct web_conn *c, const char *buf, ssize_t n)
+/* n >= 0 bytes received behind c->in[0..in_len): 0, or -1 to close. */
+static int take_input(struct web_conn *c, ssize_t n)
 {
 	if (n == 0) {
 		c->eof = true;
 		return c->in_len == 0 ? -1 : 0;
 	}
-	return web_conn_feed(c, buf, (size_t)n);
+	c->in_len += (size_t)n;
+	return 0;
 }
 
 static void conn_task(void *p)
 {
 	struct web_conn *c = p;
-	char buf[4096];
 	char *out = NULL;
 	size_t out_cap = 0;
 
@@ -245,9 +251,8 @@ static void conn_task(void *p)
 		if (w == WEB_WANT_WRITE && c->style_sends_small &&
 		    web_conn_small_out(c)) {
 			ssize_t more;
-			if (send_small(c, &out, &out_cap, buf, sizeof(buf),
-				       &more) < 0 ||
-			    (more >= 0 && take_input(c, buf, more) < 0))
+			if (send_small(c, &out, &out_cap, &more) < 0 ||
+			    (more >= 0 && take_input(c, more) < 0))
 				break;
 			continue;
 		}
@@ -256,8 +261,8 @@ static void conn_task(void *p)
 				break;
 			continue;
 		}
-		ssize_t n = wait_input(c, buf, sizeof(buf));
-		if (n < 0 || take_input(c, buf, n) < 0)
+		ssize_t n = wait_input(c);
+		if (n < 0 || take_input(c, n) < 0)
 			break;
 	}
 	free(out);
