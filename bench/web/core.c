@@ -135,15 +135,23 @@ void web_close(struct web_conn *c)
 {
 	if (c->fd < 0)
 		return;
+	bool more = c->in_len > 0;
 	if (c->close_after || c->in_len) {
 		char buf[4096];
 		shutdown(c->fd, SHUT_WR);
-		for (int i = 0; i < 16; i++)
+		for (int i = 0; i < 16; i++) {
 			if (recv(c->fd, buf, sizeof buf, MSG_DONTWAIT) <= 0)
 				break;
+			more = true;
+		}
 	}
 	web_conn_fini(c);
-	close(c->fd);
+	/* A client still sending gets a lingering close (linger.c), not a
+	 * reset that would cut the last response. */
+	if (more)
+		web_linger(c->fd);
+	else
+		close(c->fd);
 	c->fd = -1;
 }
 

@@ -73,8 +73,15 @@ void web_sock_setup(int fd);
 
 /* Close a connection's socket: for a connection closed by the server
  * with unread input, shut down writing and drain what is there first, so
- * the peer reads the last response instead of a reset. */
+ * the peer reads the last response instead of a reset; a client found
+ * still sending gets a lingering close (web_linger). */
 void web_close(struct web_conn *c);
+
+/* linger.c: take over a socket whose writing is shut down and whose
+ * client is still sending: read and discard until its end of input, 1 s
+ * without input or 5 s in all, then close it (at most 1024 at once; past
+ * that, and if the linger thread cannot start, close at once). */
+void web_linger(int fd);
 
 /* Wait for events on one fd until deadline_ns (web_now_ns clock), in
  * slices of WEB_TICK_MS. Returns 1 ready, 0 deadline passed, -1 stop. */

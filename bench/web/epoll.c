@@ -22,6 +22,18 @@
 
 #define EVENTS 256
 
+/* Forget a connection: out of the set first, because web_close may hand
+ * its socket to the lingering close (linger.c), which keeps it open, so
+ * close(2) would not take it out, and its next event would name c after
+ * free. */
+static void drop(int ep, struct web_conn **conn, struct web_conn *c)
+{
+	conn[c->fd] = NULL;
+	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+	web_close(c);
+	free(c);
+}
+
 static int loop(struct web_ctx *ctx, int lfd)
 {
 	struct rlimit rl;
@@ -53,11 +65,8 @@ static int loop(struct web_ctx *ctx, int lfd)
 				accept_ready = true;
 				continue;
 			}
-			if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE) {
-				conn[c->fd] = NULL;
-				web_close(c); /* close() removes it from the epoll set */
-				free(c);
-			}
+			if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE)
+				drop(ep, conn, c);
 		}
 		uint64_t now = web_now_ns();
 		while (accept_ready && now >= paused_until) {
@@ -89,29 +98,21 @@ static int loop(struct web_ctx *ctx, int lfd)
 			if ((size_t)fd > maxfd)
 				maxfd = (size_t)fd;
 			/* Data may have come with the connection: read it now. */
-			if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE) {
-				conn[fd] = NULL;
-				web_close(c);
-				free(c);
-			}
+			if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE)
+				drop(ep, conn, c);
 		}
 		if (now >= next_scan) {
 			next_scan = now + WEB_TICK_MS * 1000000ull;
 			for (size_t fd = 0; fd <= maxfd; fd++) {
 				struct web_conn *c = conn[fd];
-				if (c && now >= c->deadline_ns) {
-					conn[fd] = NULL;
-					web_close(c);
-					free(c);
-				}
+				if (c && now >= c->deadline_ns)
+					drop(ep, conn, c);
 			}
 		}
 	}
 	for (size_t fd = 0; fd <= maxfd; fd++)
-		if (conn[fd]) {
-			web_close(conn[fd]);
-			free(conn[fd]);
-		}
+		if (conn[fd])
+			drop(ep, conn, conn[fd]);
 	free(conn);
 	close(ep);
 	return 0;

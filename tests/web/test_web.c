@@ -633,6 +633,74 @@ static void test_slow_reader(void)
 	CHECK("slow reader", st == 0, "exit status %d after SIGTERM", st);
 }
 
+/* The lingering close (bench/web/linger.c): a client asks for a 60 KiB
+ * file with "Connection: close" and keeps sending pipelined requests
+ * behind it while it reads the response slowly (1 KiB at a time), from a
+ * server whose sockets have a 4 KiB send buffer. When the server closes,
+ * the response's tail is still in its send buffer and input keeps coming;
+ * a plain close(2) then resets the connection and drops that tail. The
+ * whole response must arrive, then the end of the stream, not a reset. */
+static void test_lingering_close(void)
+{
+	struct server s;
+	int started = server_start(&s, 0, "CANAL_WEB_SNDBUF=4096");
+	CHECK("lingering close", started == 0, "server with a 4 KiB send buffer did not start");
+	int fd = connect_port_rcvbuf(s.port, 4096);
+	size_t cap = MID_SIZE + 4096, got = 0, total = 0, extra = 0;
+	char *acc = malloc(cap);
+	int err = 0, end = 1; /* end: 0 EOF, 1 nothing, -errno */
+	if (fd >= 0) {
+		const char *g = "GET /mid.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+		send_all(fd, g, strlen(g));
+		const char *more = "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+		long long deadline = now_ms() + 10000;
+		while (!err && (!total || got < total) && got < cap && now_ms() < deadline) {
+			for (int i = 0; i < 8; i++) {
+				ssize_t w = send(fd, more, strlen(more), MSG_NOSIGNAL | MSG_DONTWAIT);
+				if (w <= 0)
+					break;
+				extra += (size_t)w;
+			}
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			if (poll(&p, 1, 10) == 1) {
+				size_t k = cap - got < 1024 ? cap - got : 1024;
+				ssize_t r = recv(fd, acc + got, k, 0);
+				if (r <= 0)
+					err = r == 0 ? -ENODATA : -errno;
+				else
+					got += (size_t)r;
+			}
+			char *e = total ? NULL : memmem(acc, got, "\r\n\r\n", 4);
+			if (e) {
+				char *cl = strcasestr(acc, "Content-Length:");
+				total = (size_t)(e + 4 - acc) + (cl && cl < e ? (size_t)atol(cl + 15) : 0);
+			}
+			usleep(2000);
+		}
+		/* Nothing may follow but the end of the stream. */
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (!err && poll(&p, 1, 10000) == 1) {
+			char b;
+			ssize_t r = recv(fd, &b, 1, 0);
+			end = r == 0 ? 0 : r > 0 ? 1 : -errno;
+		}
+		close(fd);
+	}
+	bool whole = total && got == total &&
+		     fnv1a(FNV_INIT, acc + total - MID_SIZE, MID_SIZE) == g_mid_hash &&
+		     strncmp(acc, "HTTP/1.1 200", 12) == 0;
+	free(acc);
+	int st = server_stop(&s);
+	CHECK("lingering close", fd >= 0, "connect");
+	CHECK("lingering close", extra > 4096, "only %zu bytes sent behind the request", extra);
+	CHECK("lingering close", !err, "%zu of %zu bytes, then %s", got, total,
+	      err == -ENODATA ? "EOF" : strerror(-err));
+	CHECK("lingering close", whole, "response wrong (%zu of %zu bytes)", got, total);
+	CHECK("lingering close", end == 0, "after the response: %s",
+	      end == 1 ? "more data or nothing in 10 s" : strerror(-end));
+	CHECK("lingering close", st == 0, "exit status %d after SIGTERM", st);
+}
+
 /* Clients that close (or reset) in the middle of a 4 MiB body. */
 static void test_close_mid_response(void)
 {
@@ -820,6 +888,7 @@ int main(int argc, char **argv)
 		{"slow client", test_slow_client},
 		{"close mid-response", test_close_mid_response},
 		{"slow reader", test_slow_reader},
+		{"lingering close", test_lingering_close},
 		{"idle keep-alive", test_idle},
 		{"emfile", test_emfile},
 		{"idle timeout", test_idle_timeout},
