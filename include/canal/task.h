@@ -69,7 +69,7 @@ struct canal_run_options {
 	int backend;
 	/* Native threads for canal_detach() (0: 4). */
 	unsigned detach_threads;
-	/* Flags: CANAL_RUN_NO_SYNC_SHORTCUT. */
+	/* Flags: CANAL_RUN_NO_SYNC_SHORTCUT, CANAL_RUN_COMPACT_STACKS. */
 	unsigned flags;
 };
 
@@ -78,6 +78,23 @@ enum {
 	 * through the backend (to measure the synchronous-completion
 	 * shortcut). */
 	CANAL_RUN_NO_SYNC_SHORTCUT = 1u << 0,
+	/* Stack compaction, for programs with very many parked tasks: a
+	 * task parked for 10 ms or more (environment variable
+	 * CANAL_STACK_COMPACT_MS=n: n ms) in a channel operation that waits
+	 * on one channel (send, receive, their batch, timed and single-copy
+	 * forms; not select) has the used part of its stack, usually a few
+	 * hundred bytes, copied to the heap and its stack pages given back
+	 * to the kernel: about 1 KiB of memory per parked task instead of
+	 * 4 KiB or more. The first switch back into it copies them back (a
+	 * page fault and a copy: a few microseconds). The contract, which
+	 * the program must keep: while a task is parked in such an
+	 * operation, no other task or thread reads or writes its stack (its
+	 * local variables). Objects shared between tasks live on the heap or
+	 * in static storage, or are owned by a task that is not parked in a
+	 * channel operation meanwhile (a task waiting in canal_join-like
+	 * patterns on a channel for workers that use its locals breaks it).
+	 * A break reads zeros or loses writes: undefined behaviour. */
+	CANAL_RUN_COMPACT_STACKS = 1u << 1,
 };
 
 /*

@@ -62,6 +62,9 @@
  *   element) happen-before the task's resumption, and the task's writes
  *   before it parked (its saved registers, via the switch) happen-before
  *   whoever runs it next.
+ *   Stack compaction (compact.c, opt-in) holds a PARKED task by taking it
+ *   back to PARKING (PARKED -> PARKING -> PARKED), so that a waker meanwhile
+ *   leaves the push to the sweep exactly as it leaves it to a scheduler.
  *
  * The wake race (task->wake): a park arms it (WAKE_ARMED) before the task
  * registers anywhere; every wake source (parker bucket, timer, condvar,
@@ -160,6 +163,22 @@ enum task_after {
 	AFTER_ATTACH, /* (on a pool thread) push it back to a loop */
 };
 
+/* A wait node of the parked table (park.c, which states its invariants):
+ * a task waiting on a process-private word is linked, through one such
+ * node per word, in the bucket of the word. A one-word wait (task_wait,
+ * every channel park) uses the node in its task structure, wnode; a
+ * many-word wait (select) keeps its nodes on its stack. `since` is the
+ * compaction epoch at which the node was linked, `swept` whether it is in
+ * its bucket's swept list (compact.c's sweep has looked at it). */
+struct canal__wait_node {
+	struct canal__wait_node *next, *prev;
+	_Atomic uint32_t *word;
+	struct canal__task *task;
+	uint32_t since;
+	bool swept;
+	bool linked;
+};
+
 struct canal__task {
 	void *sp; /* saved stack pointer while switched out */
 	struct canal__task *next; /* run queue / pool queue link */
@@ -187,6 +206,14 @@ struct canal__task {
 	/* Sanitizer fiber state (sanitizer.h). */
 	void *asan_fake_stack;
 	void *tsan_fiber;
+	/* park.c: the node of its one-word waits. */
+	struct canal__wait_node wnode;
+	/* compact.c: the used part of its stack, [sp, stack top), copied out
+	 * while it is parked and its stack's pages given back (NULL: its
+	 * stack is in place). Written by the sweep that holds it PARKING,
+	 * read by whoever runs it next (canal__compact_restore). */
+	void *saved;
+	uint32_t saved_len;
 };
 
 #define NO_TIMER UINT32_MAX
@@ -239,8 +266,11 @@ struct canal__loop {
 	uint32_t *timer_pos;
 	uint32_t timer_free;
 
-	/* Stack cache of this loop (stack.c). */
+	/* Stack cache of this loop (stack.c), and its free task structures
+	 * (task.c; linked by next; loop thread only). */
 	struct canal__stack_cache stacks;
+	struct canal__task *task_cache;
+	uint32_t task_cached;
 
 	/* Backend state (backend_*.c). */
 	void *backend;
@@ -279,6 +309,8 @@ int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
 		       void *arg, struct canal__loop *loop,
 		       struct canal__task **out);
 void canal__task_free(struct canal__task *t);
+/* Free a loop's cache of task structures (its exit). */
+void canal__task_cache_flush(struct canal__loop *l);
 /* Switch from the scheduler context of the calling loop into t; returns
  * the task that switched back out to the scheduler (t, or a task t
  * yielded to directly). */
@@ -363,6 +395,47 @@ void canal__parked_forget(void);
  * inside canal__local_wake: canal_run's end, after its last task ended and
  * its loops and pool were joined, before it closes their backends. */
 void canal__local_wake_quiesce(void);
+
+/* compact.c: stack compaction of long-parked tasks (see there). */
+/* At canal_run: on or off (CANAL_RUN_COMPACT_STACKS), the epoch's
+ * length (CANAL_STACK_COMPACT_MS). */
+struct canal__runtime;
+void canal__compact_configure(const struct canal__runtime *rt);
+/* The epoch a wait node is stamped with when linked. */
+uint32_t canal__compact_epoch(void);
+/* A node was linked: the sweep has work coming. */
+void canal__compact_note(void);
+/* From an idle loop, before it sleeps: sweep if one is due; returns the
+ * time by which the loop should look again (CANAL_NO_DEADLINE: none). */
+uint64_t canal__compact_idle(struct canal__loop *l);
+/* Between tasks (loop_poll_quick): a short sweep if one is due. */
+void canal__compact_busy(struct canal__loop *l);
+/* Tasks compacted so far, and holds that a wake-up interrupted (the
+ * sweep pushed the task), over the process's life (tests). */
+void canal__compact_stats(uint64_t *compacted, uint64_t *notified);
+/* Put t's stack back in place before it runs (t->saved != NULL). */
+void canal__compact_restore(struct canal__task *t);
+static inline void canal__compact_ready(struct canal__task *t)
+{
+	if (__builtin_expect(t->saved != NULL, 0))
+		canal__compact_restore(t);
+}
+
+/* park.c, for the sweep: walk the table's buckets from *cursor, taking
+ * out of each bucket's main list (oldest first) the nodes linked at epoch
+ * `old` or before, into its swept list; the tasks of those that are
+ * one-word waits (wnode) and PARKED are taken PARKED -> PARKING and
+ * stored in out[] (at most max; the caller compacts them, then releases
+ * each with canal__compact_release). Stops at max tasks or after the last
+ * bucket; *young is set if a bucket kept nodes too young for this sweep.
+ * Returns the number of tasks stored; *cursor == CANAL__PARKED_BUCKETS
+ * when the walk is complete. */
+#define CANAL__PARKED_BUCKETS 1024u
+unsigned canal__parked_collect(struct canal__task **out, unsigned max,
+			       uint32_t old, unsigned *cursor, bool *young);
+/* End a hold taken by the sweep: PARKING -> PARKED, or, woken
+ * meanwhile (NOTIFIED), push it to its loop. */
+void canal__compact_release(struct canal__task *t);
 
 /* detach.c */
 int canal__detach_start(struct canal__runtime *rt);

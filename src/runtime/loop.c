@@ -261,6 +261,7 @@ static void loop_poll_quick(struct canal__loop *l)
 		l->rt->backend->poll(l, 0);
 	if (l->heap_len)
 		canal__timer_run(l, canal_now_ns());
+	canal__compact_busy(l);
 }
 
 /* t to the back of the queue and the queue's first out, under one lock. */
@@ -514,6 +515,9 @@ static bool idle_spin_watch(struct canal__loop *l)
 static void loop_sleep(struct canal__loop *l)
 {
 	uint64_t next = canal__timer_run(l, canal_now_ns());
+	uint64_t sweep = canal__compact_idle(l);
+	if (sweep < next)
+		next = sweep;
 	/* Announce it, then look at the queue a last time under the lock
 	 * (pairs with loop_wake). */
 	atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
@@ -590,6 +594,7 @@ static void loop_main(struct canal__loop *l)
 	canal__parker_install(NULL);
 	canal__altstack_teardown(alt);
 	canal__stack_cache_flush(l->rt->pool, &l->stacks);
+	canal__task_cache_flush(l);
 	this_loop = NULL;
 }
 
@@ -696,7 +701,8 @@ static int check_options(const struct canal_run_options *in,
 	memset(o, 0, sizeof(*o));
 	if (in)
 		*o = *in;
-	if (o->flags & ~(unsigned)CANAL_RUN_NO_SYNC_SHORTCUT)
+	if (o->flags & ~(unsigned)(CANAL_RUN_NO_SYNC_SHORTCUT |
+				   CANAL_RUN_COMPACT_STACKS))
 		return -EINVAL;
 	if (o->backend < CANAL_BACKEND_AUTO || o->backend > CANAL_BACKEND_EPOLL)
 		return -EINVAL;
@@ -764,6 +770,7 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	}
 	if ((r = canal__stack_pool_create(o.stack_size, &rt->pool)) != 0)
 		goto fail;
+	canal__compact_configure(rt);
 
 	struct canal__loop *l0 = &rt->loops[0];
 	if ((r = rt->backend->init(l0)) != 0)

@@ -5,9 +5,14 @@
  * the task instead of the thread.
  *
  * Process-private words: the parked table. A fixed array of buckets, each
- * a spinlock and a list of wait nodes, keyed by the word's address. A node
- * lives on the parked task's own stack (the frame of task_wait), so
- * parking allocates nothing.
+ * a spinlock and two lists of wait nodes, keyed by the word's address. A
+ * one-word wait's node is in its task structure (wnode), a many-word
+ * wait's nodes on its stack (the frame of task_wait_many): parking
+ * allocates nothing. A node is linked at the head of its bucket's main
+ * list, so that list runs from the newest to the oldest (tail); compact.c's
+ * sweep moves nodes older than its epoch, from the tail, to the bucket's
+ * swept list, and holds (PARKING) the tasks of the one-word waits among
+ * them while it compacts their stacks. Wakers look in both lists.
  *
  * Invariants (bucket->lock): a node is linked in the bucket of its word
  * iff node->linked; only the bucket's lock holder links, unlinks or reads
@@ -47,18 +52,17 @@
 #include <sched.h>
 #include <stdint.h>
 
-#define BUCKETS 1024u /* a power of two */
+#define BUCKETS CANAL__PARKED_BUCKETS /* a power of two */
 
-struct wait_node {
-	struct wait_node *next, *prev;
-	_Atomic uint32_t *word;
-	struct canal__task *task;
-	bool linked;
-};
+#define wait_node canal__wait_node
 
+/* head/tail: the main list (newest first); swept: nodes the sweep has
+ * looked at; n: nodes linked in both (read without the lock by the sweep,
+ * to skip empty buckets: relaxed). */
 struct bucket {
 	_Atomic uint32_t lock;
-	struct wait_node *head;
+	_Atomic uint32_t n;
+	struct wait_node *head, *tail, *swept;
 } __attribute__((aligned(64)));
 
 static struct bucket table[BUCKETS];
@@ -94,25 +98,49 @@ static void bucket_unlock(struct bucket *b)
 	atomic_store_explicit(&b->lock, 0, memory_order_release);
 }
 
+static void bucket_count(struct bucket *b, int d)
+{
+	atomic_store_explicit(
+		&b->n, atomic_load_explicit(&b->n, memory_order_relaxed) + (uint32_t)d,
+		memory_order_relaxed);
+}
+
+/* At the head of the main list, stamped with the compaction epoch. */
 static void node_link(struct bucket *b, struct wait_node *n)
 {
 	n->prev = NULL;
 	n->next = b->head;
 	if (b->head)
 		b->head->prev = n;
+	else
+		b->tail = n;
 	b->head = n;
+	n->since = canal__compact_epoch();
+	n->swept = false;
 	n->linked = true;
+	bucket_count(b, 1);
 }
 
-static void node_unlink(struct bucket *b, struct wait_node *n)
+/* Out of whichever list holds it (still counted as linked). */
+static void node_remove(struct bucket *b, struct wait_node *n)
 {
 	if (n->prev)
 		n->prev->next = n->next;
+	else if (n->swept)
+		b->swept = n->next;
 	else
 		b->head = n->next;
 	if (n->next)
 		n->next->prev = n->prev;
+	else if (!n->swept)
+		b->tail = n->prev;
+}
+
+static void node_unlink(struct bucket *b, struct wait_node *n)
+{
+	node_remove(b, n);
 	n->linked = false;
+	bucket_count(b, -1);
 }
 
 /*
@@ -150,7 +178,8 @@ void canal__parked_forget(void)
 {
 	for (unsigned i = 0; i < BUCKETS; i++) {
 		atomic_store_explicit(&table[i].lock, 0, memory_order_relaxed);
-		table[i].head = NULL;
+		atomic_store_explicit(&table[i].n, 0, memory_order_relaxed);
+		table[i].head = table[i].tail = table[i].swept = NULL;
 	}
 	atomic_store_explicit(&outside_wakers, 0, memory_order_relaxed);
 }
@@ -170,21 +199,81 @@ static uint32_t local_wake(_Atomic uint32_t *word, uint32_t count)
 	struct bucket *b = bucket_of(word);
 	uint32_t woken = 0;
 	bucket_lock(b);
-	for (struct wait_node *n = b->head, *next; n && woken < count;
-	     n = next) {
-		next = n->next;
-		if (n->word != word)
-			continue;
-		if (canal__task_win(n->task, WAKE_WOKEN)) {
-			/* Unlinked before the task can run (see the top). */
-			struct canal__task *t = n->task;
-			node_unlink(b, n);
-			canal__task_make_runnable(t);
-			woken++;
+	for (int list = 0; list < 2 && woken < count; list++) {
+		for (struct wait_node *n = list ? b->swept : b->head, *next;
+		     n && woken < count; n = next) {
+			next = n->next;
+			if (n->word != word)
+				continue;
+			if (canal__task_win(n->task, WAKE_WOKEN)) {
+				/* Unlinked before the task can run (see the
+				 * top). */
+				struct canal__task *t = n->task;
+				node_unlink(b, n);
+				canal__task_make_runnable(t);
+				woken++;
+			}
 		}
 	}
 	bucket_unlock(b);
 	return woken;
+}
+
+/* internal.h. A node is taken from the main list's tail while it is at
+ * least as old as `old`: to the swept list in every case (the sweep is
+ * done with it), its task held (PARKED -> PARKING, the CAS wakers make
+ * PARKED -> RUNNING) if it is a one-word wait's and parked: holding the
+ * bucket lock, a linked node's task is inside its wait (it unlinks under
+ * this lock before it leaves), so alive; once held it cannot run until
+ * canal__compact_release. A one-word wait's task that is not parked (not
+ * yet switched out, or resumed by its timer and about to unlink) is left
+ * in place for the next sweep. */
+unsigned canal__parked_collect(struct canal__task **out, unsigned max,
+			       uint32_t old, unsigned *cursor, bool *young)
+{
+	unsigned k = 0;
+	for (; *cursor < BUCKETS && k < max; ++*cursor) {
+		struct bucket *b = &table[*cursor];
+		if (!atomic_load_explicit(&b->n, memory_order_relaxed))
+			continue;
+		bucket_lock(b);
+		struct wait_node *n = b->tail;
+		while (n && k < max) {
+			struct wait_node *prev = n->prev;
+			if ((int32_t)(n->since - old) > 0) {
+				*young = true;
+				break;
+			}
+			struct canal__task *t = n->task;
+			if (n == &t->wnode) {
+				uint32_t s = TASK_PARKED;
+				if (!atomic_compare_exchange_strong_explicit(
+					    &t->sched, &s, TASK_PARKING,
+					    memory_order_acq_rel,
+					    memory_order_relaxed)) {
+					n = prev;
+					continue;
+				}
+				out[k++] = t;
+			}
+			node_remove(b, n);
+			n->swept = true;
+			n->prev = NULL;
+			n->next = b->swept;
+			if (b->swept)
+				b->swept->prev = n;
+			b->swept = n;
+			n = prev;
+		}
+		/* Nodes left in the main list that are old enough: tasks not
+		 * parked yet; the next sweep looks again. */
+		if (b->tail && (int32_t)(b->tail->since - old) <= 0)
+			*young = true;
+		bucket_unlock(b);
+		if (k == max)
+			break;
+	}
+	return k;
 }
 
 /* Shared words: sleep a while on the loop's timers, then let the caller
@@ -271,6 +360,8 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 		if (changed)
 			break;
 	}
+	if (linked)
+		canal__compact_note();
 	uint32_t why = WAKE_WOKEN;
 	if (!changed) {
 		why = canal__task_park(t, deadline_ns);
@@ -309,22 +400,26 @@ static int task_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 	}
 	if (deadline_ns != CANAL_NO_DEADLINE && canal_now_ns() >= deadline_ns)
 		return -ETIMEDOUT;
-	struct wait_node node = {.word = word, .task = t};
+	struct wait_node *node = &t->wnode;
+	node->word = word;
+	node->task = t;
 	struct bucket *b = bucket_of(word);
 	canal__task_arm(t);
 	bucket_lock(b);
 	bool changed = atomic_load_explicit(word, memory_order_acquire) != key;
 	if (!changed)
-		node_link(b, &node);
+		node_link(b, node);
 	bucket_unlock(b);
+	if (!changed)
+		canal__compact_note();
 	uint32_t why = WAKE_WOKEN;
 	if (likely(!changed))
 		why = canal__task_park(t, deadline_ns);
 	else if (!canal__task_disarm(t))
 		why = canal__task_park(t, CANAL_NO_DEADLINE);
-	if (unlikely(node.linked)) {
+	if (unlikely(node->linked)) {
 		bucket_lock(b);
-		node_unlink(b, &node);
+		node_unlink(b, node);
 		bucket_unlock(b);
 	}
 	atomic_store_explicit(&t->wake, WAKE_NONE, memory_order_relaxed);

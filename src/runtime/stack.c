@@ -305,6 +305,20 @@ void *canal__stack_get(struct canal__stack_pool *p,
 	return block_task_area(st);
 }
 
+void canal__pages_drop(const struct iovec *v, unsigned n, bool *vectored)
+{
+	size_t bytes = 0;
+	for (unsigned i = 0; i < n; i++)
+		bytes += v[i].iov_len;
+	if (*vectored && syscall(SYS_process_madvise, PIDFD_SELF, v, n,
+				 MADV_DONTNEED, 0u) == (long)bytes)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].iov_len)
+			madvise(v[i].iov_base, v[i].iov_len, MADV_DONTNEED);
+	*vectored = false;
+}
+
 /* Give back the pages of a batch of blocks taken off the trim list (no
  * other thread sees them meanwhile), all but each task area's page, in
  * one process_madvise where the kernel has it; then they join the free
@@ -315,22 +329,13 @@ static void trim(struct canal__stack_pool *p, struct canal__stack_block *batch,
 	struct iovec v[TRIM_BATCH];
 	struct canal__stack_block *last = NULL;
 	unsigned n = 0;
-	size_t bytes = 0;
 	for (struct canal__stack_block *x = batch; x; x = x->next, n++) {
 		size_t len = x->st.size + CANAL__TASK_AREA;
 		len = len > p->page ? len - p->page : 0;
 		v[n] = (struct iovec){x->st.lo, len};
-		bytes += len;
 		last = x;
 	}
-	if (!vectored || syscall(SYS_process_madvise, PIDFD_SELF, v, n,
-				 MADV_DONTNEED, 0u) != (long)bytes) {
-		for (unsigned i = 0; i < n; i++)
-			if (v[i].iov_len)
-				madvise(v[i].iov_base, v[i].iov_len,
-					MADV_DONTNEED);
-		vectored = false;
-	}
+	canal__pages_drop(v, n, &vectored);
 	pthread_mutex_lock(&p->lock);
 	if (!vectored)
 		p->trim_vectored = false;

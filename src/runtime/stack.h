@@ -31,6 +31,7 @@
 #ifndef CANAL_RUNTIME_STACK_H
 #define CANAL_RUNTIME_STACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,13 @@ size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *pool);
  * many have come; then the pages of all of them are given back at once
  * and they join the free blocks. A get takes a waiting block first. */
 unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *pool);
+/* Give the pages of n page-aligned ranges back to the kernel
+ * (MADV_DONTNEED: they read as zeros next): one process_madvise where
+ * the kernel has it and *vectored is true (set false when it has not),
+ * else one madvise each. Each call flushes the TLB of every CPU running
+ * the process: batch. */
+struct iovec;
+void canal__pages_drop(const struct iovec *v, unsigned n, bool *vectored);
 /* Move a loop's cache to the pool (loop exit). */
 void canal__stack_cache_flush(struct canal__stack_pool *pool,
 			      struct canal__stack_cache *cache);

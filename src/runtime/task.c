@@ -12,14 +12,56 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* A task's structure lives in its stack block's task area (one
+ * allocation per task, and a parked task's structure shares a page with
+ * the top of its stack), or, in a runtime that compacts stacks
+ * (CANAL_RUN_COMPACT_STACKS), apart from its stack, so that the stack's
+ * pages can be given back while wakers still write the structure
+ * (compact.c); free ones are kept by each loop, up to TASK_CACHE_MAX. */
+#define TASK_CACHE_MAX 256u
+
 _Static_assert(sizeof(struct canal__task) <= CANAL__TASK_AREA - 8,
 	       "the task structure must fit its stack block's task area, "
 	       "short of its last word (the canary of the block above)");
+
+static struct canal__task *task_alloc(struct canal__loop *self)
+{
+	if (self && self->task_cache) {
+		struct canal__task *t = self->task_cache;
+		self->task_cache = t->next;
+		self->task_cached--;
+		return t;
+	}
+	size_t size = (sizeof(struct canal__task) + 63) & ~(size_t)63;
+	return aligned_alloc(64, size);
+}
+
+static void task_release(struct canal__loop *self, struct canal__task *t)
+{
+	if (self && self->task_cached < TASK_CACHE_MAX) {
+		t->next = self->task_cache;
+		self->task_cache = t;
+		self->task_cached++;
+		return;
+	}
+	free(t);
+}
+
+void canal__task_cache_flush(struct canal__loop *l)
+{
+	while (l->task_cache) {
+		struct canal__task *t = l->task_cache;
+		l->task_cache = t->next;
+		free(t);
+	}
+	l->task_cached = 0;
+}
 
 /* internal.h. */
 __attribute__((noinline)) bool canal__task_finish_park(struct canal__task *t)
@@ -56,6 +98,7 @@ static void direct_switch(struct canal__loop *l, struct canal__task *t,
 			  struct canal__task *next)
 {
 	canal__stack_canary_check(&t->stack, t->id);
+	canal__compact_ready(next);
 	l->current = next;
 	san_start_switch(&t->asan_fake_stack, next->stack.lo,
 			 next->stack.size);
@@ -81,15 +124,22 @@ int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
 		       struct canal__task **out)
 {
 	struct canal__loop *self = canal__this_loop();
-	struct canal__stack st;
-	void *area = canal__stack_get(rt->pool,
-				      self && self->rt == rt && !self->is_pool
-					      ? &self->stacks
-					      : NULL,
-				      &st);
-	if (!area)
+	if (self && (self->rt != rt || self->is_pool))
+		self = NULL;
+	bool apart = rt->opts.flags & CANAL_RUN_COMPACT_STACKS;
+	struct canal__task *t = apart ? task_alloc(self) : NULL;
+	if (apart && !t)
 		return -ENOMEM;
-	struct canal__task *t = area;
+	struct canal__stack st;
+	void *area = canal__stack_get(rt->pool, self ? &self->stacks : NULL,
+				      &st);
+	if (!area) {
+		if (t)
+			task_release(self, t);
+		return -ENOMEM;
+	}
+	if (!apart)
+		t = area;
 	memset(t, 0, sizeof(*t));
 	t->stack = st;
 	t->fn = fn;
@@ -108,16 +158,20 @@ void canal__task_free(struct canal__task *t)
 {
 	struct canal__runtime *rt = t->loop->rt;
 	struct canal__loop *self = canal__this_loop();
+	if (self && (self->rt != rt || self->is_pool))
+		self = NULL;
 	san_fiber_destroy(t->tsan_fiber);
 	struct canal__stack st = t->stack;
-	canal__stack_put(rt->pool,
-			 self && !self->is_pool ? &self->stacks : NULL, t,
-			 &st);
+	void *area = st.lo + st.size;
+	canal__stack_put(rt->pool, self ? &self->stacks : NULL, area, &st);
+	if ((void *)t != area)
+		task_release(self, t);
 }
 
 struct canal__task *canal__task_run(struct canal__loop *l,
 				    struct canal__task *t)
 {
+	canal__compact_ready(t);
 	l->current = t;
 	san_start_switch(&l->asan_fake_stack, t->stack.lo, t->stack.size);
 	san_fiber_switch(t->tsan_fiber);

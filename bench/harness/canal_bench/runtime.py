@@ -141,8 +141,11 @@ def render(cells: Dict[str, Dict[str, Cell]], m: Mode) -> str:
             continue
         rows.append([what] + [cells.get(c, {}).get(key, Cell([])).fmt() for c in cols] + [unit])
     pk = f"parked_bytes_{m.parked}"
+    pc = f"parked_compact_bytes_{m.parked}"
     rows.append([f"resident memory per parked task ({m.parked:,} tasks)"]
                 + [cells.get(c, {}).get(pk, Cell([])).fmt() for c in cols] + ["bytes/task"])
+    rows.append([f"the same, canal with CANAL_RUN_COMPACT_STACKS (opt-in)"]
+                + [cells.get(c, {}).get(pc, Cell([])).fmt() for c in cols] + ["bytes/task"])
     table = report.markdown_table(header, rows)
 
     def med(col: str, key: str) -> Optional[float]:
@@ -159,6 +162,8 @@ def render(cells: Dict[str, Dict[str, Cell]], m: Mode) -> str:
                        stats.fmt_ratio(stats.ratio(med("canal tasks", key), med("Go", key))), "0.5"])
     checks.append(["memory per parked task <= Go",
                    stats.fmt_ratio(stats.ratio(med("canal tasks", pk), med("Go", pk))), "1"])
+    checks.append(["the same, compacting stacks (opt-in) <= Go",
+                   stats.fmt_ratio(stats.ratio(med("canal tasks", pc), med("Go", pk))), "1"])
     rows2 = []
     for what, ratio, limit in checks:
         try:
@@ -188,6 +193,9 @@ def headlines(cells: Dict[str, Dict[str, Cell]], m: Mode) -> None:
     pk = f"parked_bytes_{m.parked}"
     report.headline("runtime", f"memory per parked task ({m.parked:,})",
                     vals("canal tasks", pk), "Go", vals("Go", pk), "bytes", 1.0)
+    report.headline("runtime", f"memory per parked task ({m.parked:,}), compacting stacks (opt-in)",
+                    vals("canal tasks", f"parked_compact_bytes_{m.parked}"), "Go",
+                    vals("Go", pk), "bytes", 1.0)
 
 
 # ---------------------------------------------------------------------------
