@@ -415,10 +415,16 @@ void canal__compact_busy(struct canal__loop *l);
 void canal__compact_stats(uint64_t *compacted, uint64_t *notified);
 /* Put t's stack back in place before it runs (t->saved != NULL). */
 void canal__compact_restore(struct canal__task *t);
+/* task.c: a compacting runtime's task gets its first context here, when
+ * it first runs (t->sp == NULL until then). */
+void canal__task_first_context(struct canal__task *t);
+/* Before every switch into t. */
 static inline void canal__compact_ready(struct canal__task *t)
 {
 	if (__builtin_expect(t->saved != NULL, 0))
 		canal__compact_restore(t);
+	else if (__builtin_expect(t->sp == NULL, 0))
+		canal__task_first_context(t);
 }
 
 /* park.c, for the sweep: walk the table's buckets from *cursor, taking

@@ -91,6 +91,12 @@ struct canal__stack_pool {
 	size_t ndirty, dirty_max;
 	struct canal__stack_block *trim;
 	unsigned ntrim, trim_batch; /* trim_batch: 1..TRIM_BATCH */
+	/* Blocks whose pages were all given back: described here, not by a
+	 * link in the block (which would keep its top page resident: 4 KiB
+	 * per free block, 4 GiB after a million tasks ended). */
+	struct canal__stack *clean;
+	size_t nclean, cap_clean;
+	size_t clean_reserved; /* slots held by trims under way */
 	bool trim_vectored; /* process_madvise works (else one madvise each) */
 	enum guard_how guard_how;
 	bool vectored_guards; /* guard regions by process_madvise */
@@ -154,6 +160,10 @@ void canal__stack_pool_destroy(struct canal__stack_pool *p)
 			if (b->st.block) /* a mapping of its own */
 				munmap(b->st.guard, b->st.block);
 		}
+	for (size_t i = 0; i < p->nclean; i++)
+		if (p->clean[i].block)
+			munmap(p->clean[i].guard, p->clean[i].block);
+	free(p->clean);
 	for (struct slab *s = p->slabs, *n; s; s = n) {
 		n = s->next;
 		munmap(s->map, s->len);
@@ -287,6 +297,8 @@ void *canal__stack_get(struct canal__stack_pool *p,
 			b = p->trim;
 			p->trim = b->next;
 			p->ntrim--;
+		} else if (p->nclean) {
+			*st = p->clean[--p->nclean];
 		} else if (p->free) {
 			b = p->free;
 			p->free = b->next;
@@ -320,28 +332,63 @@ void canal__pages_drop(const struct iovec *v, unsigned n, bool *vectored)
 }
 
 /* Give back the pages of a batch of blocks taken off the trim list (no
- * other thread sees them meanwhile), all but each task area's page, in
- * one process_madvise where the kernel has it; then they join the free
- * blocks. vectored: p->trim_vectored, read under the lock by the caller. */
+ * other thread sees them meanwhile), in one process_madvise where the
+ * kernel has it; then their descriptors join p->clean. Every page goes,
+ * but the top one of a canary block (it holds the canary of the block
+ * above) or of every block if there is no memory for the descriptors
+ * (the block then joins the free list, whose link is in that page).
+ * vectored: p->trim_vectored, read under the lock by the caller. */
 static void trim(struct canal__stack_pool *p, struct canal__stack_block *batch,
 		 bool vectored)
 {
 	struct iovec v[TRIM_BATCH];
+	struct canal__stack d[TRIM_BATCH];
 	struct canal__stack_block *last = NULL;
 	unsigned n = 0;
 	for (struct canal__stack_block *x = batch; x; x = x->next, n++) {
-		size_t len = x->st.size + CANAL__TASK_AREA;
-		len = len > p->page ? len - p->page : 0;
-		v[n] = (struct iovec){x->st.lo, len};
+		d[n] = x->st;
+		v[n] = (struct iovec){x->st.lo, x->st.size + CANAL__TASK_AREA};
 		last = x;
 	}
+	/* Room for their descriptors first; without it, each keeps its top
+	 * page, which holds its link in the free list. */
+	pthread_mutex_lock(&p->lock);
+	size_t need = p->nclean + p->clean_reserved + n;
+	bool room = need <= p->cap_clean;
+	if (!room) {
+		size_t cap = p->cap_clean ? 2 * p->cap_clean : 1024;
+		while (cap < need)
+			cap *= 2;
+		struct canal__stack *c =
+			realloc(p->clean, cap * sizeof(*c));
+		if (c) {
+			p->clean = c;
+			p->cap_clean = cap;
+			room = true;
+		}
+	}
+	if (room)
+		p->clean_reserved += n;
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (!room || !d[i].guard)
+			v[i].iov_len = v[i].iov_len > p->page
+					       ? v[i].iov_len - p->page
+					       : 0;
 	canal__pages_drop(v, n, &vectored);
 	pthread_mutex_lock(&p->lock);
 	if (!vectored)
 		p->trim_vectored = false;
-	last->next = p->free;
-	p->free = batch;
-	p->nfree += n;
+	if (room) {
+		/* Reserved above (gets only take from clean). */
+		p->clean_reserved -= n;
+		memcpy(p->clean + p->nclean, d, n * sizeof(*d));
+		p->nclean += n;
+	} else {
+		last->next = p->free;
+		p->free = batch;
+		p->nfree += n;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -360,8 +407,8 @@ void canal__stack_put(struct canal__stack_pool *p,
 		return;
 	}
 	/* Beyond the cache, the pool keeps the pages of up to dirty_max
-	 * blocks; the pages of the others go back to the kernel (all but the
-	 * task area's page, which holds the free-list link), trim_batch
+	 * blocks; the pages of the others go back to the kernel (trim),
+	 * trim_batch
 	 * blocks at a time. */
 	pthread_mutex_lock(&p->lock);
 	b->dirty = p->ndirty < p->dirty_max;

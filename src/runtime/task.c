@@ -148,10 +148,18 @@ int canal__task_create(struct canal__runtime *rt, void (*fn)(void *),
 	t->timer_slot = NO_TIMER;
 	t->id = atomic_fetch_add_explicit(&rt->next_id, 1,
 					  memory_order_relaxed);
-	t->sp = canal__ctx_make(area, task_entry, t);
+	/* A compacting runtime's task touches its stack only when it first
+	 * runs (canal__compact_ready): spawned and not yet run, it costs its
+	 * structure alone. */
+	t->sp = apart ? NULL : canal__ctx_make(area, task_entry, t);
 	t->tsan_fiber = san_fiber_create();
 	*out = t;
 	return 0;
+}
+
+void canal__task_first_context(struct canal__task *t)
+{
+	t->sp = canal__ctx_make(t->stack.lo + t->stack.size, task_entry, t);
 }
 
 void canal__task_free(struct canal__task *t)

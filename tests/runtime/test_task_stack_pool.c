@@ -1,7 +1,8 @@
 /* test_task_stack_pool.c - the stack pool gives pages back: beyond its
  * budget of free blocks that keep their pages (dirty_max), blocks put back
  * wait with their pages until a batch of them (trim_batch) has come, then
- * all of them lose every page but their task area's; a get takes a
+ * all of them lose every page (their descriptors kept apart, not in the
+ * blocks); a get takes a
  * waiting block before making a new one; a block taken from the pool
  * makes room in the budget again. Residency is read with mincore(2). */
 #include "check.h"
