@@ -39,17 +39,21 @@
  * or the sweep's own push).
  *
  * The sweep: one loop at a time (`sweeping`, a try-lock), when idle
- * (loop.c loop_sleep: at most SWEEP_MAX tasks per call, as long as its
- * queue stays empty) and between tasks when one is due (loop_poll_quick:
- * BUSY_MAX tasks per call), so that a runtime spawning tasks that park
- * does not hold all their pages until it goes idle. Epochs: a wait node is stamped with the epoch at
+ * (loop.c loop_sleep: batches for at most IDLE_NS, stopping as soon as a
+ * timer is due, an I/O operation is in flight or a task is queued) and
+ * between tasks when one is due (loop_poll_quick: one batch of
+ * BUSY_BATCH), so that a runtime spawning tasks that park does not hold
+ * all their pages until it goes idle. A wake that finds its task held
+ * waits for the end of the batch (tens of microseconds). Epochs: a wait node is stamped with the epoch at
  * which it was linked; the epoch advances at most once per EPOCH_NS, when
  * a walk of the table starts, and that walk compacts the nodes stamped two
  * epochs back or more (parked for EPOCH_NS at least). `pending` says a
  * walk is owed (a node was linked since the last walk started, or the
  * last walk left nodes too young or was cut short); idle loops then sleep
- * at most until the next epoch. State under `sweeping`: cursor, young,
- * vectored.
+ * at most until the next epoch. Parkers read `canal__compact_on` and
+ * `ps` only, each on its own cache line; the sweep's state is `sw` (its
+ * plain fields under `sweeping`). Off (no CANAL_RUN_COMPACT_STACKS), a
+ * park stamps no epoch and notes nothing (internal.h).
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -65,60 +69,98 @@
  * CANAL_RUN_COMPACT_STACKS, then 10 ms, or n ms with
  * CANAL_STACK_COMPACT_MS=n (0: off; tests use 1 to make it frequent). */
 #define EPOCH_NS_DEFAULT 10000000ull
-static _Atomic uint64_t epoch_ns = EPOCH_NS_DEFAULT;
-#define EPOCH_NS atomic_load_explicit(&epoch_ns, memory_order_relaxed)
-#define BATCH 64u	     /* tasks per page drop (one TLB flush) */
-#define SWEEP_MAX 4096u	     /* tasks compacted per idle call */
-#define BUSY_MAX 256u	     /* per call from a busy loop (about 100 us) */
+#define BATCH 64u /* tasks per page drop (one TLB flush) at most */
+/* A sweep call's time: an idle loop's timers and I/O wait meanwhile (a
+ * batch of 64 tasks takes about 150 us on a 2-vCPU VM), so it stops after
+ * IDLE_NS, or at once when a timer is due, an operation is in flight or
+ * a task is queued; a busy loop does one batch of BUSY_BATCH. */
+#define IDLE_NS 300000ull
+#define BUSY_BATCH 16u
 /* A stack whose used part is larger is left in place: the copy would
  * save little (a page is 4 KiB) and cost its size twice. Under ASan,
  * whose redzones make frames about three times larger, 8 KiB, so that
- * its runs of the tests compact too. */
+ * its runs of the tests compact too. CANAL_STACK_COMPACT_MAX=n (bytes, at
+ * most 64 KiB) at canal_run sets it. A task left in place is not looked
+ * at again during that wait (its node is in the swept list). */
 #ifdef CANAL_ASAN
-#define SAVE_MAX 8192u
+#define SAVE_MAX_DEFAULT 8192u
 #else
-#define SAVE_MAX 2048u
+#define SAVE_MAX_DEFAULT 2048u
 #endif
 
-static _Atomic uint32_t epoch = 2;
-static _Atomic uint64_t epoch_start;
-static _Atomic uint32_t pending;
-static _Atomic uint32_t sweeping;
-static _Atomic uint32_t walking; /* a walk is under way (cursor) */
-static unsigned cursor = CANAL__PARKED_BUCKETS; /* no walk under way */
-static bool young;
-static bool vectored = true;
+/* What parkers read (canal__compact_on, ps) on lines of their own, apart
+ * from what the sweep writes at each batch (sw, the counts). */
+_Atomic uint32_t canal__compact_on __attribute__((aligned(64)));
+static struct {
+	_Atomic uint32_t epoch;
+	_Atomic uint32_t pending;
+	_Atomic uint64_t epoch_ns;
+} ps __attribute__((aligned(64))) = {.epoch = 2};
+#define EPOCH_NS atomic_load_explicit(&ps.epoch_ns, memory_order_relaxed)
+
+/* The sweep's own: the plain fields under `sweeping`. */
+static struct {
+	_Atomic uint32_t sweeping;
+	_Atomic uint32_t walking; /* a walk is under way (cursor) */
+	_Atomic uint64_t epoch_start;
+	unsigned cursor;
+	bool young;
+	bool vectored;
+	uint32_t save_max;
+} sw __attribute__((aligned(64))) = {.cursor = CANAL__PARKED_BUCKETS,
+				      .vectored = true,
+				      .save_max = SAVE_MAX_DEFAULT};
+
+/* Counts, for tests (internal.h). */
+static _Atomic uint64_t n_compacted, n_notified;
 
 void canal__compact_configure(const struct canal__runtime *rt)
 {
-	if (!(rt->opts.flags & CANAL_RUN_COMPACT_STACKS)) {
-		atomic_store_explicit(&epoch_ns, 0, memory_order_relaxed);
-		return;
-	}
-	uint64_t ns = EPOCH_NS_DEFAULT;
+	bool on = rt->opts.flags & CANAL_RUN_COMPACT_STACKS;
+	uint64_t ns = on ? EPOCH_NS_DEFAULT : 0;
 	const char *e = getenv("CANAL_STACK_COMPACT_MS");
-	if (e && *e) {
+	if (on && e && *e) {
 		char *end;
 		unsigned long long ms = strtoull(e, &end, 10);
 		if (!*end && ms <= 3600000ull)
 			ns = ms * 1000000ull;
 	}
-	atomic_store_explicit(&epoch_ns, ns, memory_order_relaxed);
+	sw.save_max = SAVE_MAX_DEFAULT;
+	e = getenv("CANAL_STACK_COMPACT_MAX");
+	if (e && *e) {
+		char *end;
+		unsigned long long b = strtoull(e, &end, 10);
+		if (!*end && b <= 65536)
+			sw.save_max = (uint32_t)b;
+	}
+	atomic_store_explicit(&ps.epoch_ns, ns, memory_order_relaxed);
+	atomic_store_explicit(&canal__compact_on, ns != 0,
+			      memory_order_relaxed);
 }
 
-uint32_t canal__compact_epoch(void)
+/* A child forked (by a plain thread) while a loop swept: nothing sweeps
+ * in it, and its next runtime configures afresh. */
+void canal__compact_forget(void)
 {
-	return atomic_load_explicit(&epoch, memory_order_relaxed);
+	atomic_store_explicit(&sw.sweeping, 0, memory_order_relaxed);
+	atomic_store_explicit(&sw.walking, 0, memory_order_relaxed);
+	sw.cursor = CANAL__PARKED_BUCKETS;
+	atomic_store_explicit(&canal__compact_on, 0, memory_order_relaxed);
+}
+
+uint32_t canal__compact_epoch_slow(void)
+{
+	return atomic_load_explicit(&ps.epoch, memory_order_relaxed);
 }
 
 /* After the link, outside its bucket lock. A walk clears `pending` before
  * it locks the first bucket: a link it misses (locked after the walk
  * passed its bucket) comes after that clear (the bucket lock orders them),
  * so this load sees the clear and sets it again. */
-void canal__compact_note(void)
+void canal__compact_note_slow(void)
 {
-	if (!atomic_load_explicit(&pending, memory_order_relaxed))
-		atomic_store_explicit(&pending, 1, memory_order_relaxed);
+	if (!atomic_load_explicit(&ps.pending, memory_order_relaxed))
+		atomic_store_explicit(&ps.pending, 1, memory_order_relaxed);
 }
 
 /* The copies read and write a stack's frames, ASan's redzones included:
@@ -150,7 +192,7 @@ static bool save(struct canal__task *t, struct iovec *v)
 	uintptr_t sp = (uintptr_t)t->sp;
 	size_t used = (size_t)((uintptr_t)top - sp);
 	if ((uintptr_t)st->lo % page || all % page || sp % 8 ||
-	    sp < (uintptr_t)st->lo || used > SAVE_MAX)
+	    sp < (uintptr_t)st->lo || used > sw.save_max)
 		return false;
 	void *buf = malloc(used ? used : 8);
 	if (!buf)
@@ -168,9 +210,6 @@ void canal__compact_restore(struct canal__task *t)
 	free(t->saved);
 	t->saved = NULL;
 }
-
-/* Counts, for tests (internal.h). */
-static _Atomic uint64_t n_compacted, n_notified;
 
 void canal__compact_stats(uint64_t *compacted, uint64_t *notified)
 {
@@ -194,7 +233,7 @@ static void compact_batch(struct canal__task **held, unsigned n)
 		if (save(held[i], &v[nv]))
 			nv++;
 	if (nv) {
-		canal__pages_drop(v, nv, &vectored);
+		canal__pages_drop(v, nv, &sw.vectored);
 		atomic_fetch_add_explicit(&n_compacted, nv,
 					  memory_order_relaxed);
 	}
@@ -202,74 +241,82 @@ static void compact_batch(struct canal__task **held, unsigned n)
 		canal__compact_release(held[i]);
 }
 
-/* One call's sweep: at most max tasks, and, idle, only while l's queue
- * stays empty. */
-static uint64_t sweep(struct canal__loop *l, unsigned max, bool idle)
+/* Whether an idle loop has something better to do than sweep on. */
+static bool loop_wanted(struct canal__loop *l, uint64_t now)
+{
+	return atomic_load_explicit(&l->queued, memory_order_relaxed) ||
+	       l->inflight || (l->heap_len && l->heap[0].deadline <= now);
+}
+
+/* One call's sweep. Returns when the loop should call again. */
+static uint64_t sweep(struct canal__loop *l, bool idle)
 {
 	uint64_t now = canal_now_ns();
-	if (atomic_exchange_explicit(&sweeping, 1, memory_order_acquire))
+	if (atomic_exchange_explicit(&sw.sweeping, 1, memory_order_acquire))
 		return now + EPOCH_NS; /* another loop sweeps */
-	uint64_t start = atomic_load_explicit(&epoch_start,
+	uint64_t start = atomic_load_explicit(&sw.epoch_start,
 					      memory_order_relaxed);
-	if (cursor == CANAL__PARKED_BUCKETS) {
+	if (sw.cursor == CANAL__PARKED_BUCKETS) {
 		if (now - start < EPOCH_NS) {
-			atomic_store_explicit(&sweeping, 0,
+			atomic_store_explicit(&sw.sweeping, 0,
 					      memory_order_release);
 			return start + EPOCH_NS;
 		}
-		atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);
-		atomic_store_explicit(&epoch_start, now,
+		atomic_fetch_add_explicit(&ps.epoch, 1, memory_order_relaxed);
+		atomic_store_explicit(&sw.epoch_start, now,
 				      memory_order_relaxed);
 		start = now;
-		cursor = 0;
-		young = false;
-		atomic_store_explicit(&pending, 0, memory_order_seq_cst);
+		sw.cursor = 0;
+		sw.young = false;
+		atomic_store_explicit(&ps.pending, 0, memory_order_seq_cst);
 	}
-	uint32_t old = atomic_load_explicit(&epoch, memory_order_relaxed) - 2;
-	unsigned done = 0;
-	while (cursor < CANAL__PARKED_BUCKETS && done < max &&
-	       !(idle && atomic_load_explicit(&l->queued,
-					      memory_order_relaxed))) {
+	uint32_t old = atomic_load_explicit(&ps.epoch, memory_order_relaxed) - 2;
+	uint64_t until = now + IDLE_NS;
+	for (;;) {
 		struct canal__task *held[BATCH];
-		unsigned n = canal__parked_collect(held, BATCH, old, &cursor,
-						   &young);
+		unsigned n = canal__parked_collect(
+			held, idle ? BATCH : BUSY_BATCH, old, &sw.cursor,
+			&sw.young);
 		compact_batch(held, n);
-		done += n;
+		if (!idle || sw.cursor == CANAL__PARKED_BUCKETS)
+			break;
+		now = canal_now_ns();
+		if (now >= until || loop_wanted(l, now))
+			break;
 	}
-	atomic_store_explicit(&walking, cursor < CANAL__PARKED_BUCKETS,
-			      memory_order_relaxed);
+	bool walking = sw.cursor < CANAL__PARKED_BUCKETS;
+	atomic_store_explicit(&sw.walking, walking, memory_order_relaxed);
 	uint64_t next = CANAL_NO_DEADLINE;
-	if (cursor < CANAL__PARKED_BUCKETS) {
-		atomic_store_explicit(&pending, 1, memory_order_relaxed);
+	if (walking) {
+		atomic_store_explicit(&ps.pending, 1, memory_order_relaxed);
 		next = now; /* cut short: go on at the next idle moment */
 	} else {
-		if (young)
-			atomic_store_explicit(&pending, 1,
+		if (sw.young)
+			atomic_store_explicit(&ps.pending, 1,
 					      memory_order_relaxed);
-		if (atomic_load_explicit(&pending, memory_order_relaxed))
+		if (atomic_load_explicit(&ps.pending, memory_order_relaxed))
 			next = start + EPOCH_NS;
 	}
-	atomic_store_explicit(&sweeping, 0, memory_order_release);
+	atomic_store_explicit(&sw.sweeping, 0, memory_order_release);
 	return next;
 }
 
 uint64_t canal__compact_idle(struct canal__loop *l)
 {
-	if (!atomic_load_explicit(&pending, memory_order_relaxed) ||
-	    !EPOCH_NS)
+	if (!atomic_load_explicit(&canal__compact_on, memory_order_relaxed) ||
+	    !atomic_load_explicit(&ps.pending, memory_order_relaxed))
 		return CANAL_NO_DEADLINE;
-	return sweep(l, SWEEP_MAX, true);
+	return sweep(l, true);
 }
 
-void canal__compact_busy(struct canal__loop *l)
+void canal__compact_busy_slow(struct canal__loop *l)
 {
-	if (!atomic_load_explicit(&pending, memory_order_relaxed) ||
-	    !EPOCH_NS)
+	if (!atomic_load_explicit(&ps.pending, memory_order_relaxed))
 		return;
-	if (!atomic_load_explicit(&walking, memory_order_relaxed) &&
-	    canal_now_ns() - atomic_load_explicit(&epoch_start,
+	if (!atomic_load_explicit(&sw.walking, memory_order_relaxed) &&
+	    canal_now_ns() - atomic_load_explicit(&sw.epoch_start,
 						   memory_order_relaxed) <
 		    EPOCH_NS)
 		return;
-	sweep(l, BUSY_MAX, false);
+	sweep(l, false);
 }

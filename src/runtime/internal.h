@@ -181,6 +181,11 @@ struct canal__wait_node {
 
 struct canal__task {
 	void *sp; /* saved stack pointer while switched out */
+	/* compact.c: the used part of its stack, [sp, stack top), copied out
+	 * while it is parked and its stack's pages given back (NULL: its
+	 * stack is in place). Written by the sweep that holds it PARKING,
+	 * read by whoever runs it next (canal__compact_ready), beside sp. */
+	void *saved;
 	struct canal__task *next; /* run queue / pool queue link */
 	struct canal__loop *loop; /* its loop: queue, timers, I/O */
 	_Atomic uint32_t sched;	  /* enum task_sched */
@@ -208,12 +213,7 @@ struct canal__task {
 	void *tsan_fiber;
 	/* park.c: the node of its one-word waits. */
 	struct canal__wait_node wnode;
-	/* compact.c: the used part of its stack, [sp, stack top), copied out
-	 * while it is parked and its stack's pages given back (NULL: its
-	 * stack is in place). Written by the sweep that holds it PARKING,
-	 * read by whoever runs it next (canal__compact_restore). */
-	void *saved;
-	uint32_t saved_len;
+	uint32_t saved_len; /* bytes at saved */
 };
 
 #define NO_TIMER UINT32_MAX
@@ -401,15 +401,39 @@ void canal__local_wake_quiesce(void);
  * length (CANAL_STACK_COMPACT_MS). */
 struct canal__runtime;
 void canal__compact_configure(const struct canal__runtime *rt);
-/* The epoch a wait node is stamped with when linked. */
-uint32_t canal__compact_epoch(void);
+/* Whether the running runtime compacts (written at canal_run only). */
+extern _Atomic uint32_t canal__compact_on;
+static inline bool canal__compacting(void)
+{
+	return __builtin_expect(
+		atomic_load_explicit(&canal__compact_on, memory_order_relaxed),
+		0);
+}
+uint32_t canal__compact_epoch_slow(void);
+void canal__compact_note_slow(void);
+void canal__compact_busy_slow(struct canal__loop *l);
+/* The epoch a wait node is stamped with when linked (0 when off). */
+static inline uint32_t canal__compact_epoch(void)
+{
+	return canal__compacting() ? canal__compact_epoch_slow() : 0;
+}
 /* A node was linked: the sweep has work coming. */
-void canal__compact_note(void);
+static inline void canal__compact_note(void)
+{
+	if (canal__compacting())
+		canal__compact_note_slow();
+}
 /* From an idle loop, before it sleeps: sweep if one is due; returns the
  * time by which the loop should look again (CANAL_NO_DEADLINE: none). */
 uint64_t canal__compact_idle(struct canal__loop *l);
 /* Between tasks (loop_poll_quick): a short sweep if one is due. */
-void canal__compact_busy(struct canal__loop *l);
+static inline void canal__compact_busy(struct canal__loop *l)
+{
+	if (canal__compacting())
+		canal__compact_busy_slow(l);
+}
+/* In a child forked by a plain thread (loop.c). */
+void canal__compact_forget(void);
 /* Tasks compacted so far, and holds that a wake-up interrupted (the
  * sweep pushed the task), over the process's life (tests). */
 void canal__compact_stats(uint64_t *compacted, uint64_t *notified);

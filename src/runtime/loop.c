@@ -654,7 +654,8 @@ static int start_loop_thread(struct canal__loop *l)
 /* fork(): the child of a thread that is not a loop (a plain thread, or a
  * detached task's pool thread) has none of the runtime's threads, so no
  * runtime: this atfork child handler forgets it (canal__rt, the local
- * waker, the parked table, runtime_busy; the copied memory stays unused),
+ * waker, the parked table, a sweep under way, runtime_busy; the copied
+ * memory stays unused),
  * and the child may run its own. A child forked by a task on a loop is
  * inside that runtime's copy: it may only exec or _exit. */
 static void runtime_fork_child(void)
@@ -663,6 +664,7 @@ static void runtime_fork_child(void)
 		return;
 	canal__set_local_waker(NULL);
 	canal__parked_forget();
+	canal__compact_forget();
 	atomic_store(&canal__rt, NULL);
 	atomic_store(&runtime_busy, 0);
 }
