@@ -131,28 +131,36 @@ int web_accept(int listen_fd)
 	}
 }
 
-void web_close(struct web_conn *c)
+bool web_close(struct web_conn *c)
 {
 	if (c->fd < 0)
-		return;
+		return false;
 	bool more = c->in_len > 0;
 	if (c->close_after || c->in_len) {
 		char buf[4096];
 		shutdown(c->fd, SHUT_WR);
 		for (int i = 0; i < 16; i++) {
-			if (recv(c->fd, buf, sizeof buf, MSG_DONTWAIT) <= 0)
+			ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+			if (n <= 0) {
+				if (n == 0)
+					more = false; /* the client is done */
 				break;
+			}
 			more = true;
 		}
 	}
 	web_conn_fini(c);
-	/* A client still sending gets a lingering close (linger.c), not a
-	 * reset that would cut the last response. */
-	if (more)
+	/* A client still sending after a response that closes the
+	 * connection gets a lingering close (linger.c), not a reset that
+	 * would cut that response. One that got no response (a header
+	 * timeout) has nothing to lose: closed at once. */
+	bool linger = more && c->close_after;
+	if (linger)
 		web_linger(c->fd);
 	else
 		close(c->fd);
 	c->fd = -1;
+	return linger;
 }
 
 void web_announce(const struct web_ctx *ctx)

@@ -74,8 +74,10 @@ void web_sock_setup(int fd);
 /* Close a connection's socket: for a connection closed by the server
  * with unread input, shut down writing and drain what is there first, so
  * the peer reads the last response instead of a reset; a client found
- * still sending gets a lingering close (web_linger). */
-void web_close(struct web_conn *c);
+ * still sending after a response that closes the connection gets a
+ * lingering close (web_linger). Returns true in that case: the socket is
+ * still open (the caller must take it out of any set it watches). */
+bool web_close(struct web_conn *c);
 
 /* linger.c: take over a socket whose writing is shut down and whose
  * client is still sending: read and discard until its end of input, 1 s

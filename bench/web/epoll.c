@@ -22,15 +22,18 @@
 
 #define EVENTS 256
 
-/* Forget a connection: out of the set first, because web_close may hand
- * its socket to the lingering close (linger.c), which keeps it open, so
- * close(2) would not take it out, and its next event would name c after
- * free. */
+/* Forget a connection. A socket handed to the lingering close
+ * (linger.c) stays open, so close(2) did not take it out of the set: out
+ * it goes before this loop waits again (its next event would name c
+ * after free). If the linger thread closed it meanwhile, the set lost it
+ * by itself and the call fails harmlessly (the fd number may even be
+ * another loop's socket by then: not in this set either). */
 static void drop(int ep, struct web_conn **conn, struct web_conn *c)
 {
-	conn[c->fd] = NULL;
-	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-	web_close(c);
+	int fd = c->fd;
+	conn[fd] = NULL;
+	if (web_close(c))
+		epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
 	free(c);
 }
 

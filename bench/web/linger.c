@@ -14,8 +14,13 @@
  * and closes each at its client's end of input, after LINGER_IDLE_MS
  * without input, or LINGER_TOTAL_MS after the hand-off, whichever comes
  * first (nginx: lingering_timeout 5 s, lingering_time 30 s). At most
- * LINGER_MAX sockets linger at once: past that, web_linger closes at once
- * (a flood of such clients must not hold the server's descriptors).
+ * LINGER_MAX sockets (a quarter of the descriptor limit if less) linger
+ * at once: past that, web_linger closes at once (a flood of such clients
+ * must not hold the server's descriptors). Known gaps, as nginx's default:
+ * a request that reaches the server only after web_close found no input
+ * still meets a plain close (deciding on unacknowledged output instead,
+ * SIOCOUTQ, would send most closes here); and the deadline close does no
+ * last drain.
  *
  * Ownership: a socket handed here belongs to the linger thread alone (the
  * style has forgotten it); the list is under `mu` only for the hand-off
@@ -28,6 +33,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,6 +116,21 @@ static void *linger_thread(void *arg)
 	return NULL;
 }
 
+/* LINGER_MAX, or a quarter of the descriptor limit if that is less: a
+ * flood of lingering clients leaves the server most of its descriptors. */
+static unsigned linger_max(void)
+{
+	static unsigned max;
+	if (!max) {
+		struct rlimit rl;
+		max = LINGER_MAX;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur / 4 < LINGER_MAX)
+			max = rl.rlim_cur / 4 ? (unsigned)(rl.rlim_cur / 4) : 1;
+	}
+	return max;
+}
+
 static bool linger_start(void)
 {
 	/* Under mu. */
@@ -132,7 +153,7 @@ void web_linger(int fd)
 {
 	struct lingering *e = malloc(sizeof(*e));
 	pthread_mutex_lock(&mu);
-	if (!e || count >= LINGER_MAX || !linger_start()) {
+	if (!e || count >= linger_max() || !linger_start()) {
 		pthread_mutex_unlock(&mu);
 		free(e);
 		close(fd);

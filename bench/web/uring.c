@@ -297,7 +297,11 @@ static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
 		io_uring_buf_ring_add(l->br, buf, BUF_SIZE, (unsigned short)bid,
 				      io_uring_buf_ring_mask(NBUF), 0);
 		io_uring_buf_ring_advance(l->br, 1);
-		if (fed < 0) {
+		/* Input past the buffer behind a response that closes the
+		 * connection is never answered: dropped (the full buffer
+		 * makes web_close linger), not a reason to cut that
+		 * response. Otherwise the client overflowed: close. */
+		if (fed < 0 && !u->c.close_after) {
 			u->c.in_len = 0;
 			conn_close(l, u);
 		}
