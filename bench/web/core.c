@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +134,11 @@ int web_accept(int listen_fd)
 
 bool web_close(struct web_conn *c)
 {
+	return web_close_in(c, -1);
+}
+
+bool web_close_in(struct web_conn *c, int epfd)
+{
 	if (c->fd < 0)
 		return false;
 	bool more = c->in_len > 0;
@@ -155,6 +161,8 @@ bool web_close(struct web_conn *c)
 	 * would cut that response. One that got no response (a header
 	 * timeout) has nothing to lose: closed at once. */
 	bool linger = more && c->close_after;
+	if (linger && epfd >= 0)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	if (linger)
 		web_linger(c->fd);
 	else

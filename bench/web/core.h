@@ -75,9 +75,13 @@ void web_sock_setup(int fd);
  * with unread input, shut down writing and drain what is there first, so
  * the peer reads the last response instead of a reset; a client found
  * still sending after a response that closes the connection gets a
- * lingering close (web_linger). Returns true in that case: the socket is
- * still open (the caller must take it out of any set it watches). */
+ * lingering close (web_linger). Returns true in that case. */
 bool web_close(struct web_conn *c);
+/* The same for a socket registered in the epoll set epfd: a lingering
+ * socket stays open, so close(2) would not take it out of the set; it is
+ * taken out before the linger thread owns it (after, it could already be
+ * closed and its number reused). */
+bool web_close_in(struct web_conn *c, int epfd);
 
 /* linger.c: take over a socket whose writing is shut down and whose
  * client is still sending: read and discard until its end of input, 1 s

@@ -22,18 +22,12 @@
 
 #define EVENTS 256
 
-/* Forget a connection. A socket handed to the lingering close
- * (linger.c) stays open, so close(2) did not take it out of the set: out
- * it goes before this loop waits again (its next event would name c
- * after free). If the linger thread closed it meanwhile, the set lost it
- * by itself and the call fails harmlessly (the fd number may even be
- * another loop's socket by then: not in this set either). */
+/* Forget a connection (web_close_in takes a socket that goes on
+ * lingering out of the set: its next event would name c after free). */
 static void drop(int ep, struct web_conn **conn, struct web_conn *c)
 {
-	int fd = c->fd;
-	conn[fd] = NULL;
-	if (web_close(c))
-		epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+	conn[c->fd] = NULL;
+	web_close_in(c, ep);
 	free(c);
 }
 
