@@ -94,7 +94,8 @@ static inline void task_resumed(struct canal__loop *l)
 /* From the running task t straight to next, without the scheduler
  * context (a direct yield, hand-off or park: a park has set parked_prev,
  * which next's task_resumed acts on). */
-static void direct_switch(struct canal__loop *l, struct canal__task *t,
+static inline __attribute__((always_inline)) void
+direct_switch(struct canal__loop *l, struct canal__task *t,
 			  struct canal__task *next)
 {
 	canal__stack_canary_check(&t->stack, t->id);
