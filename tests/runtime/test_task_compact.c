@@ -65,6 +65,22 @@ static bool resident(uintptr_t addr)
 	return v & 1;
 }
 
+/* How many of the n arrays at addr[] sit on pages that are not resident. */
+static int stacks_gone(const uintptr_t *addr, int n)
+{
+	int gone = 0;
+	for (int i = 0; i < n; i++)
+		gone += !resident(addr[i]);
+	return gone;
+}
+
+/* Wait (in a task) until n tasks have said they are about to park. */
+static void wait_parked(_Atomic int *parked, int n)
+{
+	while (atomic_load(parked) < n)
+		canal_sleep_ns(1000000);
+}
+
 static void fill(volatile uint64_t *a, uint64_t id, uint64_t round)
 {
 	for (int i = 0; i < WORDS; i++)
@@ -111,16 +127,12 @@ static void main1(void *arg)
 	(void)arg;
 	for (uintptr_t i = 0; i < N1; i++)
 		CHECK_EQ(canal_spawn(task1, (void *)i), 0);
-	while (atomic_load(&parked1) < N1)
-		canal_sleep_ns(1000000);
+	wait_parked(&parked1, N1);
 	uint64_t t0 = now_ns();
 	int gone = 0;
 	while (now_ns() - t0 < 10000000000ull) {
 		canal_sleep_ns(5000000);
-		gone = 0;
-		for (int i = 0; i < N1; i++)
-			gone += !resident(addr1[i]);
-		if (gone >= N1 * 9 / 10)
+		if ((gone = stacks_gone(addr1, N1)) >= N1 * 9 / 10)
 			break;
 	}
 	printf("restore: %d of %d parked stacks given back\n", gone, N1);
@@ -228,12 +240,9 @@ static void main3(void *arg)
 	(void)arg;
 	for (uintptr_t i = 0; i < N3; i++)
 		CHECK_EQ(canal_spawn(task3, (void *)i), 0);
-	while (atomic_load(&parked3) < N3)
-		canal_sleep_ns(1000000);
+	wait_parked(&parked3, N3);
 	canal_sleep_ns(50000000); /* 50 epochs */
-	int gone = 0;
-	for (int i = 0; i < N3; i++)
-		gone += !resident(addr3[i]);
+	int gone = stacks_gone(addr3, N3);
 	printf("select: %d of %d stacks given back (must be 0)\n", gone, N3);
 	CHECK_EQ(gone, 0);
 	for (int i = 0; i < N3; i++)
@@ -264,12 +273,9 @@ static void main4(void *arg)
 	(void)arg;
 	for (uintptr_t i = 0; i < N4; i++)
 		CHECK_EQ(canal_spawn(task4, (void *)i), 0);
-	while (atomic_load(&parked4) < N4)
-		canal_sleep_ns(1000000);
+	wait_parked(&parked4, N4);
 	canal_sleep_ns(50000000); /* 50 epochs */
-	int gone = 0;
-	for (int i = 0; i < N4; i++)
-		gone += !resident(addr4[i]);
+	int gone = stacks_gone(addr4, N4);
 	printf("no flag: %d of %d stacks given back (must be 0)\n", gone, N4);
 	CHECK_EQ(gone, 0);
 	for (int i = 0; i < N4; i++)
