@@ -15,6 +15,7 @@
 
 struct canal__loop;
 struct canal__io;
+struct canal__io_chain;
 
 struct canal__backend_ops {
 	const char *name;
@@ -30,14 +31,18 @@ struct canal__backend_ops {
 	/* Start op: 0 (its completion will come through poll), or -errno
 	 * (nothing started; -EOPNOTSUPP for what the backend cannot do). */
 	int (*submit)(struct canal__loop *l, struct canal__io *op);
-	/* Chains (canal_io_submit_link); both NULL: the backend has none
-	 * (-EOPNOTSUPP). link_check: may the n SQEs (struct io_uring_sqe)
-	 * form a chain? 0 or -EINVAL. submit_link: start ops[0..n), IO_SQE
-	 * operations whose SQEs passed link_check, as one linked chain
-	 * submitted together: 0, or -errno (nothing started). */
+	/* Chains (canal_io_submit_link); all three NULL: the backend has
+	 * none (-EOPNOTSUPP). link_check: may the n SQEs (struct
+	 * io_uring_sqe) form a chain? 0 or -EINVAL. submit_link: start the
+	 * n SQEs (which passed link_check) as one linked chain submitted
+	 * together, whose CQEs go to ch (canal__io_chain_cqe): 0, or -errno
+	 * (nothing started). cancel_member: ask for member i's early end;
+	 * its completion still comes. */
 	int (*link_check)(const void *sqes, unsigned n);
-	int (*submit_link)(struct canal__loop *l, struct canal__io *ops,
-			   unsigned n);
+	int (*submit_link)(struct canal__loop *l, struct canal__io_chain *ch,
+			   const void *sqes, unsigned n);
+	void (*cancel_member)(struct canal__loop *l,
+			      struct canal__io_chain *ch, unsigned i);
 	/* Ask for op's early end; its completion still comes through poll
 	 * (with -ECANCELED, or its result if it won the race). */
 	void (*cancel)(struct canal__loop *l, struct canal__io *op);

@@ -10,7 +10,10 @@
  * user_data: 0 is the loop's eventfd read (always one in flight: another
  * thread's wake writes the eventfd, the read completes, the loop wakes and
  * re-arms it), 1 is an ASYNC_CANCEL (its own CQE is ignored: what matters
- * is the CQE of the op it cancels), anything else a struct canal__io.
+ * is the CQE of the op it cancels), a value with CANAL__IO_UD_CHAIN (bit 1)
+ * a member of a chain (io.h: the chain's 64-aligned address, the member's
+ * index in bits 2-5), anything else a struct canal__io (8-aligned: bit 1
+ * is clear).
  *
  * Exactly one outcome per op: its last CQE comes exactly once, whether it
  * completed, failed or was cancelled; the task waits for that CQE before
@@ -135,7 +138,7 @@ static void reap_op(struct canal__io *op, const struct io_uring_cqe *cqe)
 	canal__io_complete(op, op->has_result ? op->result : cqe->res);
 }
 
-static void ur_reap(struct uring_backend *b)
+static void ur_reap(struct canal__loop *l, struct uring_backend *b)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, seen = 0;
@@ -145,6 +148,10 @@ static void ur_reap(struct uring_backend *b)
 		seen++;
 		if (ud == UD_WAKE)
 			b->read_armed = false;
+		else if (ud & CANAL__IO_UD_CHAIN)
+			canal__io_chain_cqe(l, (struct canal__io_chain *)(uintptr_t)(ud & ~(uint64_t)63),
+					    (unsigned)(ud >> 2) & 15u, cqe->res,
+					    cqe->flags);
 		else if (ud != UD_CANCEL)
 			reap_op((struct canal__io *)(uintptr_t)ud, cqe);
 	}
@@ -171,7 +178,7 @@ static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
 		io_uring_submit_and_wait_timeout(&b->ring, &cqe, 1, tsp,
 						 NULL);
 	}
-	ur_reap(b);
+	ur_reap(l, b);
 	if (!b->read_armed) {
 		arm_wake_read(b);
 		io_uring_submit(&b->ring);
@@ -319,10 +326,16 @@ static int ur_link_check(const void *sqes_, unsigned n)
  * so they are taken from the ring together: room for all n, after one flush of what is queued if needed,
  * or nothing is started. IOSQE_IO_LINK on each but the last.
  */
-static int ur_submit_link(struct canal__loop *l, struct canal__io *ops,
-			  unsigned n)
+static uint64_t member_ud(struct canal__io_chain *ch, unsigned i)
+{
+	return (uint64_t)(uintptr_t)ch | CANAL__IO_UD_CHAIN | (uint64_t)i << 2;
+}
+
+static int ur_submit_link(struct canal__loop *l, struct canal__io_chain *ch,
+			  const void *sqes_, unsigned n)
 {
 	struct uring_backend *b = l->backend;
+	const struct io_uring_sqe *sqes = sqes_;
 	if (io_uring_sq_space_left(&b->ring) < n) {
 		io_uring_submit(&b->ring);
 		if (io_uring_sq_space_left(&b->ring) < n)
@@ -330,24 +343,34 @@ static int ur_submit_link(struct canal__loop *l, struct canal__io *ops,
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
-		memcpy(sqe, ops[i].sqe, sizeof(*sqe));
+		memcpy(sqe, &sqes[i], sizeof(*sqe));
 		if (i + 1 < n)
 			sqe->flags |= IOSQE_IO_LINK;
-		ops[i].has_result = false;
-		io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&ops[i]);
+		io_uring_sqe_set_data64(sqe, member_ud(ch, i));
 	}
 	return 0;
 }
 
-static void ur_cancel(struct canal__loop *l, struct canal__io *op)
+static bool send_cancel(struct uring_backend *b, uint64_t ud)
 {
-	struct uring_backend *b = l->backend;
 	struct io_uring_sqe *sqe = get_sqe(b);
 	if (!sqe)
-		return; /* the task retries (io.c) */
-	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
+		return false; /* the task retries (io.c) */
+	io_uring_prep_cancel64(sqe, ud, 0);
 	io_uring_sqe_set_data64(sqe, UD_CANCEL);
-	op->cancel_sent = true;
+	return true;
+}
+
+static void ur_cancel(struct canal__loop *l, struct canal__io *op)
+{
+	if (send_cancel(l->backend, (uint64_t)(uintptr_t)op))
+		op->cancel_sent = true;
+}
+
+static void ur_cancel_member(struct canal__loop *l, struct canal__io_chain *ch,
+			     unsigned i)
+{
+	send_cancel(l->backend, member_ud(ch, i)); /* else retried (io.c) */
 }
 
 const struct canal__backend_ops canal__backend_uring = {
@@ -359,5 +382,6 @@ const struct canal__backend_ops canal__backend_uring = {
 	.submit = ur_submit,
 	.link_check = ur_link_check,
 	.submit_link = ur_submit_link,
+	.cancel_member = ur_cancel_member,
 	.cancel = ur_cancel,
 };

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <string.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -28,9 +29,25 @@ void canal__io_complete(struct canal__io *op, int32_t res)
 	op->task->loop->inflight--;
 	op->result = res;
 	op->done = true;
-	if (op->chain && --op->chain->left > 0)
-		return; /* the chain's last completion wakes the task */
 	canal__task_wake(op->task, WAKE_WOKEN);
+}
+
+void canal__io_chain_cqe(struct canal__loop *l, struct canal__io_chain *ch,
+			 unsigned i, int32_t res, uint32_t flags)
+{
+	uint16_t bit = (uint16_t)(1u << i);
+	if (!(flags & IORING_CQE_F_NOTIF) && !(ch->has_result & bit)) {
+		ch->res[i] = res;
+		ch->has_result |= bit;
+	}
+	if (flags & IORING_CQE_F_MORE)
+		return;
+	if (!(ch->has_result & bit))
+		ch->res[i] = res;
+	ch->done |= bit;
+	l->inflight--;
+	if (--ch->left == 0)
+		canal__task_wake(ch->task, WAKE_WOKEN);
 }
 
 static int ret(ssize_t r)
@@ -411,14 +428,9 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	uint64_t deadline = timeout_ns > 0
 				    ? canal_now_ns() + (uint64_t)timeout_ns
 				    : CANAL_NO_DEADLINE;
-	struct canal__io_chain chain = {.left = n};
-	struct canal__io ops[CANAL_IO_LINK_MAX];
-	for (unsigned i = 0; i < n; i++)
-		ops[i] = (struct canal__io){.kind = IO_SQE, .fd = -1,
-					    .sqe = &sqes[i], .task = t,
-					    .chain = &chain};
+	struct canal__io_chain chain = {.task = t, .left = n};
 	canal__task_arm(t);
-	r = rt->backend->submit_link(l, ops, n);
+	r = rt->backend->submit_link(l, &chain, sqes, n);
 	if (r < 0) {
 		canal__task_disarm(t);
 		return r;
@@ -428,16 +440,15 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	uint32_t why = park_cancellable(t, deadline, cancel);
 	while (chain.left > 0) {
 		for (unsigned i = 0; i < n; i++)
-			if (!ops[i].done)
-				rt->backend->cancel(l, &ops[i]);
+			if (!(chain.done & (1u << i)))
+				rt->backend->cancel_member(l, &chain, i);
 		if (chain.left == 0)
 			break;
 		canal__task_arm(t);
 		canal__task_park(t, canal_now_ns() + 1000000);
 	}
 	t->pinned--;
-	for (unsigned i = 0; i < n; i++)
-		res[i] = ops[i].result;
+	memcpy(res, chain.res, n * sizeof(*res));
 	/* The timeout or the condvar came before the last completion. */
 	if (why == WAKE_TIMEDOUT)
 		return -ETIMEDOUT;

@@ -17,13 +17,28 @@
 #include <sys/uio.h>
 
 struct canal__task;
+struct canal__loop;
 
-/* A chain of linked operations (canal_io_submit_link): its operations
- * complete one by one; the task is woken only by the last completion
- * (left reaches 0), so that it parks once for the whole chain. */
+/*
+ * A chain of linked operations (canal_io_submit_link), on its task's
+ * stack until its last completion: one record for all its members, not an
+ * operation structure each, so that reaping a chain's CQEs touches one
+ * cache line of a task that has long gone cold (a server's connection
+ * task; four CQEs per request). Member i's CQEs carry the chain's address
+ * with CANAL__IO_UD_CHAIN and i (io_uring's user_data): the record is
+ * aligned to 64 so the low six bits are free. Its members complete one by
+ * one; only the last completion (left reaches 0) wakes the task, which
+ * thus parks once for the whole chain. Every field but task is written
+ * by the loop's thread alone, between tasks (never while the task runs).
+ */
+#define CANAL__IO_UD_CHAIN 2u
 struct canal__io_chain {
-	unsigned left; /* operations not complete yet (loop thread only) */
-};
+	struct canal__task *task;
+	unsigned left;	     /* members not complete yet */
+	uint16_t has_result; /* bit i: res[i] holds member i's first CQE's */
+	uint16_t done;	     /* bit i: member i's last CQE came */
+	int32_t res[16];     /* CANAL_IO_LINK_MAX */
+} __attribute__((aligned(64)));
 
 enum canal__io_kind {
 	IO_READ = 1,
@@ -53,7 +68,6 @@ struct canal__io {
 	socklen_t addrlen; /* connect: the address's length */
 	socklen_t *addrlenp; /* accept: in/out */
 	const void *sqe;   /* IO_SQE: a struct io_uring_sqe */
-	struct canal__io_chain *chain; /* NULL, or the chain it is part of */
 	int32_t result;
 	bool has_result; /* io_uring: result holds the op's first CQE's */
 	bool done;
@@ -73,9 +87,12 @@ int canal__io_futex_waitv(_Atomic uint32_t *const *words,
 			  const uint32_t *keys, const bool *shared,
 			  unsigned n, uint64_t deadline_ns);
 
-/* A completion (loop thread): store res, wake the task (an operation of
- * a chain: only when it is the chain's last to complete). */
+/* A completion (loop thread): store res, wake the task. */
 void canal__io_complete(struct canal__io *op, int32_t res);
+/* One CQE of member i of chain ch (loop l's thread): flags are the CQE's
+ * (IORING_CQE_F_MORE: not its last; IORING_CQE_F_NOTIF: no result). */
+void canal__io_chain_cqe(struct canal__loop *l, struct canal__io_chain *ch,
+			 unsigned i, int32_t res, uint32_t flags);
 
 /* Try op once without blocking: the result, or -EAGAIN if it would
  * block (the synchronous-completion shortcut, and epoll's way). ready:
