@@ -275,8 +275,9 @@ struct canal__loop {
 	/* Backend state (backend_*.c). */
 	void *backend;
 	uint32_t inflight; /* I/O operations submitted and not completed */
-	uint64_t runs;	   /* tasks run, to pace completion polling */
-	bool poll_due;	   /* the scheduler's poll is due (loop.c, direct_turn) */
+	/* Task runs left before the scheduler's poll of completions and
+	 * timers is due (loop.c, direct_turn); <= 0: due. */
+	int32_t turns;
 	int start_error;
 };
 
@@ -297,9 +298,31 @@ struct canal__runtime {
 /* The running runtime (NULL outside canal_run). */
 extern struct canal__runtime *_Atomic canal__rt;
 
-/* The loop of the calling thread (NULL if it is not a loop). Not inlined,
- * so that a task that moved to another thread reads its new thread's. */
-struct canal__loop *canal__this_loop(void);
+/* The loop of the calling thread (NULL if it is not a loop). A task may
+ * resume on another thread than the one it switched out on (stealing,
+ * wakes from another loop): the compiler must never reuse a thread's
+ * variable, or its address, across a switch. On x86-64 one volatile load
+ * through %fs (the initial-exec sequence, written out so that no address
+ * is computed once and kept: the "memory" clobber orders it with the
+ * switch, a call); elsewhere a call that is never inlined. */
+struct canal__loop *canal__this_loop_call(void);
+#if defined(__x86_64__) && !defined(CANAL_NO_TLS_ASM)
+extern __thread struct canal__loop *canal__tls_loop
+	__attribute__((tls_model("initial-exec")));
+static inline __attribute__((always_inline)) struct canal__loop *
+canal__this_loop(void)
+{
+	struct canal__loop *l;
+	__asm__ __volatile__("movq canal__tls_loop@gottpoff(%%rip), %0\n\t"
+			     "movq %%fs:(%0), %0"
+			     : "=r"(l)
+			     :
+			     : "memory");
+	return l;
+}
+#else
+#define canal__this_loop canal__this_loop_call
+#endif
 void canal__set_this_loop(struct canal__loop *l);
 /* The calling task (NULL outside a task; a detached task is a task). */
 struct canal__task *canal__this_task(void);

@@ -41,9 +41,18 @@
 struct canal__runtime *_Atomic canal__rt;
 static _Atomic int runtime_busy;
 
-static _Thread_local struct canal__loop *this_loop;
+/* Named in internal.h's inline assembly, which link-time optimisation
+ * does not see: used and externally_visible keep it under its name. */
+#if defined(__clang__)
+#define CANAL_KEEP_NAME used
+#else
+#define CANAL_KEEP_NAME used, externally_visible
+#endif
+__thread struct canal__loop *canal__tls_loop
+	__attribute__((tls_model("initial-exec"), CANAL_KEEP_NAME));
+#define this_loop canal__tls_loop
 
-__attribute__((noinline)) struct canal__loop *canal__this_loop(void)
+__attribute__((noinline)) struct canal__loop *canal__this_loop_call(void)
 {
 	struct canal__loop *l = this_loop;
 	__asm__ __volatile__("" ::: "memory");
@@ -256,7 +265,7 @@ void canal__task_ended(struct canal__loop *l, struct canal__task *t)
  * operation is in flight (no syscall otherwise). */
 static void loop_poll_quick(struct canal__loop *l)
 {
-	l->poll_due = false;
+	l->turns = POLL_EVERY;
 	if (l->inflight)
 		l->rt->backend->poll(l, 0);
 	if (l->heap_len)
@@ -313,22 +322,18 @@ static struct canal__task *requeue_and_pop(struct canal__loop *l,
 }
 
 /* Whether a direct switch (a yield, hand-off or park straight to another
- * task) may pass the scheduler by this time: not every POLL_EVERY runs, and
- * then not until the scheduler has polled completions and timers
- * (poll_due, cleared by loop_poll_quick), whichever direct path asks next.
- * A chain of tasks switching directly to each other would otherwise never
- * let the loop run its timers or reap its I/O: two tasks exchanging
- * messages kept a sleeping task of their loop from waking (a hostile
- * review: 32 M round trips in 5 s past its 1 ms sleep,
- * test_task_poll_turn). */
+ * task) may pass the scheduler by this time: not every POLL_EVERY runs,
+ * and then not until the scheduler has polled completions and timers
+ * (loop_poll_quick resets turns), whichever direct path asks next. Every
+ * run counts, direct or through the scheduler (run_chain); a declined
+ * turn counts too, keeping turns <= 0 until the poll. A chain of tasks
+ * switching directly to each other would otherwise never let the loop run
+ * its timers or reap its I/O: two tasks exchanging messages kept a
+ * sleeping task of their loop from waking (a hostile review: 32 M round
+ * trips in 5 s past its 1 ms sleep, test_task_poll_turn). */
 static bool direct_turn(struct canal__loop *l)
 {
-	if (l->poll_due)
-		return false;
-	if (++l->runs % POLL_EVERY)
-		return true;
-	l->poll_due = true;
-	return false;
+	return --l->turns > 0;
 }
 
 /*
@@ -457,7 +462,7 @@ static struct canal__task *after_switch(struct canal__loop *l,
 static void run_chain(struct canal__loop *l, struct canal__task *t)
 {
 	while (t) {
-		if (l->poll_due || ++l->runs % POLL_EVERY == 0)
+		if (--l->turns <= 0)
 			loop_poll_quick(l);
 		t = after_switch(l, canal__task_run(l, t));
 	}

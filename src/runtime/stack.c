@@ -492,10 +492,8 @@ static void overflow_report(uint64_t id, size_t size, const char *how)
 	abort();
 }
 
-void canal__stack_canary_check(const struct canal__stack *st, uint64_t id)
+void canal__stack_canary_verify(const struct canal__stack *st, uint64_t id)
 {
-	if (st->guard)
-		return;
 	uint64_t v;
 	memcpy(&v, canary_word(st), sizeof(v));
 	if (__builtin_expect(v != STACK_CANARY, 0))

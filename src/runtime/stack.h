@@ -92,8 +92,15 @@ void canal__stack_cache_flush(struct canal__stack_pool *pool,
 
 /* Write / check the canary at the bottom of a stack. */
 void canal__stack_canary_set(const struct canal__stack *st);
-/* Abort with the overflow report if the canary is gone. */
-void canal__stack_canary_check(const struct canal__stack *st, uint64_t id);
+/* Abort with the overflow report if the canary of a canary stack (no
+ * guard page) is gone; guarded stacks have none to check. */
+void canal__stack_canary_verify(const struct canal__stack *st, uint64_t id);
+static inline void canal__stack_canary_check(const struct canal__stack *st,
+					     uint64_t id)
+{
+	if (!st->guard)
+		canal__stack_canary_verify(st, id);
+}
 
 /* Overflow reports through SIGSEGV: the handler is installed for the
  * runtime's life (not under sanitizers, which report overflows
