@@ -15,7 +15,12 @@
  * and they almost never differ between two tasks: both are saved in one
  * zeroed word (MXCSR, the control word, two zero bytes) and loaded only
  * if the incoming task's word differs from the outgoing one's, which is
- * exactly when loading it changes anything.
+ * exactly when loading it changes anything. The outgoing words are read
+ * before its sp is published: once published, its stack is no longer
+ * this switch's to read (nothing resumes a task before its switch ends
+ * today, but that is the scheduler's rule, not this function's).
+ * aarch64: FPCR and FPSR are not switched (a task sees the floating-point
+ * control state the previous task left): x86-64 only, for now.
  *
  * A new context: canal__ctx_make writes a frame that looks like one saved
  * by canal__ctx_switch, whose return address is canal__ctx_trampoline and
@@ -45,9 +50,9 @@ __asm__(".text\n"
 	"	pushq $0\n"
 	"	stmxcsr (%rsp)\n"
 	"	fnstcw 4(%rsp)\n"
-	"	movq %rsp, (%rdi)\n"
 	"	movl (%rsp), %eax\n"
 	"	movzwl 4(%rsp), %ecx\n"
+	"	movq %rsp, (%rdi)\n"
 	"	movq %rsi, %rsp\n"
 	"	cmpl (%rsp), %eax\n"
 	"	jne 2f\n"

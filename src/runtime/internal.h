@@ -306,7 +306,7 @@ extern struct canal__runtime *_Atomic canal__rt;
  * is computed once and kept: the "memory" clobber orders it with the
  * switch, a call); elsewhere a call that is never inlined. */
 struct canal__loop *canal__this_loop_call(void);
-#if defined(__x86_64__) && !defined(CANAL_NO_TLS_ASM)
+#if defined(__x86_64__) && defined(__LP64__) && !defined(CANAL_NO_TLS_ASM)
 extern __thread struct canal__loop *canal__tls_loop
 	__attribute__((tls_model("initial-exec")));
 static inline __attribute__((always_inline)) struct canal__loop *

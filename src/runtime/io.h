@@ -24,7 +24,8 @@ struct canal__loop;
  * stack until its last completion: one record for all its members, not an
  * operation structure each, so that reaping a chain's CQEs touches one
  * cache line of a task that has long gone cold (a server's connection
- * task; four CQEs per request). Member i's CQEs carry the chain's address
+ * task; four CQEs per request) for chains of up to 12 members (80 bytes
+ * in all: members 12-15's results are on the second line). Member i's CQEs carry the chain's address
  * with CANAL__IO_UD_CHAIN and i (io_uring's user_data): the record is
  * aligned to 64 so the low six bits are free. Its members complete one by
  * one; only the last completion (left reaches 0) wakes the task, which
@@ -39,6 +40,10 @@ struct canal__io_chain {
 	uint16_t done;	     /* bit i: member i's last CQE came */
 	int32_t res[16];     /* CANAL_IO_LINK_MAX */
 } __attribute__((aligned(64)));
+/* The member index has 4 bits in user_data, the masks 16. */
+_Static_assert(sizeof(((struct canal__io_chain *)0)->res) ==
+		       16 * sizeof(int32_t),
+	       "a chain has at most 16 members");
 
 enum canal__io_kind {
 	IO_READ = 1,

@@ -325,14 +325,18 @@ static struct canal__task *requeue_and_pop(struct canal__loop *l,
  * task) may pass the scheduler by this time: not every POLL_EVERY runs,
  * and then not until the scheduler has polled completions and timers
  * (loop_poll_quick resets turns), whichever direct path asks next. Every
- * run counts, direct or through the scheduler (run_chain); a declined
- * turn counts too, keeping turns <= 0 until the poll. A chain of tasks
+ * run counts, direct or through the scheduler (run_chain); once due,
+ * turns stays at 0 until the poll (a declined turn does not count: a
+ * hand-off that declines may be followed by no switch at all, and an
+ * unbounded count would wrap). A chain of tasks
  * switching directly to each other would otherwise never let the loop run
  * its timers or reap its I/O: two tasks exchanging messages kept a
  * sleeping task of their loop from waking (a hostile review: 32 M round
  * trips in 5 s past its 1 ms sleep, test_task_poll_turn). */
 static bool direct_turn(struct canal__loop *l)
 {
+	if (l->turns <= 0)
+		return false;
 	return --l->turns > 0;
 }
 
