@@ -24,25 +24,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* A task woken by a completion runs once the loop has reaped the batch
- * of completions it came in and run the tasks before it; with thousands
- * of tasks (a server's connections) its stack has gone cold meanwhile.
- * Its saved context and the frames above it are asked for now, so that
- * they arrive while the loop works on the others. The loop's own thread
- * reaps (the task is pinned to it while its I/O is in flight) and switched
- * it out: t->sp is this thread's to read. */
-static inline void prefetch_stack(const struct canal__task *t)
-{
-	const char *sp = t->sp;
-	if (!sp)
-		return;
-	for (int i = 0; i < 4; i++)
-		__builtin_prefetch(sp + 64 * i);
-}
-
 void canal__io_complete(struct canal__io *op, int32_t res)
 {
-	prefetch_stack(op->task);
 	op->task->loop->inflight--;
 	op->result = res;
 	op->done = true;
@@ -63,10 +46,8 @@ void canal__io_chain_cqe(struct canal__loop *l, struct canal__io_chain *ch,
 		ch->res[i] = res;
 	ch->done |= bit;
 	l->inflight--;
-	if (--ch->left == 0) {
-		prefetch_stack(ch->task);
+	if (--ch->left == 0)
 		canal__task_wake(ch->task, WAKE_WOKEN);
-	}
 }
 
 static int ret(ssize_t r)
