@@ -121,11 +121,10 @@ int canal_run(void (*main_task)(void *arg), void *arg,
 
 /*
  * canal_spawn - start fn(arg) as a new task. The task is placed on a loop
- * (spread over the loops in turn) and runs when that loop gets to it. On
- * x86-64 it starts with the default floating-point environment (round to
- * nearest, exceptions masked, flags clear), not its spawner's, and keeps
- * its own across switches, as a thread does (on aarch64, for now, the
- * control and status registers are not switched).
+ * (spread over the loops in turn) and runs when that loop gets to it. It
+ * starts with the default floating-point environment (round to nearest,
+ * exceptions masked, flags clear), not its spawner's, and keeps its own
+ * across switches, as a thread does.
  * Callable from a task, a detached task, or a thread that is a loop of the
  * running runtime. Returns 0, or
  *   -EINVAL  fn is NULL;

@@ -6,8 +6,9 @@
  * Saved: the registers the C ABI says a call preserves. x86-64 SysV: rbx,
  * rbp, r12-r15, plus the SSE control/status word (MXCSR) and the x87
  * control word, which are callee-saved too. aarch64 AAPCS64: x19-x28, the
- * frame pointer x29, the link register x30 and the low halves of v8-v15
- * (d8-d15). Everything else is caller-saved: the compiler has already
+ * frame pointer x29, the link register x30, the low halves of v8-v15
+ * (d8-d15), and FPCR and FPSR (a task's floating-point environment, as a
+ * thread's). Everything else is caller-saved: the compiler has already
  * spilled what it needs before calling canal__ctx_switch.
  *
  * x86-64: loading MXCSR and the x87 control word costs more than the rest
@@ -19,8 +20,9 @@
  * before its sp is published: once published, its stack is no longer
  * this switch's to read (nothing resumes a task before its switch ends
  * today, but that is the scheduler's rule, not this function's).
- * aarch64: FPCR and FPSR are not switched (a task sees the floating-point
- * control state the previous task left): x86-64 only, for now.
+ * aarch64: FPCR (rounding, traps, flush-to-zero) and FPSR (sticky
+ * flags) are switched the same way, each written only when it differs
+ * (the outgoing values are kept in registers).
  *
  * A new context: canal__ctx_make writes a frame that looks like one saved
  * by canal__ctx_switch, whose return address is canal__ctx_trampoline and
@@ -109,7 +111,7 @@ __asm__(".text\n"
 	".hidden canal__ctx_switch\n"
 	".type canal__ctx_switch,%function\n"
 	"canal__ctx_switch:\n"
-	"	sub sp, sp, #160\n"
+	"	sub sp, sp, #176\n"
 	"	stp x19, x20, [sp, #0]\n"
 	"	stp x21, x22, [sp, #16]\n"
 	"	stp x23, x24, [sp, #32]\n"
@@ -120,9 +122,20 @@ __asm__(".text\n"
 	"	stp d10, d11, [sp, #112]\n"
 	"	stp d12, d13, [sp, #128]\n"
 	"	stp d14, d15, [sp, #144]\n"
+	"	mrs x3, fpcr\n"
+	"	mrs x4, fpsr\n"
+	"	stp x3, x4, [sp, #160]\n"
 	"	mov x2, sp\n"
 	"	str x2, [x0]\n"
 	"	mov sp, x1\n"
+	"	ldp x5, x6, [sp, #160]\n"
+	"	cmp x5, x3\n"
+	"	b.eq 1f\n"
+	"	msr fpcr, x5\n"
+	"1:	cmp x6, x4\n"
+	"	b.eq 2f\n"
+	"	msr fpsr, x6\n"
+	"2:\n"
 	"	ldp x19, x20, [sp, #0]\n"
 	"	ldp x21, x22, [sp, #16]\n"
 	"	ldp x23, x24, [sp, #32]\n"
@@ -133,7 +146,7 @@ __asm__(".text\n"
 	"	ldp d10, d11, [sp, #112]\n"
 	"	ldp d12, d13, [sp, #128]\n"
 	"	ldp d14, d15, [sp, #144]\n"
-	"	add sp, sp, #160\n"
+	"	add sp, sp, #176\n"
 	"	ret\n"
 	".size canal__ctx_switch, .-canal__ctx_switch\n"
 	".globl canal__ctx_trampoline\n"
@@ -147,10 +160,12 @@ __asm__(".text\n"
 
 void *canal__ctx_make(void *top, void (*entry)(void *), void *arg)
 {
-	/* Frame: x19 = entry, x20 = arg, x29 = 0, x30 = trampoline. */
+	/* Frame: x19 = entry, x20 = arg, x29 = 0, x30 = trampoline, FPCR
+	 * and FPSR = 0 (round to nearest, no traps, flags clear: Linux's
+	 * defaults). */
 	uintptr_t t = ((uintptr_t)top & ~(uintptr_t)15) - 16;
-	uint64_t *sp = (uint64_t *)(t - 160);
-	memset(sp, 0, 160);
+	uint64_t *sp = (uint64_t *)(t - 176);
+	memset(sp, 0, 176);
 	sp[0] = (uint64_t)(uintptr_t)entry;
 	sp[1] = (uint64_t)(uintptr_t)arg;
 	sp[10] = 0;
