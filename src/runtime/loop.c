@@ -155,6 +155,18 @@ void canal__loop_push_woken(struct canal__task *t)
 		canal__spin_unlock(&l->lock);
 		l = here;
 	}
+	if (l == here) {
+		/* It runs on this thread: its stack, gone cold while it
+		 * waited, is asked for now (a prefetch never faults; a
+		 * compacted stack's dropped pages are skipped). t->sp was
+		 * saved before the task became PARKED (release), which the
+		 * waker's CAS to RUNNING acquired (task.c). A task that runs
+		 * elsewhere (pinned to another loop, or woken by a plain
+		 * thread) is left alone: its lines belong in its own core. */
+		const char *sp = t->sp;
+		for (int i = 0; i < 4; i++)
+			__builtin_prefetch(sp + 64 * i);
+	}
 	if (l == here && l->current && !l->is_pool) {
 		/* Woken by the task running on its own loop: it runs at that
 		 * task's switch out, without the queue (internal.h). A task

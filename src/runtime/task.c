@@ -204,21 +204,6 @@ void canal__task_switch_out(struct canal__task *t)
 	task_resumed(canal__this_loop());
 }
 
-/* A woken task runs once its loop gets to it: after the batch of
- * completions it came in, or the tasks queued before it; with thousands
- * of tasks (a server's connections, fwd's writers) its stack has gone cold
- * meanwhile. Its saved context and the frames above it are asked for at
- * the wake, so that they arrive while the loop works on the others (a
- * prefetch never faults: a compacted stack's dropped pages are skipped).
- * t->sp is read after the acquire that took the task from PARKED, which
- * it became (release) only once its switch out had saved sp. */
-static inline void prefetch_context(const struct canal__task *t)
-{
-	const char *sp = t->sp;
-	for (int i = 0; i < 4; i++)
-		__builtin_prefetch(sp + 64 * i);
-}
-
 void canal__task_make_runnable(struct canal__task *t)
 {
 	uint32_t s = atomic_load_explicit(&t->sched, memory_order_acquire);
@@ -235,7 +220,6 @@ void canal__task_make_runnable(struct canal__task *t)
 				    &t->sched, &s, TASK_RUNNING,
 				    memory_order_acq_rel,
 				    memory_order_acquire)) {
-				prefetch_context(t);
 				canal__loop_push_woken(t);
 				return;
 			}
