@@ -81,6 +81,18 @@ static void wait_parked(_Atomic int *parked, int n)
 		canal_sleep_ns(1000000);
 }
 
+/* Parts whose stacks must stay in place: once n tasks are about to park,
+ * let 50 compaction epochs pass, then none of their arrays may be gone. */
+static void expect_none_gone(_Atomic int *parked, const uintptr_t *addr,
+			     int n, const char *what)
+{
+	wait_parked(parked, n);
+	canal_sleep_ns(50000000); /* 50 epochs */
+	int gone = stacks_gone(addr, n);
+	printf("%s: %d of %d stacks given back (must be 0)\n", what, gone, n);
+	CHECK_EQ(gone, 0);
+}
+
 static void fill(volatile uint64_t *a, uint64_t id, uint64_t round)
 {
 	for (int i = 0; i < WORDS; i++)
@@ -240,11 +252,7 @@ static void main3(void *arg)
 	(void)arg;
 	for (uintptr_t i = 0; i < N3; i++)
 		CHECK_EQ(canal_spawn(task3, (void *)i), 0);
-	wait_parked(&parked3, N3);
-	canal_sleep_ns(50000000); /* 50 epochs */
-	int gone = stacks_gone(addr3, N3);
-	printf("select: %d of %d stacks given back (must be 0)\n", gone, N3);
-	CHECK_EQ(gone, 0);
+	expect_none_gone(&parked3, addr3, N3, "select");
 	for (int i = 0; i < N3; i++)
 		CHECK_EQ(canal_send(i % 2 ? ch3a[i] : ch3b[i], &i), 0);
 }
@@ -273,11 +281,7 @@ static void main4(void *arg)
 	(void)arg;
 	for (uintptr_t i = 0; i < N4; i++)
 		CHECK_EQ(canal_spawn(task4, (void *)i), 0);
-	wait_parked(&parked4, N4);
-	canal_sleep_ns(50000000); /* 50 epochs */
-	int gone = stacks_gone(addr4, N4);
-	printf("no flag: %d of %d stacks given back (must be 0)\n", gone, N4);
-	CHECK_EQ(gone, 0);
+	expect_none_gone(&parked4, addr4, N4, "no flag");
 	for (int i = 0; i < N4; i++)
 		CHECK_EQ(canal_send(ch4, &i), 0);
 }
