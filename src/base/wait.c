@@ -3,6 +3,8 @@
  * fork generation of spinner roles. */
 #include "base/wait.h"
 
+#include "base/load.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -98,7 +100,7 @@ static bool yield_phase(const struct canal__parker *p, bool (*done)(void *),
 			void *arg, uint64_t deadline_ns)
 {
 	uint64_t t0 = canal_now_ns();
-	if (t0 < contended_until)
+	if (t0 < contended_until || canal__foreign_load(t0))
 		return false;
 	for (uint64_t before = t0;;) {
 		uint64_t seen = atomic_load_explicit(&wait_progress,

@@ -205,7 +205,11 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  *     yield phases for CANAL__CONTENDED_NS and parks at once. A long slice
  *     during which other waits of the process completed went to our own
  *     threads (more threads than cores): yielding on is what lets them
- *     run (wait.c, wait_progress);
+ *     run (wait.c, wait_progress). The phase is skipped altogether
+ *     while other processes keep the machine's CPUs busy (base/load.h):
+ *     a yield would hand one of them its slice, and the waiter would sit
+ *     runnable behind it until the next tick (4 ms at 250 Hz), where a
+ *     sleeper is woken at once;
  *  4. park on the queue's futex word through the parker. The spinner leaves
  *     its role first (spin_end before prepare: the pairing above). Shared
  *     queues sleep at most CANAL__SHARED_RECHECK_NS at a time.

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * load.h - do other processes take this machine's CPUs?
+ *
+ * The wait layer's yield phase (wait.h, phase 3) gives the CPU away and
+ * re-checks. That pays while the threads that take the CPU are our own (the
+ * one we wait for among them). When another process keeps a CPU busy, a
+ * yield hands it the rest of its slice instead: the yielder stays runnable,
+ * not asleep, so the store that makes its condition true preempts nothing,
+ * and it waits for the next scheduler tick (3.85 ms on average at 250 Hz,
+ * counted in the wait layer beside two busy processes:
+ * docs/results/chan-busy-20261127). A thread asleep in the kernel is woken
+ * by that store instead, and a wake-up on a CPU that is already busy costs
+ * no idle exit. So the yield phase asks this first.
+ *
+ * The verdict comes from the CPU time the machine spent outside this
+ * process over the last window (/proc/stat's user + nice + system, less
+ * CLOCK_PROCESS_CPUTIME_ID): "foreign load" when it exceeds
+ * CANAL__FOREIGN_SHARE_PERMILLE of the window times max(1, CPUs - 1)
+ * (one busy process on 2 to 4 CPUs; a proportionate share of a larger
+ * machine). Interrupt and softirq time, idle and steal are left out: a
+ * process's own network traffic or the hypervisor's own use of the host
+ * are not a process that a yield would hand the CPU to.
+ */
+#ifndef CANAL_BASE_LOAD_H
+#define CANAL_BASE_LOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CANAL__FOREIGN_WINDOW_NS 100000000ull
+#define CANAL__FOREIGN_SHARE_PERMILLE 300u
+
+/*
+ * True when, over the last completed window, other processes used more
+ * than the share above. now_ns: canal_now_ns() of the caller. The verdict
+ * is cached for CANAL__FOREIGN_WINDOW_NS; when it expires, one caller
+ * samples (a read of /proc/stat and a clock_gettime, about 20-40 us, ten
+ * times a second at most), the others meanwhile get the previous verdict.
+ * False until two samples exist, and whenever /proc/stat cannot be read.
+ * Thread-safe; not async-signal-safe (it opens a file).
+ */
+bool canal__foreign_load(uint64_t now_ns);
+
+/* The verdict for one window, from its deltas (the arithmetic above; for
+ * the tests): busy_ns and own_ns the machine's and the process's CPU time
+ * over window_ns, ncpus the CPUs online. */
+bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
+			    uint64_t window_ns, unsigned ncpus);
+
+#endif /* CANAL_BASE_LOAD_H */

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_foreign_load - the wait layer's "do other processes take the CPUs?"
+ * verdict (base/load.h): its arithmetic, the live sampler seeing busy
+ * child processes, and a fork()ed child starting afresh. (That a quiet
+ * machine gives "no" cannot be a pass/fail check: CTest runs tests side
+ * by side.)
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/load.h"
+#include "check.h"
+
+#define MS 1000000ull
+
+static void verdict_arithmetic(void)
+{
+	/* 2 CPUs: the threshold is 30 % of one CPU over the window. */
+	CHECK(!canal__foreign_verdict(100 * MS, 100 * MS, 100 * MS, 2));
+	CHECK(!canal__foreign_verdict(129 * MS, 100 * MS, 100 * MS, 2));
+	CHECK(canal__foreign_verdict(131 * MS, 100 * MS, 100 * MS, 2));
+	CHECK(canal__foreign_verdict(200 * MS, 0, 100 * MS, 2));
+	/* 1 CPU: the same share of that CPU. */
+	CHECK(canal__foreign_verdict(31 * MS, 0, 100 * MS, 1));
+	CHECK(!canal__foreign_verdict(29 * MS, 0, 100 * MS, 1));
+	/* 8 CPUs: 30 % of 7 CPUs, 210 ms of foreign time. */
+	CHECK(!canal__foreign_verdict(200 * MS, 0, 100 * MS, 8));
+	CHECK(canal__foreign_verdict(220 * MS, 0, 100 * MS, 8));
+	/* The process's own time is never foreign; a clock that went back
+	 * (own above busy) and an empty window give no verdict. */
+	CHECK(!canal__foreign_verdict(100 * MS, 300 * MS, 100 * MS, 2));
+	CHECK(!canal__foreign_verdict(300 * MS, 0, 0, 2));
+	/* No overflow: an hour's window on 1 024 CPUs. */
+	uint64_t hour = 3600ull * 1000 * MS;
+	CHECK(!canal__foreign_verdict(1023 * hour / 4, 0, hour, 1024));
+	CHECK(canal__foreign_verdict(1023 * hour / 2, 0, hour, 1024));
+}
+
+/* Children that keep every CPU busy: the sampler must say so within a few
+ * windows. */
+static void live_busy_children(void)
+{
+	if (access("/proc/stat", R_OK) != 0) {
+		printf("live part skipped: /proc/stat not readable\n");
+		return;
+	}
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	if (n > 64)
+		n = 64;
+	pid_t kids[64];
+	for (long i = 0; i < n; i++) {
+		kids[i] = fork();
+		CHECK(kids[i] >= 0);
+		if (kids[i] == 0) {
+			alarm(10); /* bounded even if the parent dies */
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+	}
+	bool seen = false;
+	uint64_t end = canal_now_ns() + 5000 * MS;
+	while (!seen && canal_now_ns() < end) {
+		seen = canal__foreign_load(canal_now_ns());
+		usleep(10000);
+	}
+	if (seen) {
+		/* A child of this process starts afresh: no verdict from the
+		 * parent's records (its process clock starts again), so its
+		 * first call says no, while the parent's cached verdict is
+		 * still "yes". */
+		pid_t c = fork();
+		CHECK(c >= 0);
+		if (c == 0)
+			_exit(canal__foreign_load(canal_now_ns()) ? 1 : 0);
+		int st = 0;
+		CHECK(waitpid(c, &st, 0) == c);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	for (long i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	CHECK(seen);
+}
+
+int main(void)
+{
+	verdict_arithmetic();
+	live_busy_children();
+	printf("test_foreign_load: ok\n");
+	return 0;
+}
