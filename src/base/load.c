@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* load.c - the foreign-load verdict of load.h. */
+#define _GNU_SOURCE 1
 #include "base/load.h"
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,16 +18,31 @@
 /*
  * State. window_end and verdict are hints read by every yield phase and
  * written by the one sampler: relaxed both ways (a reader that sees a new
- * window_end with the old verdict decides one yield phase on last
- * window's verdict). The sampler's own records (last_*) are touched only
- * by the thread that holds `sampling`: its acquire CAS pairs with the
- * previous holder's release store, so each sampler sees the last one's
- * records.
+ * window_end with the old verdict decides one yield phase on the last
+ * window's verdict). The sampler's records (last_*, the buffer) are
+ * touched only by the thread that holds `sampling`: its acquire CAS pairs
+ * with the previous holder's release store, so each sampler sees the last
+ * one's records. The sampler cannot die holding it: cancellation is
+ * disabled while it samples (open and read are cancellation points), and
+ * a fork()ed child frees it (load_fork_child).
  */
 static _Atomic uint64_t window_end;
 static _Atomic bool verdict;
 static _Atomic int sampling;
-static uint64_t last_wall, last_busy, last_own;
+static uint64_t last_wall, last_busy_ticks, last_own;
+static char stat_buf[16384];
+
+bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
+			    uint64_t window_ns, unsigned ncpus)
+{
+	if (busy_ns <= own_ns || window_ns == 0)
+		return false;
+	uint64_t cpus = ncpus > 2 ? ncpus - 1 : 1;
+	/* foreign / (window * cpus) > permille / 1000, without overflow for
+	 * windows up to hours on 1 000-CPU machines. */
+	return (busy_ns - own_ns) / cpus >
+	       window_ns / 1000 * CANAL__FOREIGN_SHARE_PERMILLE;
+}
 
 /* fork(): the child has one thread, and its process clock starts again.
  * A sampler of the parent that held `sampling` at the fork is gone: free
@@ -42,40 +60,53 @@ static void load_register_atfork(void)
 	pthread_atfork(NULL, NULL, load_fork_child);
 }
 
-bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
-			    uint64_t window_ns, unsigned ncpus)
+/*
+ * user + nice + system ticks of the CPUs this thread may run on, summed
+ * from /proc/stat's cpuN lines (the CPUs a container's cpuset gives it,
+ * not the whole host), and how many of them; false if it cannot be read.
+ */
+static bool allowed_busy_ticks(uint64_t *ticks, unsigned *ncpus)
 {
-	if (busy_ns <= own_ns || window_ns == 0)
-		return false;
-	uint64_t cpus = ncpus > 2 ? ncpus - 1 : 1;
-	/* foreign / (window * cpus) > permille / 1000, without overflow for
-	 * windows up to hours on 1 000-CPU machines. */
-	return (busy_ns - own_ns) / cpus >
-	       window_ns / 1000 * CANAL__FOREIGN_SHARE_PERMILLE;
-}
-
-/* The machine's user + nice + system time in ns, from /proc/stat's first
- * line; false if it cannot be read. */
-static bool machine_busy_ns(uint64_t *out)
-{
-	static long tck;
-	if (tck == 0)
-		tck = sysconf(_SC_CLK_TCK);
-	if (tck <= 0)
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
 		return false;
 	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	char buf[256];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
+	size_t len = 0;
+	for (;;) {
+		ssize_t n = read(fd, stat_buf + len, sizeof stat_buf - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof stat_buf - 1)
+			break; /* the cpuN lines come first: enough of them */
+	}
 	close(fd);
-	if (n <= 0)
+	stat_buf[len] = '\0';
+	uint64_t sum = 0;
+	unsigned seen = 0;
+	for (char *line = stat_buf; strncmp(line, "cpu", 3) == 0;) {
+		unsigned cpu;
+		unsigned long long user, nice, sys;
+		/* "cpu  ..." is the sum of all: skipped (%u would skip the
+		 * blanks and read its first count as a CPU number). */
+		if (line[3] >= '0' && line[3] <= '9' &&
+		    sscanf(line, "cpu%u %llu %llu %llu", &cpu, &user, &nice,
+			   &sys) == 4 &&
+		    cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)) {
+			sum += user + nice + sys;
+			seen++;
+		}
+		char *nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	if (seen == 0)
 		return false;
-	buf[n] = '\0';
-	unsigned long long user, nice, sys;
-	if (sscanf(buf, "cpu %llu %llu %llu", &user, &nice, &sys) != 3)
-		return false;
-	*out = (uint64_t)(user + nice + sys) * (1000000000ull / (uint64_t)tck);
+	*ticks = sum;
+	*ncpus = seen;
 	return true;
 }
 
@@ -87,14 +118,34 @@ static uint64_t own_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static unsigned cpus_online(void)
+/* One sample, by the holder of `sampling`: the verdict for the window
+ * since the last one. No verdict for a first sample (in this process), for
+ * clocks that went back, for a window under half the nominal one (two
+ * samplers back to back: one tick of 10 ms would weigh too much) or over
+ * ten times it (after an idle spell: an average over a long past). */
+static bool sample(uint64_t now_ns)
 {
-	static unsigned n;
-	if (n == 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		n = c > 0 && c < 65536 ? (unsigned)c : 1;
-	}
-	return n;
+	static long tck;
+	if (tck == 0)
+		tck = sysconf(_SC_CLK_TCK);
+	uint64_t ticks, own = own_cpu_ns();
+	unsigned ncpus;
+	if (tck <= 0 || tck > 1000000000 || !allowed_busy_ticks(&ticks, &ncpus))
+		return false;
+	uint64_t window = now_ns - last_wall;
+	bool fresh = last_wall == 0 || now_ns <= last_wall ||
+		     window > 10 * CANAL__FOREIGN_WINDOW_NS ||
+		     own < last_own || ticks < last_busy_ticks;
+	if (!fresh && window < CANAL__FOREIGN_WINDOW_NS / 2)
+		return atomic_load_explicit(&verdict, memory_order_relaxed);
+	bool v = !fresh &&
+		 canal__foreign_verdict((ticks - last_busy_ticks) *
+						(1000000000ull / (uint64_t)tck),
+					own - last_own, window, ncpus);
+	last_wall = now_ns;
+	last_busy_ticks = ticks;
+	last_own = own;
+	return v;
 }
 
 bool canal__foreign_load(uint64_t now_ns)
@@ -102,27 +153,24 @@ bool canal__foreign_load(uint64_t now_ns)
 	if (likely(now_ns < atomic_load_explicit(&window_end,
 						 memory_order_relaxed)))
 		return atomic_load_explicit(&verdict, memory_order_relaxed);
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, load_register_atfork);
 	int free_ = 0;
-	if (!atomic_compare_exchange_strong_explicit(&sampling, &free_, 1,
+	if (atomic_load_explicit(&sampling, memory_order_relaxed) != 0 ||
+	    !atomic_compare_exchange_strong_explicit(&sampling, &free_, 1,
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return atomic_load_explicit(&verdict, memory_order_relaxed);
-
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, load_register_atfork);
-	uint64_t busy, own = own_cpu_ns();
-	bool v = false, ok = machine_busy_ns(&busy);
-	/* A first sample (in this process: see load_fork_child), or
-	 * clocks that went back: no verdict yet. */
-	if (ok && last_wall != 0 && own >= last_own && busy >= last_busy &&
-	    now_ns > last_wall)
-		v = canal__foreign_verdict(busy - last_busy, own - last_own,
-					   now_ns - last_wall, cpus_online());
-	if (ok) {
-		last_wall = now_ns;
-		last_busy = busy;
-		last_own = own;
+	/* Another sampler may have finished between our look at window_end
+	 * and the CAS. */
+	if (now_ns < atomic_load_explicit(&window_end, memory_order_relaxed)) {
+		atomic_store_explicit(&sampling, 0, memory_order_release);
+		return atomic_load_explicit(&verdict, memory_order_relaxed);
 	}
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	bool v = sample(now_ns);
+	pthread_setcancelstate(cancel, NULL);
 	atomic_store_explicit(&verdict, v, memory_order_relaxed);
 	atomic_store_explicit(&window_end, now_ns + CANAL__FOREIGN_WINDOW_NS,
 			      memory_order_relaxed);

@@ -13,14 +13,22 @@
  * by that store instead, and a wake-up on a CPU that is already busy costs
  * no idle exit. So the yield phase asks this first.
  *
- * The verdict comes from the CPU time the machine spent outside this
- * process over the last window (/proc/stat's user + nice + system, less
- * CLOCK_PROCESS_CPUTIME_ID): "foreign load" when it exceeds
- * CANAL__FOREIGN_SHARE_PERMILLE of the window times max(1, CPUs - 1)
- * (one busy process on 2 to 4 CPUs; a proportionate share of a larger
- * machine). Interrupt and softirq time, idle and steal are left out: a
- * process's own network traffic or the hypervisor's own use of the host
- * are not a process that a yield would hand the CPU to.
+ * The verdict comes from the CPU time spent outside this process, over
+ * the last window, on the CPUs this thread may run on (/proc/stat's
+ * user + nice + system of those CPUs, less CLOCK_PROCESS_CPUTIME_ID):
+ * "foreign load" when it exceeds CANAL__FOREIGN_SHARE_PERMILLE of the
+ * window times max(1, CPUs - 1) (one busy process on 2 to 4 CPUs; a
+ * proportionate share of a larger machine). Interrupt and softirq time,
+ * idle and steal are left out: a process's own network traffic or the
+ * hypervisor's own use of the host are not a process that a yield would
+ * hand the CPU to.
+ *
+ * Known limits: another process of the same job (the other end of a
+ * shared channel) counts as foreign, so two busy cooperating processes
+ * park rather than yield; a cgroup CPU quota is not seen (only cpusets
+ * are); building /proc/stat costs the kernel time that grows with CPUs
+ * and interrupt lines (tens of microseconds on a 2-vCPU VM), paid ten
+ * times a second at most, by whichever waiter finds the verdict expired.
  */
 #ifndef CANAL_BASE_LOAD_H
 #define CANAL_BASE_LOAD_H
@@ -35,10 +43,11 @@
  * True when, over the last completed window, other processes used more
  * than the share above. now_ns: canal_now_ns() of the caller. The verdict
  * is cached for CANAL__FOREIGN_WINDOW_NS; when it expires, one caller
- * samples (a read of /proc/stat and a clock_gettime, about 20-40 us, ten
- * times a second at most), the others meanwhile get the previous verdict.
- * False until two samples exist, and whenever /proc/stat cannot be read.
- * Thread-safe; not async-signal-safe (it opens a file).
+ * samples (a read of /proc/stat and a clock_gettime), the others meanwhile
+ * get the previous verdict. False until two samples exist, and whenever
+ * /proc/stat cannot be read. Thread-safe; not a cancellation point (it
+ * disables cancellation while it reads); not async-signal-safe (it opens
+ * a file).
  */
 bool canal__foreign_load(uint64_t now_ns);
 

@@ -209,7 +209,7 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  *     while other processes keep the machine's CPUs busy (base/load.h):
  *     a yield would hand one of them its slice, and the waiter would sit
  *     runnable behind it until the next tick (4 ms at 250 Hz), where a
- *     sleeper is woken at once;
+ *     woken sleeper usually preempts it;
  *  4. park on the queue's futex word through the parker. The spinner leaves
  *     its role first (spin_end before prepare: the pairing above). Shared
  *     queues sleep at most CANAL__SHARED_RECHECK_NS at a time.
