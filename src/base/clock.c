@@ -4,14 +4,10 @@
 #include "base/compiler.h"
 #include "base/park.h"
 
-#include <time.h>
 
 CANAL_EXPORT uint64_t canal_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return canal__clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t canal__deadline_from_timeout(int64_t timeout_ns)

@@ -8,11 +8,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/compiler.h"
 
 /*
@@ -110,14 +109,6 @@ static bool allowed_busy_ticks(uint64_t *ticks, unsigned *ncpus)
 	return true;
 }
 
-static uint64_t own_cpu_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* One sample, by the holder of `sampling`: the verdict for the window
  * since the last one. No verdict for a first sample (in this process), for
  * clocks that went back, for a window under half the nominal one (two
@@ -128,7 +119,7 @@ static bool sample(uint64_t now_ns)
 	static long tck;
 	if (tck == 0)
 		tck = sysconf(_SC_CLK_TCK);
-	uint64_t ticks, own = own_cpu_ns();
+	uint64_t ticks, own = canal__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	unsigned ncpus;
 	if (tck <= 0 || tck > 1000000000 || !allowed_busy_ticks(&ticks, &ncpus))
 		return false;

@@ -53,7 +53,7 @@ bool canal__foreign_load(uint64_t now_ns);
 
 /* The verdict for one window, from its deltas (the arithmetic above; for
  * the tests): busy_ns and own_ns the machine's and the process's CPU time
- * over window_ns, ncpus the CPUs online. */
+ * over window_ns, ncpus how many CPUs they were measured on. */
 bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
 			    uint64_t window_ns, unsigned ncpus);
 
