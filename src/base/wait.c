@@ -95,12 +95,13 @@ static void note_progress(void)
 
 /* The yield phase: yield, then call done(arg), until it returns true
  * (true), CANAL_YIELD_NS have passed, the deadline, or the CPU proves
- * contended (false). */
+ * contended (false). despite_load: a hand-off that yields even while
+ * other processes keep the CPUs busy (wait.h, canal__wait_kind). */
 static bool yield_phase(const struct canal__parker *p, bool (*done)(void *),
-			void *arg, uint64_t deadline_ns)
+			void *arg, uint64_t deadline_ns, bool despite_load)
 {
 	uint64_t t0 = canal_now_ns();
-	if (t0 < contended_until || canal__foreign_load(t0))
+	if (t0 < contended_until || (!despite_load && canal__foreign_load(t0)))
 		return false;
 	for (uint64_t before = t0;;) {
 		uint64_t seen = atomic_load_explicit(&wait_progress,
@@ -223,8 +224,10 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	}
 	if (spin && !waiters)
 		canal__spin_outcome(false);
+	bool despite_load = c->kind == CANAL__WAIT_ACK ||
+			    (c->kind == CANAL__WAIT_DEMAND && waiters > 0);
 	if ((spinner || waiters < canal__yield_limit()) &&
-	    yield_phase(p, c->ready, c->arg, deadline)) {
+	    yield_phase(p, c->ready, c->arg, deadline, despite_load)) {
 		if (spinner)
 			waitq_spin_end(q);
 		return 0;
@@ -275,7 +278,7 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 	if (n == 0 || n > CANAL__WAIT_MANY_MAX)
 		return -EINVAL;
 	if (!crowded && !p->ops->is_task &&
-	    yield_phase(p, any_bumped, &bc, deadline))
+	    yield_phase(p, any_bumped, &bc, deadline, false))
 		return 0;
 	/* A task: the hand-off first, as canal__wait's. */
 	if (p->ops->is_task && p->ops->yield_if_busy &&

@@ -209,7 +209,8 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  *     while other processes keep the machine's CPUs busy (base/load.h):
  *     a yield would hand one of them its slice, and the waiter would sit
  *     runnable behind it until the next tick (4 ms at 250 Hz), where a
- *     woken sleeper usually preempts it;
+ *     woken sleeper usually preempts it; except for the capacity-0
+ *     hand-offs that canal__wait_kind names below;
  *  4. park on the queue's futex word through the parker. The spinner leaves
  *     its role first (spin_end before prepare: the pairing above). Shared
  *     queues sleep at most CANAL__SHARED_RECHECK_NS at a time.
@@ -226,10 +227,43 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  * slower). */
 #define CANAL__SHARED_RECHECK_NS 500000000u
 
+/*
+ * What a wait is for, as far as the yield phase cares (phase 3: under
+ * foreign load the phase is skipped, except for the hand-offs below).
+ * Capacity 0 only: a ring wait (a slot, an element) or a plain sender's
+ * demand wait is CANAL__WAIT_PLAIN.
+ *  CANAL__WAIT_DEMAND  a synchronous sender waits for a receiver's demand.
+ *                      With other senders of the process already waiting
+ *                      on the same queue, the CPU's run queue holds our
+ *                      own threads: a yield most likely runs one of them
+ *                      or the receiver they wait for, and each park would
+ *                      cost a wake-up per element. Alone, it may wait for
+ *                      a receiver that is not there yet, and a yield would
+ *                      hand the foreign process its slice: it parks.
+ *  CANAL__WAIT_ACK     a sender whose element a selecting receiver claimed
+ *                      waits for that receiver to take it (rendezvous.c,
+ *                      R3). The receiver is committed and was just woken:
+ *                      the wait is one hand-off long, and a yield is what
+ *                      lets that receiver run when it shares our CPU.
+ * Measured beside one and two busy processes (Intel Xeon, N = 200 000,
+ * 5 interleaved runs, medians, docs/results/chan-busy-20261127/ab2_*):
+ * bounded0_mpsc 0.94 -> 0.35 s and 1.17 -> 0.42 s, bounded0_mpmc 0.36 ->
+ * 0.26 and 0.68 -> 0.34, bounded0_select_rx 0.89 -> 0.65 and 0.94 ->
+ * 0.62; the other cells unchanged. A lone demand wait yielding as well
+ * made bounded0_mpmc slower again (0.33 -> 0.46-0.84 s), and a select's
+ * own wait yielding made select_rx 3.8x slower beside two busy processes.
+ */
+enum canal__wait_kind {
+	CANAL__WAIT_PLAIN = 0,
+	CANAL__WAIT_DEMAND,
+	CANAL__WAIT_ACK,
+};
+
 struct canal__wait_cond {
 	bool (*ready)(void *arg);
 	bool (*probe)(void *arg);
 	void *arg;
+	enum canal__wait_kind kind;
 };
 
 int canal__wait(struct canal_waitq *q, bool shared,
