@@ -229,29 +229,38 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 
 /*
  * What a wait is for, as far as the yield phase cares (phase 3: under
- * foreign load the phase is skipped, except for the hand-offs below).
- * Capacity 0 only: a ring wait (a slot, an element) or a plain sender's
- * demand wait is CANAL__WAIT_PLAIN.
- *  CANAL__WAIT_DEMAND  a synchronous sender waits for a receiver's demand.
- *                      With other senders of the process already waiting
- *                      on the same queue, the CPU's run queue holds our
- *                      own threads: a yield most likely runs one of them
- *                      or the receiver they wait for, and each park would
- *                      cost a wake-up per element. Alone, it may wait for
- *                      a receiver that is not there yet, and a yield would
- *                      hand the foreign process its slice: it parks.
- *  CANAL__WAIT_ACK     a sender whose element a selecting receiver claimed
- *                      waits for that receiver to take it (rendezvous.c,
- *                      R3). The receiver is committed and was just woken:
- *                      the wait is one hand-off long, and a yield is what
- *                      lets that receiver run when it shares our CPU.
+ * foreign load the phase is skipped, except for the two capacity-0 waits
+ * below, which are still cut short by the contention check and bounded by
+ * canal__yield_limit as any yield phase). Everything else is
+ * CANAL__WAIT_PLAIN: ring waits (room; an element, including a capacity-0
+ * receiver's wait for its matched element) and selects (canal__wait_many).
+ *  CANAL__WAIT_DEMAND  a synchronous sender waits for a receiver's demand
+ *                      (every capacity-0 send: plain, batch, reserve). It
+ *                      yields under foreign load only while others are
+ *                      registered on the same queue (sleeping senders or
+ *                      sending selects, in any process). A measured
+ *                      heuristic: there, the CPU the yield gives away most
+ *                      often goes to those senders or to the receiver they
+ *                      wait for, and each park costs a wake-up per element.
+ *                      Alone, it may wait for a receiver that is not there
+ *                      yet, and a yield hands the foreign process its
+ *                      slice: it parks.
+ *  CANAL__WAIT_ACK     a sender whose element was published against a
+ *                      unit of demand it took (a select's unit,
+ *                      sendrecv.c; any unit, for canal_send_commit) waits
+ *                      for a receiver to claim it: usually the receiver
+ *                      whose demand it matched, just woken, one hand-off
+ *                      away (an orphan waits for the next plain receiver:
+ *                      rendezvous.c, R3). A yield is what lets that
+ *                      receiver run when it shares our CPU.
  * Measured beside one and two busy processes (Intel Xeon, N = 200 000,
  * 5 interleaved runs, medians, docs/results/chan-busy-20261127/ab2_*):
  * bounded0_mpsc 0.94 -> 0.35 s and 1.17 -> 0.42 s, bounded0_mpmc 0.36 ->
  * 0.26 and 0.68 -> 0.34, bounded0_select_rx 0.89 -> 0.65 and 0.94 ->
  * 0.62; the other cells unchanged. A lone demand wait yielding as well
- * made bounded0_mpmc slower again (0.33 -> 0.46-0.84 s), and a select's
- * own wait yielding made select_rx 3.8x slower beside two busy processes.
+ * made bounded0_mpmc slower again (0.28-0.37 -> 0.46-0.84 s), and a
+ * select's own wait yielding made bounded0_select_rx 3.5 s against 0.95
+ * beside two busy processes.
  */
 enum canal__wait_kind {
 	CANAL__WAIT_PLAIN = 0,
