@@ -5,11 +5,13 @@
  */
 #include "base/park.h"
 #include "base/clock.h"
+#include "base/compiler.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,17 +32,35 @@ static struct timespec to_timespec(uint64_t ns)
 	return ts;
 }
 
-/* park.h: kernel sleepers on process-private words. */
-static _Atomic uint32_t private_sleepers;
+/* park.h: kernel sleepers on process-private words, per bucket. */
+static struct {
+	alignas(CANAL_CACHELINE) _Atomic uint32_t n;
+} private_sleepers[CANAL__SLEEP_BUCKETS];
 
-void canal__private_sleep_begin(void)
+static _Atomic uint32_t *sleepers_of(const _Atomic uint32_t *word)
 {
-	atomic_fetch_add_explicit(&private_sleepers, 1, memory_order_seq_cst);
+	/* The cache line's number, mixed (Fibonacci hashing): the queues of
+	 * one channel are on consecutive lines. */
+	uint64_t line = (uint64_t)(uintptr_t)word / CANAL_CACHELINE;
+	return &private_sleepers[(line * 0x9E3779B97F4A7C15ull) >> 58].n;
 }
 
-void canal__private_sleep_end(void)
+void canal__private_sleep_begin(_Atomic uint32_t *const *words,
+				const bool *shared, unsigned n)
 {
-	atomic_fetch_sub_explicit(&private_sleepers, 1, memory_order_relaxed);
+	for (unsigned i = 0; i < n; i++)
+		if (!shared[i])
+			atomic_fetch_add_explicit(sleepers_of(words[i]), 1,
+						  memory_order_seq_cst);
+}
+
+void canal__private_sleep_end(_Atomic uint32_t *const *words,
+			      const bool *shared, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!shared[i])
+			atomic_fetch_sub_explicit(sleepers_of(words[i]), 1,
+						  memory_order_relaxed);
 }
 
 static int thread_wait(void *self, _Atomic uint32_t *word, uint32_t key,
@@ -57,13 +77,11 @@ static int thread_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 		tsp = &ts;
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
-	if (!shared)
-		canal__private_sleep_begin();
+	canal__private_sleep_begin(&word, &shared, 1);
 	long r = syscall(SYS_futex, (uint32_t *)word, op, key, tsp, NULL,
 			 FUTEX_BITSET_MATCH_ANY);
 	int err = errno;
-	if (!shared)
-		canal__private_sleep_end();
+	canal__private_sleep_end(&word, &shared, 1);
 	errno = err;
 	if (r == -1 && errno == ETIMEDOUT)
 		return -ETIMEDOUT;
@@ -87,7 +105,6 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 		ts = to_timespec(deadline_ns);
 		tsp = &ts;
 	}
-	bool any_private = canal__any_private(shared, n);
 	if (!atomic_load_explicit(&no_waitv, memory_order_relaxed)) {
 		for (unsigned i = 0; i < n; i++) {
 			wv[i].val = keys[i];
@@ -96,13 +113,11 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 				      (shared[i] ? 0 : FUTEX_PRIVATE_FLAG);
 			wv[i].__reserved = 0;
 		}
-		if (any_private)
-			canal__private_sleep_begin();
+		canal__private_sleep_begin(words, shared, n);
 		long r = syscall(SYS_futex_waitv, wv, n, 0, tsp,
 				 CLOCK_MONOTONIC);
 		int err = errno;
-		if (any_private)
-			canal__private_sleep_end();
+		canal__private_sleep_end(words, shared, n);
 		errno = err;
 		if (r >= 0)
 			return 0;
@@ -186,9 +201,10 @@ void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
 			}
 		}
 	}
-	/* No thread (or io_uring wait) sleeps on any private word: nobody
-	 * for FUTEX_WAKE to find (park.h, the pairing). */
-	if (!shared && atomic_load_explicit(&private_sleepers,
+	/* No thread (or io_uring wait) sleeps on a private word of this
+	 * word's bucket: nobody for FUTEX_WAKE to find (park.h, the
+	 * pairing). */
+	if (!shared && atomic_load_explicit(sleepers_of(word),
 					    memory_order_seq_cst) == 0)
 		return;
 	int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);

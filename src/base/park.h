@@ -100,34 +100,37 @@ void canal__set_local_waker(canal__local_waker_fn fn);
 void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
 
 /*
- * Kernel sleepers on process-private words. Whoever waits in the kernel on
- * a private word (a thread's FUTEX_WAIT or futex_waitv, a task's io_uring
- * futex wait) brackets that wait with begin/end, and canal__wake() skips
- * FUTEX_WAKE on a private word while the count is 0: a wake that found no
- * task in the local waker then costs no system call (a task woken but not
- * yet run still counts as a waiter of its queue, so a second notification
- * in that window came here and paid a FUTEX_WAKE for nobody: 1.5 system
- * calls per message in the capacity-0 mpmc grid cell on tasks).
- * Pairing (Dekker, as FUTEX_WAIT's own waiter count): the sleeper's
- * increment (seq_cst RMW) comes before the kernel's load of the word (the
- * kernel orders it after its own futex-bucket barrier); the notifier's
- * change of the word (a seq_cst RMW, canal__wake's contract; the callers
- * are waitq_wake and the engine's progress wake) comes before its load of
- * the count (seq_cst). So either the notifier sees the sleeper and issues FUTEX_WAKE,
- * or the kernel's check sees the new word and the sleeper does not sleep.
+ * Kernel sleepers on process-private words, counted per bucket of words
+ * (a hash of the word's cache line; CANAL__SLEEP_BUCKETS buckets, each on
+ * its own cache line). Whoever waits in the kernel on private words (a
+ * thread's FUTEX_WAIT or futex_waitv, a task's io_uring futex wait)
+ * brackets that wait with begin/end over the words it waits on (shared
+ * ones are skipped), and canal__wake() skips FUTEX_WAKE on a private word
+ * while its bucket's count is 0: a wake that found no task in the local
+ * waker then costs no system call (a task woken but not yet run still
+ * counts as a waiter of its queue, so a second notification in that
+ * window came here and paid a FUTEX_WAKE for nobody: 1.5 system calls per
+ * message in the capacity-0 mpmc grid cell on tasks). Per bucket, not one
+ * count per process: with one count, a thread asleep on one queue made
+ * every notification of every other queue with a registered waiter pay a
+ * FUTEX_WAKE that found nobody (35-39k per run of the capacity-1 mpmc
+ * cell, against 0.8k that woke someone; 10k per run of fwd 100/100).
+ * Pairing (Dekker, as FUTEX_WAIT's own waiter count), per word: the
+ * sleeper's increment of the word's bucket (seq_cst RMW) comes before the
+ * kernel's load of the word (the kernel orders it after its own
+ * futex-bucket barrier); the notifier's change of the word (a seq_cst
+ * RMW, canal__wake's contract; the callers are waitq_wake and the
+ * engine's progress wake) comes before its load of the same bucket
+ * (seq_cst). So either the notifier sees the sleeper and issues
+ * FUTEX_WAKE, or the kernel's check sees the new word and the sleeper
+ * does not sleep. Two words in one bucket only cost a useless syscall.
  * end may be relaxed: a stale non-zero count costs one useless syscall.
  */
-void canal__private_sleep_begin(void);
-void canal__private_sleep_end(void);
-
-/* Whether any of n words is process-private (shared[i] false). */
-static inline bool canal__any_private(const bool *shared, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (!shared[i])
-			return true;
-	return false;
-}
+#define CANAL__SLEEP_BUCKETS 64u
+void canal__private_sleep_begin(_Atomic uint32_t *const *words,
+				const bool *shared, unsigned n);
+void canal__private_sleep_end(_Atomic uint32_t *const *words,
+			      const bool *shared, unsigned n);
 
 /* The default parker's operations, for a parker that falls back to them
  * (a detached task runs as a plain thread). */

@@ -325,13 +325,10 @@ static int task_wait_many(void *self, _Atomic uint32_t *const *words,
 		/* Private words waited on in the kernel count as kernel
 		 * sleepers (base/park.h) for the whole wait: the kernel's
 		 * check comes when the loop submits, after this. */
-		bool any_private = canal__any_private(shared, n);
-		if (any_private)
-			canal__private_sleep_begin();
+		canal__private_sleep_begin(words, shared, n);
 		int r = canal__io_futex_waitv(words, keys, shared, n,
 					      deadline_ns);
-		if (any_private)
-			canal__private_sleep_end();
+		canal__private_sleep_end(words, shared, n);
 		if (r != -EOPNOTSUPP)
 			return r;
 		return poll_wait(t, words, keys, n, deadline_ns);
