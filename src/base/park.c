@@ -39,10 +39,17 @@ static struct {
 
 static _Atomic uint32_t *sleepers_of(const _Atomic uint32_t *word)
 {
-	/* The cache line's number, mixed (Fibonacci hashing): the queues of
-	 * one channel are on consecutive lines. */
+	/* The cache line's number, mixed (Fibonacci hashing): most queues of
+	 * a channel are on consecutive lines (a synchronous channel's demand
+	 * and ack queues share one, so they share a bucket: a useless wake
+	 * at most). The top CANAL__SLEEP_BUCKETS_LOG2 bits of the product. */
+	_Static_assert(CANAL__SLEEP_BUCKETS_LOG2 >= 1 &&
+			       CANAL__SLEEP_BUCKETS_LOG2 <= 16,
+		       "bucket count out of range");
 	uint64_t line = (uint64_t)(uintptr_t)word / CANAL_CACHELINE;
-	return &private_sleepers[(line * 0x9E3779B97F4A7C15ull) >> 58].n;
+	return &private_sleepers[(line * 0x9E3779B97F4A7C15ull) >>
+				 (64u - CANAL__SLEEP_BUCKETS_LOG2)]
+			.n;
 }
 
 void canal__private_sleep_begin(_Atomic uint32_t *const *words,

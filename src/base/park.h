@@ -114,7 +114,11 @@ void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
  * count per process: with one count, a thread asleep on one queue made
  * every notification of every other queue with a registered waiter pay a
  * FUTEX_WAKE that found nobody (35-39k per run of the capacity-1 mpmc
- * cell, against 0.8k that woke someone; 10k per run of fwd 100/100).
+ * thread cell, against 0.8k that woke someone; 0-4k per bucket). What is
+ * left are wakes of the same word while the thread woken first has not
+ * run yet (it still counts): fwd 100/100 pays 11-17k of them per run
+ * either way. A select counts each of its private words (up to 128
+ * read-modify-writes before it sleeps, where one count took one).
  * Pairing (Dekker, as FUTEX_WAIT's own waiter count), per word: the
  * sleeper's increment of the word's bucket (seq_cst RMW) comes before the
  * kernel's load of the word (the kernel orders it after its own
@@ -126,7 +130,8 @@ void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
  * does not sleep. Two words in one bucket only cost a useless syscall.
  * end may be relaxed: a stale non-zero count costs one useless syscall.
  */
-#define CANAL__SLEEP_BUCKETS 64u
+#define CANAL__SLEEP_BUCKETS_LOG2 6u
+#define CANAL__SLEEP_BUCKETS (1u << CANAL__SLEEP_BUCKETS_LOG2)
 void canal__private_sleep_begin(_Atomic uint32_t *const *words,
 				const bool *shared, unsigned n);
 void canal__private_sleep_end(_Atomic uint32_t *const *words,

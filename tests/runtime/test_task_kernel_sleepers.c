@@ -15,7 +15,8 @@
  *     (capacity 0 and 1);
  *  2. a plain thread in canal_send_timeout on a full channel, woken by a
  *     task's receive;
- *  3. two plain threads, no runtime running (the count is process-wide);
+ *  3. two plain threads, no runtime running (the count is the process's,
+ *     per bucket of words, not the runtime's);
  *  4. a task selecting over a shared and a private channel (a kernel futex
  *     wait through io_uring on both words where the kernel has it, else a
  *     poll), woken by a plain thread's send on the private one.
