@@ -114,7 +114,7 @@ void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
  * count per process: with one count, a thread asleep on one queue made
  * every notification of every other queue with a registered waiter pay a
  * FUTEX_WAKE that found nobody (35-39k per run of the capacity-1 mpmc
- * thread cell, against 0.8k that woke someone; 0-4k per bucket). What is
+ * thread cell, against 0.8k that woke someone; 0-4k with buckets). What is
  * left are wakes of the same word while the thread woken first has not
  * run yet (it still counts): fwd 100/100 pays 11-17k of them per run
  * either way. A select counts each of its private words (up to 128
