@@ -96,8 +96,12 @@ void canal__set_local_waker(canal__local_waker_fn fn);
 /* Wake up to count sleepers on word (UINT32_MAX: all), after the caller
  * changed it with a seq_cst read-modify-write (release for the waiter's
  * acquire of the word; seq_cst for the skip below, the pairing of
- * canal__private_sleep_begin). See the top of this file. */
-void canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
+ * canal__private_sleep_begin). See the top of this file. Returns how many
+ * sleepers it woke (tasks through the local waker, and what FUTEX_WAKE
+ * reported): each of them returns from its wait after this call began.
+ * 0 when nobody was asleep (a waiter between its check and its sleep is
+ * not counted: it finds the word changed). */
+uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
 
 /*
  * Kernel sleepers on process-private words, counted per bucket of words

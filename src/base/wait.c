@@ -9,14 +9,81 @@
 #include <pthread.h>
 #include <unistd.h>
 
-void waitq_wake(struct canal_waitq *q, uint32_t count, bool shared)
+uint32_t waitq_wake(struct canal_waitq *q, uint32_t count, bool shared)
 {
 	/* Release: pairs with the acquire read of seq in waitq_prepare(), so
 	 * a waiter that reads the new key also sees the notifier's update.
 	 * Seq_cst (the same locked instruction on x86): canal__wake's look at
 	 * the kernel sleepers' count must not come before it (park.h). */
 	atomic_fetch_add_explicit(&q->seq, 1, memory_order_seq_cst);
-	canal__wake(&q->seq, count, shared);
+	return canal__wake(&q->seq, count, shared);
+}
+
+/* ------------------------------------------------------------------ */
+/* Chain wake-ups (wait.h)                                             */
+/* ------------------------------------------------------------------ */
+
+/* This chain's mark: the fork generation, or a lease between processes
+ * (never 0, never with CHAIN_MISSED). */
+static uint32_t chain_mark(bool shared)
+{
+	uint32_t m = shared ? spin_lease_now() : canal__fork_generation();
+	return m & ~CHAIN_MISSED;
+}
+
+/* A mark (misses masked off) that a chain of ours must respect. */
+static bool chain_mark_live(uint32_t m, bool shared)
+{
+	if (m == 0)
+		return false;
+	if (!shared)
+		return m == chain_mark(false);
+	return ((spin_lease_now() - m) & ~CHAIN_MISSED) <= SPIN_LEASE_UNITS;
+}
+
+/* Clear the mark; pass a recorded miss on as a plain wake-up (its
+ * waiters' W2 come after the exchange, so after the skipper's claim). */
+static void chain_clear_pass(struct canal_waitq *q, bool shared)
+{
+	uint32_t old = atomic_exchange_explicit(&q->chained, 0,
+						memory_order_seq_cst);
+	if (old & CHAIN_MISSED)
+		waitq_notify(q, 1, shared);
+}
+
+void waitq_chain(struct canal_waitq *q, bool shared)
+{
+	uint32_t mine = chain_mark(shared);
+	uint32_t cur = atomic_load_explicit(&q->chained, memory_order_seq_cst);
+	for (;;) {
+		if (!chain_mark_live(cur & ~CHAIN_MISSED, shared)) {
+			/* Free (or a dead process's, or a parent's): ours. */
+			if (atomic_compare_exchange_weak_explicit(
+				    &q->chained, &cur, mine,
+				    memory_order_seq_cst, memory_order_seq_cst))
+				break;
+			continue;
+		}
+		/* A chain in flight: its woken thread (or the chain itself)
+		 * will look after us (wait.h). Record the miss; a seq_cst
+		 * load of a mark that already has it is enough. */
+		if (cur & CHAIN_MISSED)
+			return;
+		if (atomic_compare_exchange_weak_explicit(
+			    &q->chained, &cur, cur | CHAIN_MISSED,
+			    memory_order_seq_cst, memory_order_seq_cst))
+			return;
+	}
+	/* The mark is set before the wake: whoever the wake finds returns,
+	 * and clears it, after it was set. */
+	if (waitq_wake(q, 1, shared) == 0)
+		chain_clear_pass(q, shared);
+}
+
+void waitq_woken_pass(struct canal_waitq *q, bool shared)
+{
+	if (unlikely(atomic_load_explicit(&q->chained, memory_order_seq_cst)))
+		chain_clear_pass(q, shared);
 }
 
 /* ------------------------------------------------------------------ */
@@ -242,10 +309,17 @@ park:;
 	}
 	int w = p->ops->wait(p->self, &q->seq, key, shared,
 			     sleep_limit(shared, deadline));
+	/* 0 also for a shared queue's periodic re-check. Every caller
+	 * retries its operation after 0; after -ETIMEDOUT it may not. */
+	bool retry = w == 0 || (w == -ETIMEDOUT && canal_now_ns() < deadline);
+	if (retry)
+		waitq_woken(q);
+	else
+		waitq_woken_pass(q, shared);
 	waitq_finish(q);
 	if (w == 0 && !p->ops->is_task)
 		note_progress();
-	return w == -ETIMEDOUT && canal_now_ns() < deadline ? 0 : w;
+	return retry ? 0 : w;
 }
 
 /* For the yield phase of a select: has a notifier bumped one of the words? */
@@ -295,6 +369,15 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 	int w = p->ops->wait_many(p->self, words, keys, shared, n, dl);
 	if (w == -ETIMEDOUT && dl != deadline)
 		w = 0;
+	/* A select retries all its cases after 0 (and passes wake-ups on to
+	 * the other queues if it completes one: select.c, pass_on); after
+	 * -ETIMEDOUT it polls once more and may leave. */
+	for (unsigned k = 0; k < n; k++) {
+		if (w == 0)
+			waitq_woken(queues[k]);
+		else
+			waitq_woken_pass(queues[k], shared[k]);
+	}
 	return w;
 }
 

@@ -50,6 +50,7 @@ struct canal_waitq {
 	_Atomic uint32_t seq;	  /* the futex word: bumped by every notify */
 	_Atomic uint32_t waiters; /* threads between prepare and finish */
 	_Atomic uint32_t spinners; /* 0, or the one spinner (1, or a lease) */
+	_Atomic uint32_t chained;  /* 0, or a chain wake-up in flight */
 };
 
 static inline uint32_t waitq_prepare(struct canal_waitq *q)
@@ -70,8 +71,9 @@ static inline int waitq_sleep(struct canal_waitq *q, uint32_t key, bool shared,
 	return p->ops->wait(p->self, &q->seq, key, shared, deadline_ns);
 }
 
-/* Slow paths, out of line. */
-void waitq_wake(struct canal_waitq *q, uint32_t count, bool shared);
+/* Slow paths, out of line. waitq_wake returns how many sleepers it woke
+ * (canal__wake). */
+uint32_t waitq_wake(struct canal_waitq *q, uint32_t count, bool shared);
 
 /* Wake up to count waiters if there are any (count UINT32_MAX: all). */
 static inline void waitq_notify(struct canal_waitq *q, uint32_t count,
@@ -165,6 +167,67 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
 		return true;
 	return shared ? !spin_lease_live(s) : s != canal__fork_generation();
 }
+
+/*
+ * Chain wake-ups, one in flight per queue. A waiter that completes its
+ * operation and leaves more behind for the others (a receiver leaving
+ * elements in the ring, a sender leaving room: channel/wake.h) wakes one
+ * more waiter, the chain, so that someone is awake while work remains.
+ * When the thread a chain woke has not yet come back from its sleep, a
+ * second chain only wakes a thread that finds the work taken and sleeps
+ * again (fwd 100/100: a chain per message, 15k futex calls per run of
+ * 15k messages). So a chain marks the queue (`chained`) before its wake,
+ * and a chain that finds the mark set skips its wake and records the miss
+ * (CHAIN_MISSED) instead.
+ *
+ * Invariant: while the mark is set, someone will look at the queue's
+ * condition again after the mark is cleared: either a thread the marking
+ * chain woke (it clears the mark when it returns from its sleep and
+ * retries its operation: waitq_woken), or, if that wake found nobody
+ * asleep, the marking chain itself, which clears the mark with an
+ * exchange and, if a miss was recorded meanwhile, wakes one waiter
+ * (unmarked). A waiter that returns from its sleep and will not retry
+ * the queue's own condition (a deadline passed; a sender waiting for one
+ * slot) clears the mark the same way (waitq_woken_pass).
+ *
+ * Pairing: the skipper does [its claim (seq_cst CAS of head or tail); its
+ * look at the other index (seq_cst); the mark (seq_cst load or CAS)]; the
+ * clearer does [clear (seq_cst store or exchange); then retries, or wakes
+ * a waiter whose W2 comes later]. The skipper read a mark value that the
+ * clear overwrites, so its load comes before the clear in the seq_cst
+ * order, and the clearer's retry (or the woken waiter's re-check) sees
+ * the work the skipper left. The mark is set before the chain's wake, so
+ * every thread that wake finds returns after the mark was set: its clear
+ * cannot come first and leave a mark with nobody to clear it.
+ *
+ * The mark's value: thread channels hold the process's fork generation
+ * (a mark copied into a fork()ed child is not trusted by the child's
+ * chains); between processes, a lease (the time, as the spinner's), since
+ * the woken process may be killed before it clears the mark: chains trust
+ * a mark younger than SPIN_LEASE_UNITS (about 1 ms), and take over an
+ * older one; a woken thread slower than that only costs one more wake-up.
+ * A mark taken over loses its misses: the new chain's wake stands for them
+ * (one awake waiter is all the chain invariant asks).
+ */
+#define CHAIN_MISSED 0x80000000u
+
+/* Wake one more waiter of q, unless a chain is already in flight. */
+void waitq_chain(struct canal_waitq *q, bool shared);
+
+/* After every return from a sleep on q (woken, timed out, spurious) by a
+ * waiter that retries its operation on q's condition next. */
+static inline void waitq_woken(struct canal_waitq *q)
+{
+	/* Seq_cst, load and store: the clear of the pairing above. The load
+	 * first, so that queues without chains (most returns) write
+	 * nothing. */
+	if (unlikely(atomic_load_explicit(&q->chained, memory_order_seq_cst)))
+		atomic_store_explicit(&q->chained, 0, memory_order_seq_cst);
+}
+
+/* The same for a waiter that does not retry q's condition next: a miss
+ * recorded on the mark is passed on as a wake-up. */
+void waitq_woken_pass(struct canal_waitq *q, bool shared);
 
 /*
  * THE ONE WAIT. Every blocking operation of canal waits here (or, for a

@@ -88,7 +88,7 @@
 #include <string.h>
 
 #define CANAL_MAGIC 0x4c414e4143ull /* "CANAL" */
-#define CANAL_LAYOUT_VERSION 2u
+#define CANAL_LAYOUT_VERSION 3u
 
 #define TAIL_CLOSED 1ull
 

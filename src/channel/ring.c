@@ -119,6 +119,9 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 		uint32_t key = waitq_prepare(q);
 		if (!slot_may_claim(&sc)) {
 			waitq_sleep(q, key, ch->shared, dl);
+			/* Not a retry of the queue's condition (room): a
+			 * chain's miss is passed on (wait.h). */
+			waitq_woken_pass(q, ch->shared);
 			slept = true;
 		}
 		waitq_finish(q);

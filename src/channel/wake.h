@@ -17,7 +17,11 @@
  *  - a receiver that leaves elements behind wakes one more receiver (the
  *    chain), so there is an awake receiver while elements remain;
  *  - symmetrically, a receiver wakes senders only when it made the channel
- *    non-full, and a sender that leaves room behind wakes one more sender.
+ *    non-full, and a sender that leaves room behind wakes one more sender;
+ *  - one chain in flight per queue: a chain that finds the thread woken by
+ *    the previous one not yet back from its sleep leaves the work to it
+ *    (base/wait.h, waitq_chain: fwd 100/100 between processes 0.08-0.095
+ *    -> 0.040-0.045 s, level with pipes; docs/results/chan-busy-20261127).
  * No wake-up is lost: a sender does [CAS tail (seq_cst); load head
  * (seq_cst)] and a receiver [CAS head (seq_cst); load tail (seq_cst)]. In
  * the seq_cst total order, of the sender of position p and the receiver of
@@ -45,7 +49,7 @@ static inline void chain_receivers(struct canal_chan *ch, uint64_t next)
 		return;
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
 	if (tail_position(t) > next)
-		waitq_wake(&ch->st->recv_wq, 1, ch->shared);
+		waitq_chain(&ch->st->recv_wq, ch->shared);
 }
 
 /* After releasing the slots of positions [pos, pos + k). */
@@ -66,7 +70,7 @@ static inline void chain_senders(struct canal_chan *ch, uint64_t next)
 		return;
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
 	if (next - h < ch->ring)
-		waitq_wake(&ch->st->send_wq, 1, ch->shared);
+		waitq_chain(&ch->st->send_wq, ch->shared);
 }
 
 #endif /* CANAL_CHANNEL_WAKE_H */

@@ -1,0 +1,227 @@
+/* test_chain_wake.c - one chain wake-up in flight per queue (base/wait.h,
+ * waitq_chain): the windows in which a chain is skipped are forced by
+ * setting the queue's mark by hand, as a chain preempted at that point
+ * would have left it, and a sleeper that nobody must forget is put to
+ * sleep in the kernel first. Each sleeper waits with a deadline far away
+ * (10 s); a lost wake-up shows as -ETIMEDOUT (or as the watchdog), never
+ * as a slow pass. */
+#include "check.h"
+
+#include "base/clock.h"
+#include "base/wait.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define FAR_NS 10000000000ull
+
+struct sleeper {
+	struct canal_waitq *q;
+	bool shared;
+	_Atomic uint32_t *flag; /* the condition: *flag != 0 */
+	uint64_t deadline;
+	_Atomic pid_t tid;
+	int result;
+};
+
+static bool flag_set(void *arg)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)arg,
+				    memory_order_seq_cst) != 0;
+}
+
+static void *sleep_on(void *arg)
+{
+	struct sleeper *s = arg;
+	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
+	const struct canal__wait_cond c = { flag_set, flag_set, s->flag,
+					    CANAL__WAIT_PLAIN };
+	int r;
+	do
+		r = canal__wait(s->q, s->shared, &c, s->deadline);
+	while (r == 0 && !flag_set((void *)s->flag));
+	s->result = r;
+	return NULL;
+}
+
+/* The thread's state letter in /proc (S: asleep, in the kernel). */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Until `want` sleepers are registered on q and each of those threads is
+ * asleep in the kernel (the yield phase runs first; bounded: 10 s). */
+static void until_asleep(struct canal_waitq *q, struct sleeper *const *s,
+			 unsigned n)
+{
+	uint64_t give_up = canal_now_ns() + FAR_NS;
+	for (;;) {
+		unsigned asleep = 0;
+		for (unsigned i = 0; i < n; i++) {
+			pid_t tid = atomic_load(&s[i]->tid);
+			if (tid && thread_state(tid) == 'S')
+				asleep++;
+		}
+		if (asleep == n && atomic_load(&q->waiters) == n)
+			return;
+		CHECK(canal_now_ns() < give_up);
+		usleep(1000);
+	}
+}
+
+/* Nobody asleep: the chain marks, its wake finds nobody, it clears. */
+static void test_chain_alone(void)
+{
+	struct canal_waitq q = { 0 };
+	waitq_chain(&q, false);
+	CHECK_EQ(atomic_load(&q.chained), 0);
+	waitq_chain(&q, true);
+	CHECK_EQ(atomic_load(&q.chained), 0);
+}
+
+/* The review's window: a chain marked the queue, its wake found nobody,
+ * and it was preempted before clearing. Meanwhile a waiter went to sleep
+ * and another chain (work left behind) saw the mark and skipped. The
+ * first chain's clear must wake the sleeper. */
+static void test_missed_while_clearing(bool shared)
+{
+	struct canal_waitq *q = mmap(NULL, sizeof *q, PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(q != MAP_FAILED);
+	_Atomic uint32_t flag = 0;
+	struct sleeper s = { q, shared, &flag, canal_now_ns() + FAR_NS, 0, 1 };
+
+	pthread_t t = spawn(sleep_on, &s);
+	struct sleeper *all[] = { &s };
+	until_asleep(q, all, 1);
+
+	/* The first chain: marked, its wake found nobody (the sleeper was
+	 * not asleep yet), not cleared yet. Set now: a lease is trusted for
+	 * about 1 ms only. */
+	uint32_t mark = shared ? (uint32_t)(canal_now_ns() >> SPIN_LEASE_SHIFT) | 1u
+			       : canal__fork_generation();
+	mark &= ~CHAIN_MISSED;
+	uint64_t t0 = canal_now_ns();
+	atomic_store(&q->chained, mark);
+
+	/* The second chain: its work is left behind (N1, a seq_cst RMW);
+	 * it sees the mark, records the miss and wakes nobody. (A lease
+	 * older than SPIN_LEASE_UNITS by then, if this thread was preempted
+	 * in between, is taken over instead: that chain wakes the sleeper
+	 * itself; the end of the test holds either way.) */
+	atomic_fetch_add(&flag, 1);
+	waitq_chain(q, shared);
+	if (!shared || canal_now_ns() - t0 < 500000u) {
+		CHECK_EQ(atomic_load(&q->chained), mark | CHAIN_MISSED);
+		CHECK_EQ(atomic_load(&q->waiters), 1);
+	}
+
+	/* The first chain resumes: its wake had found nobody, it clears
+	 * the mark and finds the miss (waitq_chain's clear: the same as a
+	 * waiter's that leaves without retrying). */
+	waitq_woken_pass(q, shared);
+	join(t);
+	CHECK_EQ(s.result, 0);
+	CHECK_EQ(atomic_load(&q->chained), 0);
+	munmap(q, sizeof *q);
+}
+
+/* A waiter the chain woke clears the mark when it comes back; a miss
+ * recorded before that is its to cover: it retries and finds the work. */
+static void test_woken_clears(void)
+{
+	struct canal_waitq q = { 0 };
+	_Atomic uint32_t flag = 0;
+	struct sleeper s = { &q, false, &flag, canal_now_ns() + FAR_NS, 0, 1 };
+	pthread_t t = spawn(sleep_on, &s);
+	struct sleeper *all[] = { &s };
+	until_asleep(&q, all, 1);
+	atomic_fetch_add(&flag, 1);
+	waitq_chain(&q, false);
+	join(t);
+	CHECK_EQ(s.result, 0);
+	CHECK_EQ(atomic_load(&q.chained), 0);
+}
+
+/* A waiter that leaves at its deadline without retrying passes a miss
+ * on: the other sleeper, whose work the skipped chain left, wakes. */
+static void test_timeout_passes_miss(void)
+{
+	struct canal_waitq q = { 0 };
+	_Atomic uint32_t never = 0, flag = 0;
+	struct sleeper stayer = { &q, false, &flag, canal_now_ns() + FAR_NS, 0,
+				  1 };
+	pthread_t ts = spawn(sleep_on, &stayer);
+	struct sleeper *all[] = { &stayer };
+	until_asleep(&q, all, 1);
+
+	/* A chain in flight (its woken thread will be the leaver) and a
+	 * skipper whose work is left behind: the mark with the miss. */
+	uint32_t mark = canal__fork_generation() & ~CHAIN_MISSED;
+	atomic_store(&q.chained, mark);
+	atomic_fetch_add(&flag, 1);
+	waitq_chain(&q, false);
+	CHECK_EQ(atomic_load(&q.chained), mark | CHAIN_MISSED);
+
+	/* The leaver's condition never holds: it leaves at its deadline
+	 * (asleep or not by then), and must pass the miss on. */
+	struct sleeper leaver = { &q, false, &never,
+				  canal_now_ns() + 20000000u, 0, 1 };
+	join(spawn(sleep_on, &leaver));
+	CHECK_EQ(leaver.result, -ETIMEDOUT);
+	join(ts);
+	CHECK_EQ(stayer.result, 0);
+	CHECK_EQ(atomic_load(&q.chained), 0);
+}
+
+/* A mark copied into a fork()ed child (its chain's thread is not there)
+ * is not trusted by the child; a shared queue's stale lease is taken
+ * over. */
+static void test_stale_marks(void)
+{
+	struct canal_waitq q = { 0 };
+	atomic_store(&q.chained, canal__fork_generation() & ~CHAIN_MISSED);
+	pid_t pid = test_fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		waitq_chain(&q, false);
+		_exit(atomic_load(&q.chained) == 0 ? 0 : 1);
+	}
+	int status;
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* In the parent the mark is live: the chain skips, records it. */
+	waitq_chain(&q, false);
+	CHECK(atomic_load(&q.chained) & CHAIN_MISSED);
+
+	/* Between processes: a lease older than SPIN_LEASE_UNITS. */
+	uint32_t old = ((uint32_t)(canal_now_ns() >> SPIN_LEASE_SHIFT) -
+			4 * SPIN_LEASE_UNITS) | 1u;
+	atomic_store(&q.chained, (old & ~CHAIN_MISSED) | CHAIN_MISSED);
+	waitq_chain(&q, true);
+	CHECK_EQ(atomic_load(&q.chained), 0);
+}
+
+int main(void)
+{
+	alarm(120); /* a lost wake-up hangs no CI job */
+	test_chain_alone();
+	test_missed_while_clearing(false);
+	test_missed_while_clearing(true);
+	test_woken_clears();
+	test_timeout_passes_miss();
+	test_stale_marks();
+	printf("test_chain_wake: all checks passed\n");
+	return 0;
+}
