@@ -196,15 +196,14 @@ void canal__set_local_waker(canal__local_waker_fn fn)
 
 uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
 {
-	uint32_t woken = 0;
 	if (!shared) {
 		canal__local_waker_fn fn = atomic_load_explicit(
 			&local_waker, memory_order_acquire);
 		if (fn) {
-			woken = fn(word, count);
+			uint32_t woken = fn(word, count);
 			if (count != UINT32_MAX) {
 				if (woken >= count)
-					return woken;
+					return 0;
 				count -= woken;
 			}
 		}
@@ -214,10 +213,10 @@ uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
 	 * pairing). */
 	if (!shared && atomic_load_explicit(sleepers_of(word),
 					    memory_order_seq_cst) == 0)
-		return woken;
+		return 0;
 	int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);
 	int n = count > INT_MAX ? INT_MAX : (int)count;
 
 	long r = syscall(SYS_futex, (uint32_t *)word, op, n, NULL, NULL, 0);
-	return r > 0 ? woken + (uint32_t)r : woken;
+	return r > 0 ? (uint32_t)r : 0;
 }

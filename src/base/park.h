@@ -97,10 +97,16 @@ void canal__set_local_waker(canal__local_waker_fn fn);
  * changed it with a seq_cst read-modify-write (release for the waiter's
  * acquire of the word; seq_cst for the skip below, the pairing of
  * canal__private_sleep_begin). See the top of this file. Returns how many
- * sleepers it woke (tasks through the local waker, and what FUTEX_WAKE
- * reported): each of them returns from its wait after this call began.
- * 0 when nobody was asleep (a waiter between its check and its sleep is
- * not counted: it finds the word changed). */
+ * sleepers FUTEX_WAKE woke (threads; tasks in io_uring futex waits); not
+ * the tasks the local waker woke, which run only when their loop gets to
+ * them (a chain must not wait for those: wait.h). Each sleeper counted
+ * returns from its wait after this call began; a select in futex_waitv
+ * that another of its words woke already may be counted again (the
+ * kernel dequeues its other waits on its way back): callers that rely on
+ * the count must treat every return of a select as theirs (wait.c,
+ * canal__wait_many). 0 when nobody was asleep in the kernel (a waiter
+ * between its check and its sleep is not counted: it finds the word
+ * changed). */
 uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
 
 /*

@@ -51,11 +51,21 @@ static void chain_clear_pass(struct canal_waitq *q, bool shared)
 		waitq_notify(q, 1, shared);
 }
 
+/* CAS attempts on the mark before a chain wakes unmarked. */
+#define CHAIN_TRIES 16u
+
 void waitq_chain(struct canal_waitq *q, bool shared)
 {
 	uint32_t mine = chain_mark(shared);
 	uint32_t cur = atomic_load_explicit(&q->chained, memory_order_seq_cst);
-	for (;;) {
+	for (unsigned tries = 0;; tries++) {
+		if (unlikely(tries == CHAIN_TRIES)) {
+			/* The word keeps changing under us (a hostile peer, or
+			 * a storm of chains): wake unmarked, which is always
+			 * correct. */
+			waitq_wake(q, 1, shared);
+			return;
+		}
 		if (!chain_mark_live(cur & ~CHAIN_MISSED, shared)) {
 			/* Free (or a dead process's, or a parent's): ours. */
 			if (atomic_compare_exchange_weak_explicit(

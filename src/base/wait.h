@@ -200,14 +200,32 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  * every thread that wake finds returns after the mark was set: its clear
  * cannot come first and leave a mark with nobody to clear it.
  *
+ * What stays in flight: only sleepers that FUTEX_WAKE woke (canal__wake's
+ * count), threads the scheduler runs as soon as a CPU is free, as a chain
+ * without the mark would need for whichever thread it woke. Not tasks the
+ * local waker woke: they run when their loop gets to them, which a
+ * CPU-bound task may delay for as long as it runs, while other waiters
+ * sleep beside the work (a review measured 1.8 s against 18 us): their
+ * chain clears its mark at once, as if it had woken nobody. A task in an
+ * io_uring futex wait is counted by the kernel like a thread; it waits so
+ * only on shared words (and a select's private words beside them), whose
+ * sleepers re-check every CANAL__SHARED_RECHECK_NS: a loop held up that
+ * long delays the chain as long, as a killed notifier does.
+ *
  * The mark's value: thread channels hold the process's fork generation
- * (a mark copied into a fork()ed child is not trusted by the child's
- * chains); between processes, a lease (the time, as the spinner's), since
- * the woken process may be killed before it clears the mark: chains trust
- * a mark younger than SPIN_LEASE_UNITS (about 1 ms), and take over an
- * older one; a woken thread slower than that only costs one more wake-up.
- * A mark taken over loses its misses: the new chain's wake stands for them
- * (one awake waiter is all the chain invariant asks).
+ * (a mark copied into a child by fork() is not trusted by the child's
+ * chains; a child made without the atfork handlers, by _Fork() or a raw
+ * clone(), inherits a live mark as it inherits a spinner role: such a
+ * child must not use the parent's thread channels); between processes, a
+ * lease (the time, as the spinner's, in 31 bits: it wraps every 36
+ * minutes), since the woken process may be killed before it clears the
+ * mark: chains trust a mark younger than SPIN_LEASE_UNITS (about 1 ms),
+ * and take over an older one; a woken thread slower than that only costs
+ * one more wake-up. A mark taken over loses its misses: the new chain's
+ * wake stands for them (one awake waiter is all the chain invariant asks;
+ * its seq bump comes after the skippers read the mark). A peer that keeps
+ * rewriting the word makes a chain give up after a few tries and wake
+ * unmarked, as without the mark.
  */
 #define CHAIN_MISSED 0x80000000u
 
