@@ -20,8 +20,9 @@
  *    non-full, and a sender that leaves room behind wakes one more sender;
  *  - one chain in flight per queue: a chain that finds the thread woken by
  *    the previous one not yet back from its sleep leaves the work to it
- *    (base/wait.h, waitq_chain: fwd 100/100 between processes 0.08-0.095
- *    -> 0.040-0.045 s, level with pipes; docs/results/chan-busy-20261127).
+ *    (base/wait.h, waitq_chain: fwd 100/100 between processes 0.118 ->
+ *    0.069 s, pipes 0.065; threads 1000/1000 0.166 -> 0.115 s, the thread
+ *    floor; docs/results/chain-20261128).
  * No wake-up is lost: a sender does [CAS tail (seq_cst); load head
  * (seq_cst)] and a receiver [CAS head (seq_cst); load tail (seq_cst)]. In
  * the seq_cst total order, of the sender of position p and the receiver of
