@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/wait.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -255,28 +256,30 @@ static void test_stale_marks(void)
 /*
  * Chains racing with each other, with sleepers and with the producer's
  * own wake-ups, as channel/wake.h uses them, on a model of a ring (a
- * count of items): the producer adds bursts and wakes one waiter when it
- * made the count non-zero; a consumer that takes an item and leaves more
- * behind chains. Every item is taken, and no consumer sleeps until its
- * deadline while items remain (a lost wake-up: -ETIMEDOUT, a failed
- * check). Bounded by ITEMS.
+ * count of items): the producer adds bursts and wakes one waiter per item
+ * when it made the count non-zero (a burst onto a non-empty count wakes
+ * nobody); a consumer that takes an item and leaves more behind chains.
+ * Each consumer takes one item and leaves, so what it leaves behind
+ * reaches the others only through its chain (a consumer that came back
+ * for more would cover a lost chain itself). Every item is taken, and
+ * nobody stays asleep beside items: a lost chain leaves consumers asleep
+ * until their bound (FAR_NS), a failed check. Rounds of CONSUMERS
+ * threads, bounded by ROUNDS.
  */
-#define CONSUMERS 4
-#define ITEMS 60000u
+#define CONSUMERS 32u
+#define ROUNDS 40
 #define BURST 7u
 
 struct model {
 	struct canal_waitq q;
 	_Atomic uint32_t items;
 	_Atomic uint32_t taken;
-	_Atomic uint32_t done;
 };
 
 static bool model_ready(void *arg)
 {
 	struct model *m = arg;
-	return atomic_load_explicit(&m->items, memory_order_seq_cst) != 0 ||
-	       atomic_load_explicit(&m->done, memory_order_seq_cst) != 0;
+	return atomic_load_explicit(&m->items, memory_order_seq_cst) != 0;
 }
 
 static void *model_consumer(void *arg)
@@ -287,20 +290,19 @@ static void *model_consumer(void *arg)
 	for (;;) {
 		uint32_t n = atomic_load_explicit(&m->items,
 						  memory_order_seq_cst);
-		if (n != 0) {
-			if (!atomic_compare_exchange_strong_explicit(
-				    &m->items, &n, n - 1, memory_order_seq_cst,
-				    memory_order_seq_cst))
-				continue;
-			atomic_fetch_add(&m->taken, 1);
-			if (n - 1 != 0 && waitq_needs_wake(&m->q, false))
-				waitq_chain(&m->q, false);
+		if (n == 0) {
+			CHECK_EQ(canal__wait(&m->q, false, &c,
+					     canal_now_ns() + FAR_NS), 0);
 			continue;
 		}
-		if (atomic_load(&m->done))
-			return NULL;
-		CHECK_EQ(canal__wait(&m->q, false, &c,
-				     canal_now_ns() + FAR_NS), 0);
+		if (!atomic_compare_exchange_strong_explicit(
+			    &m->items, &n, n - 1, memory_order_seq_cst,
+			    memory_order_seq_cst))
+			continue;
+		atomic_fetch_add(&m->taken, 1);
+		if (n - 1 != 0 && waitq_needs_wake(&m->q, false))
+			waitq_chain(&m->q, false);
+		return NULL;
 	}
 }
 
@@ -308,33 +310,27 @@ static void test_chain_stress(void)
 {
 	struct model *m = calloc(1, sizeof *m);
 	CHECK(m != NULL);
-	pthread_t t[CONSUMERS];
-	for (int i = 0; i < CONSUMERS; i++)
-		t[i] = spawn(model_consumer, m);
 	uint64_t rng = 0x2545f4914f6cdd1dull;
-	for (uint32_t sent = 0; sent < ITEMS;) {
-		uint32_t k = 1 + (uint32_t)(check_rand64(&rng) % BURST);
-		if (k > ITEMS - sent)
-			k = ITEMS - sent;
-		uint32_t before = atomic_fetch_add(&m->items, k);
-		sent += k;
-		if (before == 0 && waitq_needs_wake(&m->q, false))
-			waitq_wake(&m->q, k, false);
-		/* Let the count drain sometimes, so that consumers sleep. */
-		if (check_rand64(&rng) % 8 == 0) {
-			uint64_t give_up = canal_now_ns() + FAR_NS;
-			while (atomic_load(&m->items) != 0)
-				CHECK(canal_now_ns() < give_up);
+	for (int round = 0; round < ROUNDS; round++) {
+		pthread_t t[CONSUMERS];
+		for (unsigned i = 0; i < CONSUMERS; i++)
+			t[i] = spawn(model_consumer, m);
+		for (uint32_t sent = 0; sent < CONSUMERS;) {
+			uint32_t k = 1 + (uint32_t)(check_rand64(&rng) % BURST);
+			if (k > CONSUMERS - sent)
+				k = CONSUMERS - sent;
+			uint32_t before = atomic_fetch_add(&m->items, k);
+			sent += k;
+			if (before == 0 && waitq_needs_wake(&m->q, false))
+				waitq_wake(&m->q, k, false);
+			if (check_rand64(&rng) % 4 == 0)
+				sched_yield();
 		}
+		for (unsigned i = 0; i < CONSUMERS; i++)
+			join(t[i]);
+		CHECK_EQ(atomic_load(&m->items), 0);
 	}
-	uint64_t give_up = canal_now_ns() + FAR_NS;
-	while (atomic_load(&m->taken) != ITEMS)
-		CHECK(canal_now_ns() < give_up);
-	atomic_store(&m->done, 1);
-	waitq_notify(&m->q, UINT32_MAX, false);
-	for (int i = 0; i < CONSUMERS; i++)
-		join(t[i]);
-	CHECK_EQ(atomic_load(&m->items), 0);
+	CHECK_EQ(atomic_load(&m->taken), ROUNDS * CONSUMERS);
 	free(m);
 }
 

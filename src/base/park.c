@@ -218,5 +218,13 @@ uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
 	int n = count > INT_MAX ? INT_MAX : (int)count;
 
 	long r = syscall(SYS_futex, (uint32_t *)word, op, n, NULL, NULL, 0);
-	return r > 0 ? (uint32_t)r : 0;
+	/* On a private word, while a runtime runs in this process, whoever
+	 * FUTEX_WAKE found may be a task in an io_uring futex wait (a select
+	 * over shared and private channels): counted as nobody (park.h).
+	 * Loaded after the wake: a task the wake found was queued after its
+	 * runtime installed the waker (the kernel's bucket lock orders it). */
+	if (r <= 0 || (!shared && atomic_load_explicit(&local_waker,
+						       memory_order_acquire)))
+		return 0;
+	return (uint32_t)r;
 }

@@ -97,16 +97,21 @@ void canal__set_local_waker(canal__local_waker_fn fn);
  * changed it with a seq_cst read-modify-write (release for the waiter's
  * acquire of the word; seq_cst for the skip below, the pairing of
  * canal__private_sleep_begin). See the top of this file. Returns how many
- * sleepers FUTEX_WAKE woke (threads; tasks in io_uring futex waits); not
+ * sleepers FUTEX_WAKE woke, as far as it can tell they are threads: not
  * the tasks the local waker woke, which run only when their loop gets to
- * them (a chain must not wait for those: wait.h). Each sleeper counted
- * returns from its wait after this call began; a select in futex_waitv
- * that another of its words woke already may be counted again (the
- * kernel dequeues its other waits on its way back): callers that rely on
- * the count must treat every return of a select as theirs (wait.c,
- * canal__wait_many). 0 when nobody was asleep in the kernel (a waiter
- * between its check and its sleep is not counted: it finds the word
- * changed). */
+ * them (a CPU-bound task may hold it), and on a private word nothing at
+ * all while a runtime runs in this process (a task may wait on a private
+ * word in an io_uring futex wait, beside shared words); on a shared word
+ * a task of any process in an io_uring futex wait is counted (its
+ * queue's other sleepers re-check every CANAL__SHARED_RECHECK_NS). A
+ * chain relies on the count (wait.h). Each sleeper counted returns from
+ * its wait after this call began, as soon as it runs; a select in
+ * futex_waitv that another of its words woke already may be counted
+ * again (the kernel dequeues its other waits on its way back): callers
+ * that rely on the count treat every return of a select as theirs
+ * (wait.c, canal__wait_many). 0 when nobody was asleep in the kernel (a
+ * waiter between its check and its sleep is not counted: it finds the
+ * word changed). */
 uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared);
 
 /*

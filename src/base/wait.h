@@ -200,17 +200,21 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  * every thread that wake finds returns after the mark was set: its clear
  * cannot come first and leave a mark with nobody to clear it.
  *
- * What stays in flight: only sleepers that FUTEX_WAKE woke (canal__wake's
- * count), threads the scheduler runs as soon as a CPU is free, as a chain
- * without the mark would need for whichever thread it woke. Not tasks the
- * local waker woke: they run when their loop gets to them, which a
- * CPU-bound task may delay for as long as it runs, while other waiters
- * sleep beside the work (a review measured 1.8 s against 18 us): their
- * chain clears its mark at once, as if it had woken nobody. A task in an
- * io_uring futex wait is counted by the kernel like a thread; it waits so
- * only on shared words (and a select's private words beside them), whose
- * sleepers re-check every CANAL__SHARED_RECHECK_NS: a loop held up that
- * long delays the chain as long, as a killed notifier does.
+ * What stays in flight: only sleepers that FUTEX_WAKE woke and that
+ * canal__wake counts, threads, which run when the scheduler runs them, as
+ * a chain without the mark would need for whichever thread it woke; a
+ * woken thread that the scheduler keeps off the CPU (stopped, throttled)
+ * holds the misses recorded meanwhile until it runs. Not tasks: a task
+ * runs when its loop gets to it, which a CPU-bound task may delay for as
+ * long as it runs, while other waiters sleep beside the work (a review
+ * measured 1.8 s against 18 us, and a hang when the loop's thread
+ * blocked). So a chain that woke only tasks, through the local waker or
+ * through the kernel on a private word while a runtime runs, clears its
+ * mark at once, as if it had woken nobody. On a shared word the kernel's
+ * count may include a task of another process in an io_uring futex wait;
+ * the misses then wait for its loop, or for the queue's other sleepers'
+ * periodic re-check (CANAL__SHARED_RECHECK_NS), as after a killed
+ * notifier.
  *
  * The mark's value: thread channels hold the process's fork generation
  * (a mark copied into a child by fork() is not trusted by the child's
@@ -220,10 +224,11 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  * lease (the time, as the spinner's, in 31 bits: it wraps every 36
  * minutes), since the woken process may be killed before it clears the
  * mark: chains trust a mark younger than SPIN_LEASE_UNITS (about 1 ms),
- * and take over an older one; a woken thread slower than that only costs
- * one more wake-up. A mark taken over loses its misses: the new chain's
- * wake stands for them (one awake waiter is all the chain invariant asks;
- * its seq bump comes after the skippers read the mark). A peer that keeps
+ * and take over an older one (a chain after that wakes another waiter;
+ * misses recorded before it wait for the woken process, or for the
+ * periodic re-check if it died). A mark taken over loses its misses: the
+ * new chain's wake stands for them (one awake waiter is all the chain
+ * invariant asks; its seq bump comes after the skippers read the mark). A peer that keeps
  * rewriting the word makes a chain give up after a few tries and wake
  * unmarked, as without the mark.
  */

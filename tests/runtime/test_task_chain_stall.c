@@ -12,7 +12,11 @@
  * chains to the last one. A chain that counted the task as a wake-up in
  * flight skipped the second chain, and the threads slept while the main
  * task waited for them: it gives up after LONG_NS and the check fails
- * (the review's reproduction, stop 31: on the unfixed branch, a hang). */
+ * (the review's reproduction, stop 31: on the unfixed branch, a hang).
+ * Twice: the parked tasks in a plain receive (the runtime's table), then
+ * in a select over the channel and a shared one (on io_uring, a kernel
+ * futex wait on both words, which FUTEX_WAKE counts: a second review's
+ * case). */
 #include "check.h"
 
 #include <canal/base.h>
@@ -29,6 +33,8 @@
 #define NAP_NS 100000000l      /* long enough for a receiver to sleep */
 
 static struct canal_chan *ch;
+static struct canal_chan *other; /* shared, never written: the select's */
+static bool use_select;
 static _Atomic int threads_done; /* sleeping threads that got an element */
 static _Atomic int parked_tasks;
 static bool stalled;
@@ -61,10 +67,21 @@ static void *chaining_thread(void *arg)
 static void parked_task(void *arg)
 {
 	(void)arg;
-	uint32_t v;
+	uint32_t v, w;
 	atomic_fetch_add(&parked_tasks, 1);
-	CHECK_EQ(canal_recv(ch, &v), 0);
+	if (!use_select) {
+		CHECK_EQ(canal_recv(ch, &v), 0);
+		return;
+	}
+	struct canal_case cases[2] = {
+		{.ch = other, .op = CANAL_OP_RECV, .elt = &w},
+		{.ch = ch, .op = CANAL_OP_RECV, .elt = &v},
+	};
+	CHECK_EQ(canal_select(cases, 2, -1, 0), 1);
+	CHECK_EQ(cases[1].result, 0);
 }
+
+static pthread_t threads[3];
 
 static void main_task(void *arg)
 {
@@ -74,6 +91,13 @@ static void main_task(void *arg)
 	while (atomic_load(&parked_tasks) < 2)
 		canal_yield();
 	canal_yield(); /* both in their receive, parked */
+	/* The threads sleep after the tasks: in the select case the tasks
+	 * are then what FUTEX_WAKE finds first (the futex's queue is in
+	 * order of arrival). */
+	threads[0] = spawn(sleeping_thread, NULL);
+	threads[1] = spawn(sleeping_thread, NULL);
+	threads[2] = spawn(chaining_thread, NULL);
+	CHECK_EQ(canal_sleep_ns(NAP_NS), 0);
 	for (uint32_t i = 0; i < 6; i++)
 		CHECK_EQ(canal_send(ch, &i), 0);
 	/* CPU-bound: the loop runs nothing else meanwhile. */
@@ -85,24 +109,32 @@ static void main_task(void *arg)
 		}
 }
 
-int main(void)
+static void run_case(bool select)
 {
-	alarm(120);
+	use_select = select;
+	atomic_store(&threads_done, 0);
+	atomic_store(&parked_tasks, 0);
+	stalled = false;
 	ch = canal_chan_create(sizeof(uint32_t), 16, 0);
 	CHECK(ch != NULL);
-	pthread_t a = spawn(sleeping_thread, NULL);
-	pthread_t b = spawn(sleeping_thread, NULL);
-	nap(NAP_NS);
-	pthread_t c = spawn(chaining_thread, NULL);
 	struct canal_run_options o = {0};
 	o.loops = 1;
 	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
 	CHECK(!stalled);
-	join(a);
-	join(b);
-	join(c);
+	for (int i = 0; i < 3; i++)
+		join(threads[i]);
 	CHECK_EQ(canal_chan_len(ch), 0);
 	canal_chan_destroy(ch);
+}
+
+int main(void)
+{
+	alarm(120);
+	other = canal_chan_create(sizeof(uint32_t), 1, CANAL_SHARED);
+	CHECK(other != NULL);
+	run_case(false);
+	run_case(true);
+	canal_chan_destroy(other);
 	printf("test_task_chain_stall: all checks passed\n");
 	return 0;
 }

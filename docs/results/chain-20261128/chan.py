@@ -6,7 +6,7 @@ reps, nbusy = int(sys.argv[1]), int(sys.argv[2])
 kinds = sys.argv[3] if len(sys.argv) > 3 else "spsc,mpsc,mpmc,select_rx,select_both,ping_pong"
 caps = sys.argv[4] if len(sys.argv) > 4 else "0,1"
 N = os.environ.get("N", "200000")
-busy = [subprocess.Popen(["timeout", "3000", "python3", "-c", "while 1: pass"]) for _ in range(nbusy)]
+busy = [subprocess.Popen(["python3", "-c", "import time\nt=time.time()\nwhile time.time()-t<3000: pass"]) for _ in range(nbusy)]
 res = collections.defaultdict(list)
 try:
     for r in range(reps):
