@@ -2,7 +2,7 @@
 /*
  * test_foreign_load - the wait layer's "do other processes take the CPUs?"
  * verdict (base/load.h): its arithmetic, the live sampler seeing busy
- * child processes, and a fork()ed child starting afresh. (That a quiet
+ * child processes, and a fork()ed child keeping its verdict. (That a quiet
  * machine gives "no" cannot be a pass/fail check: CTest runs tests side
  * by side.)
  */
@@ -88,14 +88,16 @@ static void live_busy_children(void)
 		usleep(10000);
 	}
 	if (seen) {
-		/* A child of this process starts afresh: no verdict from the
-		 * parent's records (its process clock starts again), so its
-		 * first call says no, while the parent's cached verdict is
-		 * still "yes". */
+		/* A child of this process keeps the parent's verdict for
+		 * the parent's window (load.c, load_fork_child: the machine
+		 * did not change at the fork; a short-lived child never reads
+		 * /proc/stat), and its first sample after that keeps it for
+		 * one more window (its process clock starts again, so that
+		 * sample has nothing to compare with). */
 		pid_t c = fork();
 		CHECK(c >= 0);
 		if (c == 0) /* t: inside the parent's cached window */
-			_exit(canal__foreign_load(t) ? 1 : 0);
+			_exit(canal__foreign_load(t) ? 0 : 1);
 		int st = 0;
 		CHECK(waitpid(c, &st, 0) == c);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -44,8 +44,9 @@
  * than the share above. now_ns: canal_now_ns() of the caller. The verdict
  * is cached for CANAL__FOREIGN_WINDOW_NS; when it expires, one caller
  * samples (a read of /proc/stat and a clock_gettime), the others meanwhile
- * get the previous verdict. False until two samples exist, and whenever
- * /proc/stat cannot be read. Thread-safe; not a cancellation point (it
+ * get the previous verdict. False until two samples exist (a fork()ed
+ * child keeps its parent's verdict meanwhile: load.c, load_fork_child),
+ * and whenever /proc/stat cannot be read. Thread-safe; not a cancellation point (it
  * disables cancellation while it reads); not async-signal-safe (it opens
  * a file).
  */

@@ -45,7 +45,6 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 		}
 		if (r < 0)
 			break;
-		chain_senders(ch, pos + (uint64_t)r);
 		long ok = r;
 		for (long i = 0; i < r; i++) {
 			uint64_t p = pos + (uint64_t)i;
@@ -60,6 +59,8 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 				ok = i;
 		}
 		wake_receivers(ch, pos, (uint32_t)r);
+		/* The chain after publishing (sendrecv.c, take_claimed). */
+		chain_senders(ch, pos + (uint64_t)r);
 		done += (size_t)ok;
 		if (ok < r) {
 			r = -EOWNERDEAD;
@@ -95,7 +96,6 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 		}
 		if (r < 0)
 			return r;
-		chain_receivers(ch, pos + (uint64_t)r);
 		size_t got = 0;
 		for (long i = 0; i < r; i++) {
 			uint64_t p = pos + (uint64_t)i;
@@ -115,6 +115,8 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 				got--;
 		}
 		wake_senders(ch, pos, (uint32_t)r);
+		/* The chain after releasing (sendrecv.c, take_claimed). */
+		chain_receivers(ch, pos + (uint64_t)r);
 		if (got)
 			return (ssize_t)got;
 	}

@@ -101,16 +101,21 @@ again:
 			canal__sync_give_back(ch, select_unit);
 		return (int)r;
 	}
-	chain_senders(ch, pos + 1);
 	if (reserve) {
+		chain_senders(ch, pos + 1);
 		reserve->data = slot_data(ch, slot_at(ch, pos));
 		reserve->position = pos;
 		return 0;
 	}
+	/* The chain once the element is published, not while its slot
+	 * holds up the receivers (see take_claimed). */
 	copy_elt(slot_data(ch, slot_at(ch, pos)), elt, ch->elt_size);
-	if (unlikely(!canal__ring_publish(ch, pos, STAMP_FULL)))
+	bool published = canal__ring_publish(ch, pos, STAMP_FULL);
+	if (likely(published))
+		wake_receivers(ch, pos, 1);
+	chain_senders(ch, pos + 1);
+	if (unlikely(!published))
 		return -EOWNERDEAD;
-	wake_receivers(ch, pos, 1);
 	if (unlikely(select_unit) && !try_only)
 		return canal__sync_wait_ack(ch, pos, deadline);
 	return 0;
@@ -136,22 +141,28 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 				&s->stamp, &st, stamp_for(ch, pos, STAMP_TAKEN),
 				memory_order_acquire, memory_order_acquire);
 	}
-	chain_receivers(ch, pos + 1);
+	/* The chain (wake.h) once the slot is released, not while we hold
+	 * it: its FUTEX_WAKE takes microseconds, and the thread it wakes may
+	 * preempt us on this CPU, while the sender of the next lap waits for
+	 * the slot (canal__ring_claim_send's held wait). */
 	if (unlikely(stamp_state(st) == STAMP_SKIP)) {
 		canal__ring_release(ch, pos);
 		wake_senders(ch, pos, 1);
+		chain_receivers(ch, pos + 1);
 		return TAKE_SKIPPED;
 	}
 	if (lend) {
+		chain_receivers(ch, pos + 1);
 		lend->data = slot_data(ch, s);
 		lend->position = pos;
 		return 0;
 	}
 	copy_elt(elt, slot_data(ch, s), ch->elt_size);
-	if (unlikely(!canal__ring_release(ch, pos)))
-		return -EOWNERDEAD;
-	wake_senders(ch, pos, 1);
-	return 0;
+	bool released = canal__ring_release(ch, pos);
+	if (likely(released))
+		wake_senders(ch, pos, 1);
+	chain_receivers(ch, pos + 1);
+	return likely(released) ? 0 : -EOWNERDEAD;
 }
 
 /* A committed receiver waits past its deadline in slices of this long, and
@@ -440,11 +451,11 @@ static inline bool recv_fast(struct canal_chan *ch, void *elt)
 		    &ch->st->head, &h, h + 1, memory_order_seq_cst,
 		    memory_order_relaxed))
 		return false;
-	chain_receivers(ch, h + 1);
 	copy_elt(elt, slot_data(ch, s), ch->elt_size);
 	atomic_store_explicit(&s->stamp, stamp_next_lap(ch, h, STAMP_FREE),
 			      memory_order_release);
 	wake_senders(ch, h, 1);
+	chain_receivers(ch, h + 1);
 	return true;
 }
 
