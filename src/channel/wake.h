@@ -20,9 +20,12 @@
  *    non-full, and a sender that leaves room behind wakes one more sender;
  *  - one chain in flight per queue: a chain that finds the thread woken by
  *    the previous one not yet back from its sleep leaves the work to it
- *    (base/wait.h, waitq_chain: fwd 100/100 between processes 0.118 ->
- *    0.069 s, pipes 0.065; threads 1000/1000 0.166 -> 0.115 s, the thread
- *    floor; docs/results/chain-20261128).
+ *    (base/wait.h, waitq_chain: fwd 100/100 between processes 0.094 ->
+ *    0.044 s, pipes 0.035; threads 1000/1000 0.137 -> 0.104 s, floor
+ *    0.087; docs/results/chain-20261128);
+ *  - a chain runs once the slot is published or released, never between
+ *    the claim and that store: its FUTEX_WAKE (and a preemption by the
+ *    thread it wakes) would hold the slot the other side waits for.
  * No wake-up is lost: a sender does [CAS tail (seq_cst); load head
  * (seq_cst)] and a receiver [CAS head (seq_cst); load tail (seq_cst)]. In
  * the seq_cst total order, of the sender of position p and the receiver of
