@@ -87,24 +87,31 @@ static void live_busy_children(void)
 		seen = canal__foreign_load(t);
 		usleep(10000);
 	}
+	for (long i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
 	if (seen) {
 		/* A child of this process keeps the parent's verdict for
 		 * the parent's window (load.c, load_fork_child: the machine
 		 * did not change at the fork; a short-lived child never reads
 		 * /proc/stat), and its first sample after that keeps it for
 		 * one more window (its process clock starts again, so that
-		 * sample has nothing to compare with). */
+		 * sample has nothing to compare with): asked at a time past
+		 * the window, when the busy children are gone, it samples and
+		 * still says yes. (Without the fork handler the child would
+		 * compare its new clock with the parent's records: no.) */
 		pid_t c = fork();
 		CHECK(c >= 0);
-		if (c == 0) /* t: inside the parent's cached window */
-			_exit(canal__foreign_load(t) ? 0 : 1);
+		if (c == 0) { /* t: inside the parent's cached window */
+			bool inherited = canal__foreign_load(t);
+			bool kept = canal__foreign_load(
+				t + 2 * CANAL__FOREIGN_WINDOW_NS);
+			_exit(inherited && kept ? 0 : 1);
+		}
 		int st = 0;
 		CHECK(waitpid(c, &st, 0) == c);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	for (long i = 0; i < n; i++) {
-		kill(kids[i], SIGKILL);
-		waitpid(kids[i], NULL, 0);
 	}
 	if (!seen && cpu_quota()) {
 		/* load.h: a quota is not seen (the children may not have
