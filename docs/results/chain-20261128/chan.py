@@ -10,7 +10,7 @@ busy = [subprocess.Popen(["python3", "-c", "import time\nt=time.time()\nwhile ti
 res = collections.defaultdict(list)
 try:
     for r in range(reps):
-        for name, cmd in [("main", [A + "/chanbench-canal"]), ("cand", [B + "/chanbench-canal"]), ("rust", [A + "/chanbench-rust", "-i", "all"])]:
+        for name, cmd in [("main", [A + "/chanbench-canal"]), ("cand", [B + "/chanbench-canal"]), ("rust", [os.environ.get("RUST", "/work/main/build/bench") + "/chanbench-rust", "-i", "all"])]:
             out = subprocess.run(cmd + ["-n", N, "-w", kinds, "-c", caps], capture_output=True, text=True, timeout=900).stdout
             for line in out.splitlines():
                 p = line.split()
