@@ -46,9 +46,9 @@
  * samples (a read of /proc/stat and a clock_gettime), the others meanwhile
  * get the previous verdict. False until two samples exist (a fork()ed
  * child keeps its parent's verdict meanwhile: load.c, load_fork_child),
- * and whenever /proc/stat cannot be read. Thread-safe; not a cancellation point (it
- * disables cancellation while it reads); not async-signal-safe (it opens
- * a file).
+ * and whenever /proc/stat cannot be read. Thread-safe; not a cancellation
+ * point (it disables cancellation while it reads); not async-signal-safe
+ * (it opens a file).
  */
 bool canal__foreign_load(uint64_t now_ns);
 

@@ -333,10 +333,7 @@ park:;
 	/* 0 also for a shared queue's periodic re-check. Every caller
 	 * retries its operation after 0; after -ETIMEDOUT it may not. */
 	bool retry = w == 0 || (w == -ETIMEDOUT && canal_now_ns() < deadline);
-	if (retry)
-		waitq_woken(q);
-	else
-		waitq_woken_pass(q, shared);
+	waitq_after_sleep(q, shared, retry);
 	waitq_finish(q);
 	if (w == 0 && !p->ops->is_task)
 		note_progress();
@@ -393,12 +390,8 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 	/* A select retries all its cases after 0 (and passes wake-ups on to
 	 * the other queues if it completes one: select.c, pass_on); after
 	 * -ETIMEDOUT it polls once more and may leave. */
-	for (unsigned k = 0; k < n; k++) {
-		if (w == 0)
-			waitq_woken(queues[k]);
-		else
-			waitq_woken_pass(queues[k], shared[k]);
-	}
+	for (unsigned k = 0; k < n; k++)
+		waitq_after_sleep(queues[k], shared[k], w == 0);
 	return w;
 }
 

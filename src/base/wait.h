@@ -228,9 +228,9 @@ static inline bool waitq_needs_wake(struct canal_waitq *q, bool shared)
  * misses recorded before it wait for the woken process, or for the
  * periodic re-check if it died). A mark taken over loses its misses: the
  * new chain's wake stands for them (one awake waiter is all the chain
- * invariant asks; its seq bump comes after the skippers read the mark). A peer that keeps
- * rewriting the word makes a chain give up after a few tries and wake
- * unmarked, as without the mark.
+ * invariant asks; its seq bump comes after the skippers read the mark).
+ * A peer that keeps rewriting the word makes a chain give up after a few
+ * tries and wake unmarked, as without the mark.
  */
 #define CHAIN_MISSED 0x80000000u
 
@@ -251,6 +251,17 @@ static inline void waitq_woken(struct canal_waitq *q)
 /* The same for a waiter that does not retry q's condition next: a miss
  * recorded on the mark is passed on as a wake-up. */
 void waitq_woken_pass(struct canal_waitq *q, bool shared);
+
+/* After a return from a sleep on q: one of the two above, by whether the
+ * caller retries q's condition next. */
+static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
+				     bool retries)
+{
+	if (retries)
+		waitq_woken(q);
+	else
+		waitq_woken_pass(q, shared);
+}
 
 /*
  * THE ONE WAIT. Every blocking operation of canal waits here (or, for a
