@@ -42,6 +42,26 @@ static void verdict_arithmetic(void)
 	uint64_t hour = 3600ull * 1000 * MS;
 	CHECK(!canal__foreign_verdict(1023 * hour / 4, 0, hour, 1024));
 	CHECK(canal__foreign_verdict(1023 * hour / 2, 0, hour, 1024));
+
+	/* Saturated: others took more than CPUs - 3/4 of the window. 2 CPUs:
+	 * one busy process (100 ms of 100) is not; two (190 ms) are. */
+	CHECK(!canal__saturated_verdict(100 * MS, 0, 100 * MS, 2));
+	CHECK(!canal__saturated_verdict(124 * MS, 0, 100 * MS, 2));
+	CHECK(canal__saturated_verdict(126 * MS, 0, 100 * MS, 2));
+	CHECK(canal__saturated_verdict(190 * MS, 0, 100 * MS, 2));
+	/* Own time is not foreign: 190 ms busy of which 80 ours. */
+	CHECK(!canal__saturated_verdict(190 * MS, 80 * MS, 100 * MS, 2));
+	/* 1 CPU: above a quarter of it. 8 CPUs: above 7.25. */
+	CHECK(canal__saturated_verdict(26 * MS, 0, 100 * MS, 1));
+	CHECK(!canal__saturated_verdict(24 * MS, 0, 100 * MS, 1));
+	CHECK(!canal__saturated_verdict(720 * MS, 0, 100 * MS, 8));
+	CHECK(canal__saturated_verdict(730 * MS, 0, 100 * MS, 8));
+	CHECK(!canal__saturated_verdict(100 * MS, 300 * MS, 100 * MS, 2));
+	CHECK(!canal__saturated_verdict(300 * MS, 0, 0, 2));
+	CHECK(!canal__saturated_verdict(300 * MS, 0, 100 * MS, 0));
+	/* No overflow. */
+	CHECK(!canal__saturated_verdict(1023 * hour, 0, hour, 1024));
+	CHECK(canal__saturated_verdict(1024 * hour, 0, hour, 1024));
 }
 
 /* Does a cgroup v2 CPU quota apply to this process's group? */

@@ -27,9 +27,19 @@
  */
 static _Atomic uint64_t window_end;
 static _Atomic bool verdict;
+static _Atomic bool saturated; /* as verdict: same writer, same window */
 static _Atomic int sampling;
 static uint64_t last_wall, last_busy_ticks, last_own;
 static char stat_buf[16384];
+
+bool canal__saturated_verdict(uint64_t busy_ns, uint64_t own_ns,
+			      uint64_t window_ns, unsigned ncpus)
+{
+	if (busy_ns <= own_ns || window_ns == 0 || ncpus == 0)
+		return false;
+	/* foreign > window * (ncpus - 3/4), without overflow. */
+	return (busy_ns - own_ns) / (4ull * ncpus - 3) > window_ns / 4;
+}
 
 bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
 			    uint64_t window_ns, unsigned ncpus)
@@ -126,15 +136,19 @@ static bool allowed_busy_ticks(uint64_t *ticks, unsigned *ncpus)
  * clocks that went back, for a window under half the nominal one (two
  * samplers back to back: one tick of 10 ms would weigh too much) or over
  * ten times it (after an idle spell: an average over a long past). */
-static bool sample(uint64_t now_ns)
+static bool sample(uint64_t now_ns, bool *sat)
 {
 	static long tck;
+	*sat = atomic_load_explicit(&saturated, memory_order_relaxed);
 	if (tck == 0)
 		tck = sysconf(_SC_CLK_TCK);
 	uint64_t ticks, own = canal__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	unsigned ncpus;
-	if (tck <= 0 || tck > 1000000000 || !allowed_busy_ticks(&ticks, &ncpus))
+	if (tck <= 0 || tck > 1000000000 ||
+	    !allowed_busy_ticks(&ticks, &ncpus)) {
+		*sat = false;
 		return false;
+	}
 	uint64_t window = now_ns - last_wall;
 	bool fresh = last_wall == 0 || now_ns <= last_wall ||
 		     window > 10 * CANAL__FOREIGN_WINDOW_NS ||
@@ -143,13 +157,19 @@ static bool sample(uint64_t now_ns)
 		return atomic_load_explicit(&verdict, memory_order_relaxed);
 	/* No verdict from a fresh sample: false, except for the first one
 	 * after a fork(), which keeps the parent's (load_fork_child). */
-	bool v = fresh ? last_wall == 0 &&
-				 atomic_load_explicit(&verdict,
-						      memory_order_relaxed)
-		       : canal__foreign_verdict(
-				 (ticks - last_busy_ticks) *
-					 (1000000000ull / (uint64_t)tck),
-				 own - last_own, window, ncpus);
+	bool v;
+	if (fresh) {
+		v = last_wall == 0 &&
+		    atomic_load_explicit(&verdict, memory_order_relaxed);
+		*sat = v && *sat;
+	} else {
+		uint64_t busy = (ticks - last_busy_ticks) *
+				(1000000000ull / (uint64_t)tck);
+		v = canal__foreign_verdict(busy, own - last_own, window,
+					   ncpus);
+		*sat = canal__saturated_verdict(busy, own - last_own, window,
+						ncpus);
+	}
 	last_wall = now_ns;
 	last_busy_ticks = ticks;
 	last_own = own;
@@ -175,11 +195,18 @@ bool canal__foreign_load(uint64_t now_ns)
 	}
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	bool v = sample(now_ns);
+	bool sat;
+	bool v = sample(now_ns, &sat);
 	pthread_setcancelstate(cancel, NULL);
 	atomic_store_explicit(&verdict, v, memory_order_relaxed);
+	atomic_store_explicit(&saturated, sat, memory_order_relaxed);
 	atomic_store_explicit(&window_end, now_ns + CANAL__FOREIGN_WINDOW_NS,
 			      memory_order_relaxed);
 	atomic_store_explicit(&sampling, 0, memory_order_release);
 	return v;
+}
+
+bool canal__foreign_saturated(void)
+{
+	return atomic_load_explicit(&saturated, memory_order_relaxed);
 }

@@ -52,10 +52,23 @@
  */
 bool canal__foreign_load(uint64_t now_ns);
 
+/*
+ * True when, over the last completed window, other processes left this
+ * process less than a CPU: their CPU time exceeded the window times
+ * (CPUs - 3/4) (two busy processes on 2 CPUs; one is not). The machine is
+ * saturated: a yield can only hand the CPU to them. Read from the window
+ * canal__foreign_load last sampled (it never samples itself); false where
+ * canal__foreign_load is. Thread-safe, a relaxed load.
+ */
+bool canal__foreign_saturated(void);
+
 /* The verdict for one window, from its deltas (the arithmetic above; for
  * the tests): busy_ns and own_ns the machine's and the process's CPU time
  * over window_ns, ncpus how many CPUs they were measured on. */
 bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
 			    uint64_t window_ns, unsigned ncpus);
+/* The same for canal__foreign_saturated. */
+bool canal__saturated_verdict(uint64_t busy_ns, uint64_t own_ns,
+			      uint64_t window_ns, unsigned ncpus);
 
 #endif /* CANAL_BASE_LOAD_H */

@@ -312,8 +312,11 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	}
 	if (spin && !waiters)
 		canal__spin_outcome(false);
+	/* wait.h, canal__wait_kind: which waits keep their yield phase
+	 * under foreign load. */
 	bool despite_load = c->kind == CANAL__WAIT_ACK ||
-			    (c->kind == CANAL__WAIT_DEMAND && waiters > 0);
+			    (c->kind == CANAL__WAIT_DEMAND && waiters > 0) ||
+			    (waiters == 1 && !canal__foreign_saturated());
 	if ((spinner || waiters < canal__yield_limit()) &&
 	    yield_phase(p, c->ready, c->arg, deadline, despite_load)) {
 		if (spinner)

@@ -327,8 +327,9 @@ static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
 /*
  * What a wait is for, as far as the yield phase cares (phase 3: under
  * foreign load the phase is skipped, except for the two capacity-0 waits
- * below, which are still cut short by the contention check and bounded by
- * canal__yield_limit as any yield phase). Everything else is
+ * below and for any wait that finds exactly one other waiter registered
+ * on its queue; all are still cut short by the contention check and
+ * bounded by canal__yield_limit as any yield phase). Everything else is
  * CANAL__WAIT_PLAIN: ring waits (room; an element, including a capacity-0
  * receiver's wait for its matched element) and selects (canal__wait_many).
  *  CANAL__WAIT_DEMAND  a synchronous sender waits for a receiver's demand
@@ -358,6 +359,15 @@ static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
  * made bounded0_mpmc slower again (0.28-0.37 -> 0.46-0.84 s), and a
  * select's own wait yielding made bounded0_select_rx 3.5 s against 0.95
  * beside two busy processes.
+ * Any wait behind exactly one other (docs/results/busy-queue-20261128):
+ * the yield most often runs that waiter or the thread both wait for, as
+ * above, where a park costs a 20-45 us wake-up per element. Beside one
+ * busy process, bounded1_mpsc 1.20 -> 0.62 s and bounded1_mpmc 0.84 ->
+ * 0.57 (5 runs); beside two, bounded1_mpsc 4.52 -> 2.17 s and
+ * bounded1_mpmc 1.41 -> 1.78 (7 runs, spreads 0.83-4.15 and 0.85-1.91).
+ * Every wait behind one or more yielding made bounded1_mpmc beside two
+ * busy processes 6.8 s (their yields crowd a saturated machine's run
+ * queues); behind any number but only the queue's spinner, 2.8 s.
  */
 enum canal__wait_kind {
 	CANAL__WAIT_PLAIN = 0,
