@@ -23,6 +23,12 @@
  * hypervisor's own use of the host are not a process that a yield would
  * hand the CPU to.
  *
+ * A second verdict from the same window: "saturated" when the foreign
+ * CPU time exceeds the window times CPUs - 3/4, so that this process had
+ * less than a CPU left (two busy processes on 2 CPUs; one is not): the
+ * yields that the first verdict still allows (a wait behind another
+ * waiter, wait.h) are not made then.
+ *
  * Known limits: another process of the same job (the other end of a
  * shared channel) counts as foreign, so two busy cooperating processes
  * park rather than yield; a cgroup CPU quota is not seen (only cpusets

@@ -361,13 +361,15 @@ static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
  * beside two busy processes.
  * Any wait behind exactly one other (docs/results/busy-queue-20261128):
  * the yield most often runs that waiter or the thread both wait for, as
- * above, where a park costs a 20-45 us wake-up per element. Beside one
- * busy process, bounded1_mpsc 1.20 -> 0.62 s and bounded1_mpmc 0.84 ->
- * 0.57 (5 runs); beside two, bounded1_mpsc 4.52 -> 2.17 s and
- * bounded1_mpmc 1.41 -> 1.78 (7 runs, spreads 0.83-4.15 and 0.85-1.91).
- * Every wait behind one or more yielding made bounded1_mpmc beside two
- * busy processes 6.8 s (their yields crowd a saturated machine's run
- * queues); behind any number but only the queue's spinner, 2.8 s.
+ * above, where a park costs a 20-45 us wake-up per element; but not on a
+ * saturated machine (load.h, canal__foreign_saturated), where the yield
+ * can only hand the CPU to the other processes. Beside one busy process
+ * (5 runs): bounded1_mpsc 1.17 -> 0.62 s, bounded1_mpmc 1.18 -> 0.73,
+ * bounded1_select_both 0.27 -> 0.21; beside two, unchanged. Without the
+ * saturation rule, beside two busy processes bounded1_mpmc went 1.45 ->
+ * 2.47 s; with every wait behind one or more yielding, 6.8 s (their
+ * yields crowd the run queues); behind any number, but only the queue's
+ * spinner, 2.8 s.
  */
 enum canal__wait_kind {
 	CANAL__WAIT_PLAIN = 0,
