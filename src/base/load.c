@@ -26,8 +26,10 @@
  * a fork()ed child frees it (load_fork_child).
  */
 static _Atomic uint64_t window_end;
-static _Atomic bool verdict;
-static _Atomic bool saturated; /* as verdict: same writer, same window */
+/* The verdict: LOAD_NONE, LOAD_FOREIGN, or LOAD_SATURATED (foreign, and
+ * this process had less than a CPU left: load.h). */
+enum { LOAD_NONE, LOAD_FOREIGN, LOAD_SATURATED };
+static _Atomic unsigned char verdict;
 static _Atomic int sampling;
 static uint64_t last_wall, last_busy_ticks, last_own;
 static char stat_buf[16384];
@@ -136,39 +138,35 @@ static bool allowed_busy_ticks(uint64_t *ticks, unsigned *ncpus)
  * clocks that went back, for a window under half the nominal one (two
  * samplers back to back: one tick of 10 ms would weigh too much) or over
  * ten times it (after an idle spell: an average over a long past). */
-static bool sample(uint64_t now_ns, bool *sat)
+static unsigned char sample(uint64_t now_ns)
 {
 	static long tck;
-	*sat = atomic_load_explicit(&saturated, memory_order_relaxed);
 	if (tck == 0)
 		tck = sysconf(_SC_CLK_TCK);
 	uint64_t ticks, own = canal__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	unsigned ncpus;
-	if (tck <= 0 || tck > 1000000000 ||
-	    !allowed_busy_ticks(&ticks, &ncpus)) {
-		*sat = false;
-		return false;
-	}
+	if (tck <= 0 || tck > 1000000000 || !allowed_busy_ticks(&ticks, &ncpus))
+		return LOAD_NONE;
 	uint64_t window = now_ns - last_wall;
 	bool fresh = last_wall == 0 || now_ns <= last_wall ||
 		     window > 10 * CANAL__FOREIGN_WINDOW_NS ||
 		     own < last_own || ticks < last_busy_ticks;
 	if (!fresh && window < CANAL__FOREIGN_WINDOW_NS / 2)
 		return atomic_load_explicit(&verdict, memory_order_relaxed);
-	/* No verdict from a fresh sample: false, except for the first one
-	 * after a fork(), which keeps the parent's (load_fork_child). */
-	bool v;
+	/* No verdict from a fresh sample, except for the first one after a
+	 * fork(), which keeps the parent's (load_fork_child). */
+	unsigned char v = LOAD_NONE;
 	if (fresh) {
-		v = last_wall == 0 &&
-		    atomic_load_explicit(&verdict, memory_order_relaxed);
-		*sat = v && *sat;
+		if (last_wall == 0)
+			v = atomic_load_explicit(&verdict, memory_order_relaxed);
 	} else {
 		uint64_t busy = (ticks - last_busy_ticks) *
 				(1000000000ull / (uint64_t)tck);
-		v = canal__foreign_verdict(busy, own - last_own, window,
-					   ncpus);
-		*sat = canal__saturated_verdict(busy, own - last_own, window,
-						ncpus);
+		if (canal__foreign_verdict(busy, own - last_own, window, ncpus))
+			v = canal__saturated_verdict(busy, own - last_own,
+						     window, ncpus)
+				    ? LOAD_SATURATED
+				    : LOAD_FOREIGN;
 	}
 	last_wall = now_ns;
 	last_busy_ticks = ticks;
@@ -176,37 +174,40 @@ static bool sample(uint64_t now_ns, bool *sat)
 	return v;
 }
 
+static unsigned char last_verdict(void)
+{
+	return atomic_load_explicit(&verdict, memory_order_relaxed);
+}
+
 bool canal__foreign_load(uint64_t now_ns)
 {
 	if (likely(now_ns < atomic_load_explicit(&window_end,
 						 memory_order_relaxed)))
-		return atomic_load_explicit(&verdict, memory_order_relaxed);
+		return last_verdict() != LOAD_NONE;
 	int free_ = 0;
 	if (atomic_load_explicit(&sampling, memory_order_relaxed) != 0 ||
 	    !atomic_compare_exchange_strong_explicit(&sampling, &free_, 1,
 						     memory_order_acquire,
 						     memory_order_relaxed))
-		return atomic_load_explicit(&verdict, memory_order_relaxed);
+		return last_verdict() != LOAD_NONE;
 	/* Another sampler may have finished between our look at window_end
 	 * and the CAS. */
 	if (now_ns < atomic_load_explicit(&window_end, memory_order_relaxed)) {
 		atomic_store_explicit(&sampling, 0, memory_order_release);
-		return atomic_load_explicit(&verdict, memory_order_relaxed);
+		return last_verdict() != LOAD_NONE;
 	}
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	bool sat;
-	bool v = sample(now_ns, &sat);
+	unsigned char v = sample(now_ns);
 	pthread_setcancelstate(cancel, NULL);
 	atomic_store_explicit(&verdict, v, memory_order_relaxed);
-	atomic_store_explicit(&saturated, sat, memory_order_relaxed);
 	atomic_store_explicit(&window_end, now_ns + CANAL__FOREIGN_WINDOW_NS,
 			      memory_order_relaxed);
 	atomic_store_explicit(&sampling, 0, memory_order_release);
-	return v;
+	return v != LOAD_NONE;
 }
 
 bool canal__foreign_saturated(void)
 {
-	return atomic_load_explicit(&saturated, memory_order_relaxed);
+	return last_verdict() == LOAD_SATURATED;
 }
