@@ -1,7 +1,10 @@
 /* test_engine_auth.c - the TCP handshake with a shared key (issue 16).
  * Unit level (socket pairs): the right key passes both ways; a wrong key,
  * no key against a keyed rank (and the reverse), garbage, a short hello
- * and a recorded handshake replayed on a new connection are refused.
+ * and a recorded handshake replayed on a new connection are refused; the
+ * connector hears the acceptor's verdict (a refusal and its reason).
+ * Dialing (canal__tcp_dial): a connection dropped before its verdict is
+ * dialed again; a refusal is final at once; the deadline holds.
  * Key files: wrong permissions, too short, missing are refused.
  * Engine level: a keyed rank 0 waiting for rank 1 is offered a wrong-key
  * connection, a plain one and garbage (each closed by rank 0 without
@@ -10,6 +13,7 @@
 #include "check.h"
 #include "engine_job.h"
 #include "../src/engine/transfer/auth.h"
+#include "../src/engine/transfer/driver.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,6 +22,7 @@
 #include <sodium.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static unsigned char key_a[CANAL__KEY_BYTES], key_b[CANAL__KEY_BYTES];
 
@@ -33,10 +38,14 @@ static void *acceptor(void *arg)
 	struct acc *a = arg;
 	a->err = canal__auth_accept(a->fd, a->key, 0, 1, 4, &a->peer, a->why,
 				    sizeof a->why);
+	if (!a->err) /* as tcp.c does once it knows the rank is new */
+		a->err = canal__auth_answer(a->fd, CANAL__V_OK);
 	if (a->err)
 		shutdown(a->fd, SHUT_RDWR); /* as the driver's close would */
 	return NULL;
 }
+
+static char cwhy[160]; /* the connector's reason, from pair() */
 
 /* Connect with ckey against an acceptor with akey: the two results. */
 static void pair(const unsigned char *ckey, const unsigned char *akey,
@@ -46,8 +55,7 @@ static void pair(const unsigned char *ckey, const unsigned char *akey,
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	struct acc a = { .fd = sv[1], .key = akey, .peer = -1 };
 	pthread_t t = spawn(acceptor, &a);
-	char why[160];
-	*cerr = canal__auth_connect(sv[0], ckey, 2, 0, why, sizeof why);
+	*cerr = canal__auth_connect(sv[0], ckey, 2, 0, 10000, cwhy, sizeof cwhy);
 	if (*cerr)
 		shutdown(sv[0], SHUT_RDWR);
 	join(t);
@@ -92,8 +100,9 @@ static void *relay_fn(void *arg)
 {
 	struct relay *r = arg;
 	relay_n(r->c, r->a, r->rec, 40);
-	relay_n(r->a, r->c, NULL, 64);
+	relay_n(r->a, r->c, NULL, 72); /* the hello's verdict, the challenge */
 	relay_n(r->c, r->a, r->rec + 40, 32);
+	relay_n(r->a, r->c, NULL, 8); /* the verdict */
 	return NULL;
 }
 
@@ -105,15 +114,15 @@ static int wrong_key_answer(void)
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	struct acc a = { .fd = sv[1], .key = key_a };
 	pthread_t t = spawn(acceptor, &a);
-	unsigned char hello[40], chal[64], m[1 + 64 + 8], mac[32];
+	unsigned char hello[40], chal[72], m[1 + 64 + 8], mac[32];
 	uint32_t h[2] = { htole32(CANAL__AUTH_MAGIC), htole32(2) };
 	memcpy(hello, h, 8);
 	randombytes_buf(hello + 8, 32);
 	CHECK(write(sv[0], hello, 40) == 40);
-	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 64);
+	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 72);
 	m[0] = 'C';
 	memcpy(m + 1, hello + 8, 32);
-	memcpy(m + 33, chal, 32);
+	memcpy(m + 33, chal + 8, 32);
 	uint32_t r[2] = { htole32(2), htole32(0) };
 	memcpy(m + 65, r, 8);
 	crypto_auth(mac, m, sizeof m, key_b);
@@ -134,7 +143,8 @@ static void replay(void)
 	struct acc a = { .fd = as[1], .key = key_a };
 	pthread_t ta = spawn(acceptor, &a), tr = spawn(relay_fn, &r);
 	char why[160];
-	CHECK_EQ(canal__auth_connect(cs[0], key_a, 2, 0, why, sizeof why), 0);
+	CHECK_EQ(canal__auth_connect(cs[0], key_a, 2, 0, 10000, why, sizeof why),
+		 0);
 	join(tr);
 	join(ta);
 	CHECK_EQ(a.err, 0);
@@ -147,15 +157,116 @@ static void replay(void)
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	struct acc b = { .fd = sv[1], .key = key_a };
 	pthread_t tb = spawn(acceptor, &b);
-	unsigned char chal[64];
+	unsigned char chal[72];
 	CHECK(write(sv[0], r.rec, 40) == 40);
-	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 64);
+	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 72);
 	CHECK(write(sv[0], r.rec + 40, 32) == 32);
 	join(tb);
 	CHECK_EQ(b.err, -EACCES);
 	CHECK(strstr(b.why, "failed the handshake") != NULL);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* canal__tcp_dial against a listener that plays an acceptor: the first
+ * `drops` connections are dropped after their hello with no verdict (as an
+ * acceptor does when a hello comes after its limit), the next gets
+ * canal__auth_accept with `key` and, when it passes, the verdict and one
+ * byte 'Z' (so the dialer can tell which connection it kept). */
+struct listener {
+	int lfd, drops, accepted, err;
+	const unsigned char *key;
+};
+
+static void *listen_fn(void *arg)
+{
+	struct listener *l = arg;
+	for (;;) {
+		int fd = accept(l->lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL; /* the test shut the listener down */
+		l->accepted++;
+		if (l->accepted <= l->drops) {
+			unsigned char hello[8];
+			CHECK(recv(fd, hello, sizeof hello, MSG_WAITALL) == 8);
+			close(fd);
+			continue;
+		}
+		int peer = -1;
+		char why[160];
+		l->err = canal__auth_accept(fd, l->key, 0, 1, 4, &peer, why,
+					    sizeof why);
+		if (!l->err) {
+			CHECK_EQ(peer, 2);
+			CHECK_EQ(canal__auth_answer(fd, CANAL__V_OK), 0);
+			CHECK(write(fd, "Z", 1) == 1);
+		}
+		/* Keep the connection until the dialer is done with it. */
+		char c;
+		while (recv(fd, &c, 1, 0) > 0)
+			;
+		close(fd);
+	}
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Dial a listener (drops, lkey) with dkey within limit_ms: the result
+ * (checked to be the kept connection when >= 0) and the connections the
+ * listener accepted. */
+static int dial(int drops, const unsigned char *lkey,
+		const unsigned char *dkey, int limit_ms, int *accepted)
+{
+	struct listener l = { .drops = drops, .key = lkey };
+	l.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(l.lfd >= 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t sl = sizeof sa;
+	CHECK(bind(l.lfd, (struct sockaddr *)&sa, sizeof sa) == 0);
+	CHECK(listen(l.lfd, 8) == 0);
+	CHECK(getsockname(l.lfd, (struct sockaddr *)&sa, &sl) == 0);
+	pthread_t t = spawn(listen_fn, &l);
+	int fd = canal__tcp_dial(&sa, 2, 0, dkey, mono_ms() + (uint64_t)limit_ms);
+	if (fd >= 0) {
+		char c = 0;
+		CHECK(recv(fd, &c, 1, MSG_WAITALL) == 1);
+		CHECK_EQ(c, 'Z');
+		close(fd);
+	}
+	shutdown(l.lfd, SHUT_RDWR);
+	join(t);
+	close(l.lfd);
+	*accepted = l.accepted;
+	return fd;
+}
+
+static void dialing(void)
+{
+	int n;
+	/* Dropped twice without a verdict: dialed again, the third kept. */
+	CHECK(dial(2, NULL, NULL, 10000, &n) >= 0);
+	CHECK_EQ(n, 3);
+	CHECK(dial(1, key_a, key_a, 10000, &n) >= 0);
+	CHECK_EQ(n, 2);
+	/* Refused (no key against a keyed rank, and the reverse, a wrong
+	 * key): final, at the first connection, long before the deadline. */
+	uint64_t t0 = mono_ms();
+	CHECK_EQ(dial(0, key_a, NULL, 10000, &n), -EACCES);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(dial(0, NULL, key_a, 10000, &n), -EACCES);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(dial(0, key_a, key_b, 10000, &n), -EACCES);
+	CHECK_EQ(n, 1);
+	CHECK(mono_ms() - t0 < 9000);
+	/* Always dropped: -ETIMEDOUT at the deadline, having dialed again. */
+	CHECK_EQ(dial(1000000, NULL, NULL, 300, &n), -ETIMEDOUT);
+	CHECK(n >= 2);
 }
 
 static void write_key(const char *path, const char *content, mode_t mode)
@@ -269,11 +380,15 @@ static void attack(const struct sockaddr_in *sa, int how)
 	CHECK(connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0);
 	char why[160];
 	if (how == 0) { /* wrong key */
-		CHECK_EQ(canal__auth_connect(fd, key_b, 1, 0, why, sizeof why),
+		CHECK_EQ(canal__auth_connect(fd, key_b, 1, 0, 10000, why,
+					     sizeof why),
 			 -EACCES);
 		shutdown(fd, SHUT_WR); /* as the engine's connector does */
 	} else if (how == 1) { /* no key: plain hello, then an eager frame */
-		CHECK_EQ(canal__auth_connect(fd, NULL, 1, 0, why, sizeof why), 0);
+		CHECK_EQ(canal__auth_connect(fd, NULL, 1, 0, 10000, why,
+					     sizeof why),
+			 -EACCES);
+		CHECK(strstr(why, "refused this rank") != NULL);
 		unsigned char frame[32] = { 28, 0, 0, 0, 1, 0, 5, 0 };
 		ssize_t k = write(fd, frame, sizeof frame);
 		(void)k;
@@ -364,10 +479,14 @@ int main(void)
 	CHECK_EQ(c, -EACCES);
 	CHECK(a < 0);
 	CHECK_EQ(wrong_key_answer(), -EACCES); /* one that answers anyway */
-	pair(NULL, key_a, &c, &a); /* no key against a keyed rank */
+	pair(NULL, key_a, &c, &a); /* no key against a keyed rank: the
+				    * connector hears the refusal and why */
 	CHECK_EQ(a, -EACCES);
+	CHECK_EQ(c, -EACCES);
+	CHECK(strstr(cwhy, "refused this rank: one side has a key") != NULL);
 	pair(key_a, NULL, &c, &a); /* keyed against a rank without key */
-	CHECK(c < 0);
+	CHECK_EQ(c, -EACCES);
+	CHECK(strstr(cwhy, "refused this rank: one side has a key") != NULL);
 	CHECK_EQ(a, -EACCES);
 	unsigned char garbage[40];
 	for (size_t i = 0; i < sizeof garbage; i++)
@@ -377,6 +496,7 @@ int main(void)
 	uint32_t bad_rank[2] = { htole32(CANAL__AUTH_MAGIC), htole32(9) };
 	CHECK_EQ(feed(bad_rank, sizeof bad_rank, true), -EPROTO);
 	replay();
+	dialing();
 
 	key_files(dir);
 	write_key(keyp, "the secret of the two ranks, 32+", 0600);

@@ -100,22 +100,64 @@ static void mac(unsigned char out[32], const unsigned char *key, char label,
 	crypto_auth(out, m, sizeof m, key);
 }
 
-int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
-			char *why, size_t whylen)
+static const char *verdict_text(uint32_t code)
 {
-	struct timeval tv = { HANDSHAKE_WAIT_S, 0 };
+	switch (code) {
+	case CANAL__V_KEY:
+		return "one side has a key and the other not";
+	case CANAL__V_MAC:
+		return "wrong key";
+	case CANAL__V_RANK:
+		return "rank out of its range";
+	case CANAL__V_TWICE:
+		return "rank connected already";
+	default:
+		return "unknown reason";
+	}
+}
+
+/* The acceptor's verdict: 0, or a negative errno with why set. */
+static int read_verdict(int fd, int peer, char *why, size_t whylen)
+{
+	uint32_t v[2];
+	int err = io_all(fd, v, sizeof v, false);
+	if (err)
+		return err;
+	uint32_t magic = le32toh(v[0]), code = le32toh(v[1]);
+	if (magic != CANAL__VERDICT_MAGIC) {
+		snprintf(why, whylen, "peer %d answered the handshake with garbage",
+			 peer);
+		return -EPROTO;
+	}
+	if (code == CANAL__V_OK)
+		return 0;
+	snprintf(why, whylen, "peer %d refused this rank: %s", peer,
+		 verdict_text(code));
+	return code == CANAL__V_KEY || code == CANAL__V_MAC ? -EACCES : -EPROTO;
+}
+
+int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
+			int wait_ms, char *why, size_t whylen)
+{
+	if (wait_ms < 1)
+		wait_ms = 1;
+	struct timeval tv = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	unsigned char hello[8 + NONCE];
 	uint32_t h[2] = { htole32(key ? CANAL__AUTH_MAGIC : CANAL__HELLO_MAGIC),
 			  htole32((uint32_t)rank) };
 	memcpy(hello, h, 8);
 	int err;
+	why[0] = 0;
 	if (!key) {
 		err = io_all(fd, hello, 8, true);
-		goto out;
+		goto verdict;
 	}
 	randombytes_buf(hello + 8, NONCE);
 	err = io_all(fd, hello, sizeof hello, true);
+	/* The hello's verdict: a refusal (no key here, rank), or go on. */
+	if (!err)
+		err = read_verdict(fd, peer, why, whylen);
 	unsigned char reply[NONCE + 32], want[32];
 	if (!err)
 		err = io_all(fd, reply, sizeof reply, false);
@@ -129,12 +171,37 @@ int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
 	}
 	mac(want, key, 'C', hello + 8, reply, rank, peer);
 	err = io_all(fd, want, 32, true);
+verdict:
+	if (!err)
+		err = read_verdict(fd, peer, why, whylen);
 out:
-	if (err)
+	/* Dropped without a verdict: the acceptor closed it (its limit for
+	 * a late hello, or it is going away); the caller may dial again. A
+	 * reply timeout is SO_RCVTIMEO's EAGAIN: say so. */
+	if (err == -EAGAIN || err == -EWOULDBLOCK)
+		err = -ETIMEDOUT;
+	else if (err == -ECONNRESET || err == -EPIPE)
+		err = -EAGAIN;
+	if (err && !why[0])
 		snprintf(why, whylen, "handshake with peer %d: %s", peer,
-			 strerror(-err));
+			 err == -EAGAIN ? "dropped by the peer before its verdict"
+					: strerror(-err));
 	tv.tv_sec = 0;
+	tv.tv_usec = 0;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	return err;
+}
+
+int canal__auth_answer(int fd, enum canal__verdict code)
+{
+	uint32_t v[2] = { htole32(CANAL__VERDICT_MAGIC), htole32((uint32_t)code) };
+	return io_all(fd, v, sizeof v, true);
+}
+
+/* Refuse with a verdict (the peer spoke canal's opening): err. */
+static int refuse(int fd, enum canal__verdict code, int err)
+{
+	(void)canal__auth_answer(fd, code); /* it may be gone: nothing to do */
 	return err;
 }
 
@@ -159,23 +226,28 @@ int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
 	}
 	if (magic == CANAL__HELLO_MAGIC && key) {
 		snprintf(why, whylen, "peer has no key (plain hello to a keyed rank)");
-		return -EACCES;
+		return refuse(fd, CANAL__V_KEY, -EACCES);
 	}
 	if (magic == CANAL__AUTH_MAGIC && !key) {
 		snprintf(why, whylen, "peer sent a keyed handshake, this rank has no key");
-		return -EACCES;
+		return refuse(fd, CANAL__V_KEY, -EACCES);
 	}
 	if (r < lo || r >= hi) {
 		snprintf(why, whylen, "rank %d out of range", r);
-		return -EPROTO;
+		return refuse(fd, CANAL__V_RANK, -EPROTO);
 	}
 	if (key) {
 		err = io_all(fd, hello + 8, NONCE, false);
-		unsigned char reply[NONCE + 32], got[32], want[32];
+		/* The hello's verdict (go on), then the challenge. */
+		unsigned char out[8 + NONCE + 32], got[32], want[32];
+		unsigned char *reply = out + 8;
+		uint32_t go[2] = { htole32(CANAL__VERDICT_MAGIC),
+				   htole32(CANAL__V_OK) };
+		memcpy(out, go, 8);
 		randombytes_buf(reply, NONCE);
 		if (!err) {
 			mac(reply + NONCE, key, 'A', hello + 8, reply, r, rank);
-			err = io_all(fd, reply, sizeof reply, true);
+			err = io_all(fd, out, sizeof out, true);
 		}
 		if (!err)
 			err = io_all(fd, got, 32, false);
@@ -189,7 +261,7 @@ int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
 			snprintf(why, whylen,
 				 "claimed rank %d failed the handshake (wrong key or replay)",
 				 r);
-			return -EACCES;
+			return refuse(fd, CANAL__V_MAC, -EACCES);
 		}
 	}
 	tv.tv_sec = 0;

@@ -4,23 +4,39 @@
  * a plain hello, or, with a shared key, a challenge-response handshake so
  * that a stray or hostile connection cannot become a gate.
  *
- * Plain (no key): the connector sends {u32 HELLO_MAGIC, u32 rank}.
+ * Plain (no key): the connector sends {u32 HELLO_MAGIC, u32 rank}; the
+ * acceptor answers its verdict (below).
  *
  * Keyed: the key is 32 bytes derived (BLAKE2b, crypto_generichash) from
  * the contents of a key file that only its owner can read. MACs are
  * libsodium's crypto_auth (HMAC-SHA-512-256).
  *   1. connector -> acceptor: {u32 AUTH_MAGIC, u32 rank_c, nonce_c[32]}
- *   2. acceptor -> connector: {nonce_a[32], mac_a}
+ *   2. acceptor -> connector: the hello's verdict (below; code 0: go on),
+ *      then {nonce_a[32], mac_a}
  *        mac_a = HMAC(key, 'A' | nonce_c | nonce_a | rank_c | rank_a)
  *   3. connector -> acceptor: {mac_c}
  *        mac_c = HMAC(key, 'C' | nonce_c | nonce_a | rank_c | rank_a)
+ *   4. acceptor -> connector: the verdict
  * Each side checks the other's MAC (constant time). nonce_a is fresh random
  * bytes for every connection, so a recorded handshake replayed on a new
  * connection carries a mac_c for another nonce_a and is refused; the
- * direction label keeps mac_a from being reflected as mac_c. A wrong
- * magic (garbage, or a plain hello to a keyed acceptor and the reverse),
- * a short read (2 s limit) or a wrong MAC refuses the connection: the
- * acceptor closes it and logs one line on stderr; nothing it sent is read.
+ * direction label keeps mac_a from being reflected as mac_c.
+ *
+ * Verdict (both forms): {u32 VERDICT_MAGIC, u32 code}, code 0 (accepted:
+ * from then on the connection is a gate) or the reason the acceptor
+ * refused (enum canal__verdict), after which it closes the connection. A
+ * refusal of the hello itself (no key on one side, rank out of range)
+ * comes at once, in step 2's place. The connector counts as connected
+ * only once it has read code 0, so it tells a refusal (a clear error,
+ * never retried) from a connection the acceptor dropped without a verdict
+ * (end of stream or a reset: its 10 s limit passed while the hello was
+ * late on a lossy link, or it is going away), which the connector dials
+ * again until its deadline. Garbage (a wrong magic) and a short read get
+ * no verdict: the acceptor does not talk to what is not a canal engine.
+ * Each refusal is logged on stderr by the acceptor; nothing the connection
+ * sent is read as a message. The verdict is not authenticated: whoever can
+ * forge it can reset the connection too (the key protects who may
+ * connect, not the stream).
  */
 #ifndef CANAL_ENGINE_AUTH_H
 #define CANAL_ENGINE_AUTH_H
@@ -30,20 +46,44 @@
 #define CANAL__KEY_BYTES 32
 #define CANAL__HELLO_MAGIC 0x63746370u /* "pctc" */
 #define CANAL__AUTH_MAGIC 0x61746370u  /* "pcta" */
+#define CANAL__VERDICT_MAGIC 0x76746370u /* "pctv" */
+
+/* The acceptor's answer (auth.h's Verdict). */
+enum canal__verdict {
+	CANAL__V_OK = 0,
+	CANAL__V_KEY = 1,   /* one side has a key, the other not */
+	CANAL__V_MAC = 2,   /* wrong MAC: another key, or a replay */
+	CANAL__V_RANK = 3,  /* rank out of the range this acceptor takes */
+	CANAL__V_TWICE = 4, /* that rank is connected already */
+};
 
 /* Load the key from path: a regular file owned by this user, not readable
  * or writable by group or others, 16 to 4096 bytes. 0, or a negative errno
  * with the reason in why (-EACCES: permissions, -EINVAL: size). */
 int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		     char *why, size_t whylen);
-/* Connector side, on a connected blocking socket: 0, or a negative errno
- * with the reason in why. key NULL: plain hello. */
+/* Connector side, on a connected blocking socket; key NULL: plain hello.
+ * Waits up to wait_ms (at least 1 ms) for each message of the acceptor,
+ * the verdict included (the acceptor takes connections one at a time, so
+ * others may go first). 0 once the acceptor's verdict accepted this rank;
+ * else a negative errno with the reason in why: -EACCES refused for the
+ * key (or the acceptor's MAC is wrong), -EPROTO refused for the rank or a
+ * malformed answer, -EAGAIN the acceptor dropped the connection without
+ * a verdict (end of stream, reset or broken pipe: worth dialing again),
+ * -ETIMEDOUT nothing within wait_ms. */
 int canal__auth_connect(int fd, const unsigned char *key, int rank,
-			int peer, char *why, size_t whylen);
-/* Acceptor side: the peer's rank (which must be in [lo, hi)) in *peer once
- * the handshake succeeded: 0, or a negative errno with the reason in why
- * (the caller closes the connection and logs). */
+			int peer, int wait_ms, char *why, size_t whylen);
+/* Acceptor side: checks the opening; the peer's rank (which must be in
+ * [lo, hi)) in *peer. 0 when the handshake succeeded: the caller then
+ * sends the verdict itself (canal__auth_answer: CANAL__V_OK, or
+ * CANAL__V_TWICE for a rank it has already). Else a negative errno with
+ * the reason in why, the refusal's verdict already sent when the peer
+ * spoke canal's opening (none to garbage or a short read); the caller
+ * closes the connection and logs. */
 int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
 		       int hi, int *peer, char *why, size_t whylen);
+/* Send the verdict code on fd: 0, or a negative errno (the connector is
+ * gone: the caller drops the connection). */
+int canal__auth_answer(int fd, enum canal__verdict code);
 
 #endif /* CANAL_ENGINE_AUTH_H */

@@ -132,6 +132,17 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 			   const unsigned char *key,
 			   struct canal__driver **drivers);
 
+struct sockaddr_in;
+
+/* tcp.c: connect to peer at sa with the opening of auth.h (key NULL:
+ * plain), dialing again while the peer is not listening yet or drops the
+ * connection before its verdict, until deadline (CLOCK_MONOTONIC, ms).
+ * The connected blocking socket, or a negative errno: -ETIMEDOUT at the
+ * deadline, -EACCES / -EPROTO the peer refused this rank (final, logged
+ * on stderr with the peer's reason), another errno from socket/connect. */
+int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
+		    const unsigned char *key, uint64_t deadline);
+
 /* ucx.c: a UCP worker for the session, its address published through x, an
  * endpoint per peer. Built when UCX is found (CANAL_HAVE_UCX). */
 int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,

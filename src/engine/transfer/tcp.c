@@ -309,32 +309,41 @@ static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
 	return 0;
 }
 
-static int connect_to(const struct sockaddr_in *sa, int rank, int peer,
-		      const unsigned char *key, uint64_t deadline)
+/* Dial peer at sa until deadline (now_ms clock): a connection the peer
+ * refused to listen on yet, or dropped before its handshake verdict (auth.h:
+ * its limit passed while our hello was late on a lossy link), is dialed
+ * again; a refusal (wrong key, rank) is final. The connected socket, or a
+ * negative errno (logged). */
+int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
+		    const unsigned char *key, uint64_t deadline)
 {
 	for (;;) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
+		int err = 0;
+		char why[160] = "";
 		if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) {
-			char why[160];
-			int err = canal__auth_connect(fd, key, rank, peer, why,
-						      sizeof why);
-			if (err) {
+			uint64_t now = now_ms();
+			int wait = now < deadline ? (int)(deadline - now) : 0;
+			err = canal__auth_connect(fd, key, rank, peer,
+						  wait < 1000 ? 1000 : wait,
+						  why, sizeof why);
+			if (!err)
+				return fd;
+		} else {
+			err = -errno;
+		}
+		close(fd);
+		bool again = err == -ECONNREFUSED || err == -EINTR ||
+			     err == -EAGAIN;
+		if (!again || now_ms() > deadline) {
+			if (why[0])
 				fprintf(stderr, "canal engine: rank %d: %s\n",
 					rank, why);
-				close(fd);
-				return err;
-			}
-			return fd;
+			return again ? -ETIMEDOUT : err;
 		}
-		int err = errno;
-		close(fd);
-		if (err != ECONNREFUSED && err != EINTR)
-			return -err;
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		sleep_ms(1);
+		sleep_ms(err == -EAGAIN ? 10 : 1);
 	}
 }
 
@@ -385,7 +394,7 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 		err = read_port(x, j, deadline, &sa);
 		if (err)
 			goto out;
-		int fd = connect_to(&sa, rank, j, key, deadline);
+		int fd = canal__tcp_dial(&sa, rank, j, key, deadline);
 		if (fd < 0) {
 			err = fd;
 			goto out;
@@ -413,6 +422,13 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 		if (!aerr && drivers[peer]) {
 			snprintf(why, sizeof why, "rank %d connected twice", peer);
 			aerr = -EPROTO;
+			(void)canal__auth_answer(fd, CANAL__V_TWICE);
+		} else if (!aerr) {
+			aerr = canal__auth_answer(fd, CANAL__V_OK);
+			if (aerr)
+				snprintf(why, sizeof why,
+					 "rank %d left before the verdict (%s)",
+					 peer, strerror(-aerr));
 		}
 		if (aerr) {
 			/* Not one of ours: refuse it, keep waiting. */
