@@ -5,7 +5,8 @@
  * netns.h). Over TCP, and over UCX
  * with UCX_TLS=tcp (UCX would otherwise use shared memory: the namespaces
  * share the machine's memory), each rank binds its namespace's address
- * and the exchange of remote_traffic.h must be exactly once and in order
+ * (given as the interface's name on one side, as the subnet on the
+ * other) and the exchange of remote_traffic.h must be exactly once and in order
  * per tag. Root only; skips with the reason when namespaces cannot be
  * made. Bounded (60 s per job); the namespaces are deleted whatever
  * happens (the body runs in a child). */
@@ -24,8 +25,10 @@ static int rank_main(int rank, const char *dir)
 		perror("setns");
 		return 3;
 	}
-	char bind[32];
-	snprintf(bind, sizeof bind, "10.201.1.%d", rank + 1);
+	/* The two forms one setting can give every host (ifaddr.h): rank 0
+	 * names its interface, rank 1 the subnet; each resolves to its own
+	 * namespace's address (10.201.1.1 and .2). */
+	const char *bind = rank == 0 ? "cv1a" : "10.201.1.0/24";
 	if (!strcmp(drv, "ucx")) {
 		setenv("UCX_TLS", "tcp", 1);
 		setenv("UCX_NET_DEVICES", rank == 0 ? "cv1a" : "cv1b", 1);

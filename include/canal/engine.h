@@ -106,7 +106,15 @@ struct canal_engine_options {
 			       * $CANAL_ENGINE_STRATEGY, else "default" */
 	const char *bind;     /* TCP: address to listen on, or several
 			       * comma-separated (up to 4): one rail each;
-			       * NULL: $CANAL_ENGINE_BIND, else 127.0.0.1 */
+			       * each an IPv4 address, an interface name
+			       * ("eth0": its address) or a subnet
+			       * ("10.1.0.0/16": this host's address in it),
+			       * so that one setting serves every host of a
+			       * job; NULL: $CANAL_ENGINE_BIND, else
+			       * 127.0.0.1. open fails with -EADDRNOTAVAIL
+			       * (and says which) when an entry names no
+			       * address of this host, -EINVAL when one is
+			       * malformed */
 	int connect_timeout_ms; /* waiting for the peers at open; 0: 30000 */
 	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
 			       * or answers no keepalive probe, this long is

@@ -23,6 +23,7 @@
 #include "transfer/auth.h"
 #include "transfer/driver.h"
 #include "transfer/exchange.h"
+#include "transfer/ifaddr.h"
 #include "transfer/lazy.h"
 
 #include <canal/channel.h>
@@ -166,6 +167,40 @@ static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
 	}
 	free(sub);
 	return err;
+}
+
+/* bind has at most 4 comma-separated entries and each resolves
+ * (ifaddr.h): 0, or the first error (-EINVAL for the list itself),
+ * logged with its reason. */
+static int check_bind(const char *bind, int rank)
+{
+	int commas = 0;
+	for (const char *p = bind; *p; p++)
+		commas += *p == ',';
+	if (commas >= 4) {
+		fprintf(stderr, "canal engine: rank %d: bind list \"%s\": at most 4 rails\n",
+			rank, bind);
+		return -EINVAL;
+	}
+	for (const char *p = bind;;) {
+		char spec[CANAL__ADDR_MAX], addr[CANAL__ADDR_MAX], why[160];
+		size_t l = strcspn(p, ",");
+		int err = -EINVAL;
+		snprintf(why, sizeof why, "bind list \"%s\": an empty or too long entry",
+			 bind);
+		if (l > 0 && l < sizeof spec) {
+			memcpy(spec, p, l);
+			spec[l] = 0;
+			err = canal__bind_resolve(spec, addr, why, sizeof why);
+		}
+		if (err) {
+			fprintf(stderr, "canal engine: rank %d: %s\n", rank, why);
+			return err;
+		}
+		p += l;
+		if (!*p++)
+			return 0;
+	}
 }
 
 /* driver: one kind ("shm", "tcp", "ucx") or several joined by '+' (each
@@ -321,6 +356,15 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		/* Rails of several kinds take one TCP address. */
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
+	}
+	if (tcp && bind) {
+		/* Every entry names an address of this host before any rail
+		 * connects (ifaddr.h; tcp.c resolves each again to bind). */
+		int berr = check_bind(bind, rank);
+		if (berr) {
+			canal__pmix_fini(&xchg);
+			return berr;
+		}
 	}
 	struct canal_engine *e = calloc(1, sizeof *e);
 	if (!e) {

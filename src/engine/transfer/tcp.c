@@ -13,7 +13,8 @@
  * a reset is -ECONNRESET.
  *
  * Connection set-up (canal__tcp_connect_all): every process listens on
- * bind_addr with a kernel-chosen port and publishes "port" in
+ * bind_addr (an address, or an interface or subnet naming one of this
+ * host's: ifaddr.h) with a kernel-chosen port and publishes "port" in
  * "addr port" under key "tcp" (exchange.h: dir/tcp.<rank>, or PMIx), then
  * all fence; it connects to every lower rank and accepts every higher one.
  * A connection opens with a hello {u32 magic, u32 rank}, or with a shared
@@ -26,6 +27,7 @@
 #include "driver.h"
 #include "auth.h"
 #include "exchange.h"
+#include "ifaddr.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -364,8 +366,16 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 	int rank = x->rank, size = x->size;
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 	int err = 0, lfd = -1;
+	char addr[CANAL__ADDR_MAX], bad[160];
 	if (!bind_addr)
 		bind_addr = "127.0.0.1";
+	/* An interface name or a subnet: this host's address there. */
+	err = canal__bind_resolve(bind_addr, addr, bad, sizeof bad);
+	if (err) {
+		fprintf(stderr, "canal engine: rank %d: %s\n", rank, bad);
+		return err;
+	}
+	bind_addr = addr;
 	if (rank < size - 1) {
 		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (lfd < 0)

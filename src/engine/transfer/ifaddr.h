@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transfer/ifaddr.h - what a TCP bind setting names, as one of this host's
+ * IPv4 addresses, so that one setting serves every host of a job
+ * (`mpirun -x CANAL_ENGINE_BIND=10.1.0.0/16`, or `=ib0`).
+ */
+#ifndef CANAL_ENGINE_IFADDR_H
+#define CANAL_ENGINE_IFADDR_H
+
+#include <stddef.h>
+
+#define CANAL__ADDR_MAX 64
+
+/*
+ * spec is one of:
+ *   an IPv4 address ("10.1.0.5"): itself, as given (it need not be this
+ *     host's: bind fails later if it is not);
+ *   an interface name ("eth0", "ib0"): that interface's first IPv4
+ *     address;
+ *   a subnet in CIDR form ("10.1.0.0/16"): this host's first IPv4 address
+ *     inside it (interfaces in getifaddrs order, those that are up first).
+ * The address as text in out (CANAL__ADDR_MAX bytes). 0, or a negative
+ * errno with the reason in why: -EINVAL a malformed spec (empty, too long,
+ * a prefix length out of 0-32, a subnet with host bits set),
+ * -EADDRNOTAVAIL no interface of that name with an IPv4 address, or no
+ * address of this host in the subnet; getifaddrs' errno otherwise.
+ * Thread-safe; reads the interfaces at each call (no cache).
+ */
+int canal__bind_resolve(const char *spec, char *out, char *why, size_t whylen);
+
+#endif /* CANAL_ENGINE_IFADDR_H */
