@@ -65,6 +65,15 @@ struct canal__parker_ops {
 	 * whether anything did (the waiter then re-checks its condition
 	 * before it waits). NULL, or false, when nothing else is ready. */
 	bool (*yield_if_busy)(void *self);
+	/* Let another task that is ready on this thread (its loop's queue,
+	 * not only the runnext slot) run now, and say whether one did; never
+	 * waits (at most the loop's poll for completions). For a caller that holds nothing
+	 * another task could wait for, when running on is worth less than
+	 * what others could do meanwhile: a claim lost to another CPU
+	 * (contention; canal__yield_to_ready), or a quantum of operations
+	 * that never blocked (a task that never waits would hold its loop).
+	 * NULL for a thread (nothing to yield to without a system call). */
+	bool (*yield_to_ready)(void *self);
 	/* Spinning policy: a task holds its loop's thread while it spins,
 	 * so the wait layer parks it at once (no poll, no yield phase as a
 	 * thread has; at most the one yield_if_busy). */
@@ -82,6 +91,14 @@ const struct canal__parker *canal__parker_get(void);
 /* Install p as the calling thread's parker (NULL: back to the default).
  * p must stay valid while installed. */
 void canal__parker_install(const struct canal__parker *p);
+
+/* The calling thread's parker's yield_to_ready: true if another task ran
+ * meanwhile, false at once for a thread or when none is ready. */
+static inline bool canal__yield_to_ready(void)
+{
+	const struct canal__parker *p = canal__parker_get();
+	return p->ops->yield_to_ready && p->ops->yield_to_ready(p->self);
+}
 
 /*
  * The process's local waker: wakes up to count tasks of this process parked

@@ -138,6 +138,26 @@ static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
 			      owner_word(id, pos, role), memory_order_release);
 }
 
+/*
+ * A claim's CAS lost to another claimer. A thread pauses (growing) before
+ * it retries, so that the line does not bounce at every try. A task whose
+ * loop has other tasks ready lets them run first (base/park.h,
+ * yield_to_ready): the race was most likely lost to a task on another
+ * CPU working the same end of the ring, and while both fight, every claim
+ * moves the index's line (and the slot's) between the CPUs; the other
+ * ready tasks (often this channel's other end) work meanwhile, and the
+ * ends drift apart onto the two loops. Nothing is held here (the claim
+ * failed), so any other task may run. Measured (Intel Xeon host, 2
+ * loops, 4 senders and 4 receivers of 1 M messages, capacity 1 M, 8
+ * interleaved runs): with the operation quantum of sendrecv.c, 0.197 s
+ * -> 0.048 s median (Go 0.099); alone, 0.064 s but bimodal (0.03-0.24).
+ */
+static inline void lost_race(unsigned *ck)
+{
+	if (!canal__yield_to_ready())
+		canal__pause_exp(ck);
+}
+
 long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 			    uint64_t deadline, struct canal__held_wait *hw,
 			    bool give_up_held)
@@ -176,7 +196,7 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				*pos_out = pos;
 				return (long)k;
 			}
-			canal__pause_exp(&ck);
+			lost_race(&ck);
 			continue;
 		}
 		uint64_t sp = stamp_position(ch, pos, st);
@@ -256,7 +276,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 				*pos_out = h;
 				return (long)k;
 			}
-			canal__pause_exp(&ck);
+			lost_race(&ck);
 			continue;
 		}
 		/* Position h is not published yet. A try operation on an open

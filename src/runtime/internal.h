@@ -346,6 +346,13 @@ struct canal__task *canal__loop_handoff_next(struct canal__loop *l,
 					     struct canal__task *t);
 /* task.c: that hand-off from the calling task; false if none. */
 bool canal__task_handoff(void);
+/* task.c: yield if another task is ready on this loop (base/park.h's
+ * yield_to_ready); false, having done nothing, if none is. */
+bool canal__task_yield_ready(void);
+/* loop.c: is a task other than the running one ready on l (the runnext
+ * slot, the yield slot, the queue)? Read by l's own thread; a thief may
+ * empty the queue meanwhile (then a yield finds nothing: harmless). */
+bool canal__loop_has_ready(struct canal__loop *l);
 /* loop.c: the task a yield of t switches to directly (t then in the
  * loop's yield slot), or NULL: yield through the scheduler. */
 struct canal__task *canal__loop_yield_next(struct canal__loop *l,

@@ -400,6 +400,14 @@ struct canal__task *canal__loop_yield_next(struct canal__loop *l,
 	return next;
 }
 
+bool canal__loop_has_ready(struct canal__loop *l)
+{
+	return !l->is_pool &&
+	       (l->runnext ||
+		atomic_load_explicit(&l->yslot, memory_order_relaxed) ||
+		atomic_load_explicit(&l->queued, memory_order_relaxed));
+}
+
 /* The yield slot's task to the queue's back (the scheduler context, before
  * anything else at every switch out to it: the slot is empty whenever the
  * loop schedules, steals, spins or sleeps). */

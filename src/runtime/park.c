@@ -441,6 +441,13 @@ static bool task_yield_if_busy(void *self)
 	return canal__task_handoff();
 }
 
+/* base/park.h: any task ready on this loop (canal__task_yield_ready). */
+static bool task_yield_to_ready(void *self)
+{
+	(void)self;
+	return canal__task_yield_ready();
+}
+
 static void task_sleep_until(void *self, uint64_t deadline_ns)
 {
 	(void)self;
@@ -453,6 +460,7 @@ const struct canal__parker_ops canal__task_parker_ops = {
 	.wait_many = task_wait_many,
 	.yield = task_yield,
 	.yield_if_busy = task_yield_if_busy,
+	.yield_to_ready = task_yield_to_ready,
 	.sleep_until = task_sleep_until,
 	.is_task = true,
 };

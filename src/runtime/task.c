@@ -325,6 +325,28 @@ EXPORT void canal_yield(void)
 	direct_switch(l, t, next);
 }
 
+/* canal_yield only when another task is ready on this loop: true once
+ * this one runs again (straight to that task, or through the scheduler
+ * when it is the scheduler's turn or the runnext slot's); false at once
+ * when none is ready, outside a task, or in a detached one. */
+bool canal__task_yield_ready(void)
+{
+	struct canal__loop *l = canal__this_loop();
+	struct canal__task *t = l ? l->current : NULL;
+	if (!t || t->detached)
+		return false;
+	struct canal__task *next = canal__loop_yield_next(l, t);
+	if (next) {
+		direct_switch(l, t, next);
+		return true;
+	}
+	if (!canal__loop_has_ready(l))
+		return false;
+	t->after = AFTER_YIELD;
+	canal__task_switch_out(t);
+	return true;
+}
+
 /* A task about to wait lets the task it woke last (the runnext slot) run
  * first, trading places with it (loop.c, canal__loop_handoff_next).
  * Returns whether it did. */
