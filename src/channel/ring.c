@@ -147,14 +147,16 @@ static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
  * moves the index's line (and the slot's) between the CPUs; the other
  * ready tasks (often this channel's other end) work meanwhile, and the
  * ends drift apart onto the two loops. Nothing is held here (the claim
- * failed), so any other task may run. Measured (Intel Xeon host, 2
+ * failed), so any other task may run; but a try (deadline 0, try_only)
+ * never lets others run (task.h: only blocking operations may).
+ * Measured (Intel Xeon host, 2
  * loops, 4 senders and 4 receivers of 1 M messages, capacity 1 M, 8
  * interleaved runs): with the operation quantum of sendrecv.c, 0.197 s
  * -> 0.048 s median (Go 0.099); alone, 0.064 s but bimodal (0.03-0.24).
  */
-static inline void lost_race(unsigned *ck)
+static inline void lost_race(unsigned *ck, bool may_switch)
 {
-	if (!canal__yield_to_ready())
+	if (!may_switch || !canal__yield_to_ready())
 		canal__pause_exp(ck);
 }
 
@@ -196,7 +198,7 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				*pos_out = pos;
 				return (long)k;
 			}
-			lost_race(&ck);
+			lost_race(&ck, deadline != 0);
 			continue;
 		}
 		uint64_t sp = stamp_position(ch, pos, st);
@@ -276,7 +278,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 				*pos_out = h;
 				return (long)k;
 			}
-			lost_race(&ck);
+			lost_race(&ck, !try_only);
 			continue;
 		}
 		/* Position h is not published yet. A try operation on an open
