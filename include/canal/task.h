@@ -17,10 +17,13 @@
  *    loop's thread until it blocks (a channel operation, a condition
  *    variable, I/O, canal_sleep_ns) or yields; then the loop runs others.
  *    A task that computes for long without blocking holds its loop. A
- *    blocking channel operation may let others run even when it need not
- *    wait: when it loses the race for a slot to another CPU, and once
- *    every 1024 sends and receives that did not wait (so a task that
- *    never waits does not hold its loop); the try forms never do.
+ *    blocking channel operation on a buffered channel may let others run
+ *    even when it need not wait: when it loses the race for a slot to
+ *    another CPU, and, for canal_send and canal_recv on a private
+ *    channel, once every 1024 that did not wait (so a task sending into
+ *    a wide channel does not hold its loop to the end). The try forms of
+ *    buffered channels never let others run (those of capacity-0
+ *    channels may, as they may wait up to a millisecond for a peer).
  *  - Tasks and channels: every blocking operation of <canal/channel.h>
  *    called from a task parks the task (its loop runs others); from a plain
  *    thread it blocks the thread as always. Threads and tasks mix freely on

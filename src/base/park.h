@@ -65,14 +65,17 @@ struct canal__parker_ops {
 	 * whether anything did (the waiter then re-checks its condition
 	 * before it waits). NULL, or false, when nothing else is ready. */
 	bool (*yield_if_busy)(void *self);
-	/* Let another task that is ready on this thread (its loop's queue,
-	 * not only the runnext slot) run now, and say whether one did; never
-	 * waits (at most the loop's poll for completions). For a caller that holds nothing
-	 * another task could wait for, when running on is worth less than
-	 * what others could do meanwhile: a claim lost to another CPU
-	 * (contention; canal__yield_to_ready), or a quantum of operations
-	 * that never blocked (a task that never waits would hold its loop).
-	 * NULL for a thread (nothing to yield to without a system call). */
+	/* If another task is ready on this thread (its loop's queue, yield
+	 * slot or runnext slot), yield to it and return true once this one
+	 * runs again (a thief may have taken that task meanwhile: then it
+	 * only passed through the loop's scheduler); else return false at
+	 * once, having done nothing. Never waits; at most one pass of the
+	 * loop's scheduler (completions, timers). For a caller that holds
+	 * nothing another party waits for, when running on is worth less
+	 * than what others could do meanwhile: a claim lost to another CPU
+	 * (channel/ring.c), or a quantum of operations that did not wait
+	 * (channel/sendrecv.c: tasks are not preempted). NULL for a thread
+	 * (nothing to yield to without a system call). */
 	bool (*yield_to_ready)(void *self);
 	/* Spinning policy: a task holds its loop's thread while it spins,
 	 * so the wait layer parks it at once (no poll, no yield phase as a
@@ -92,8 +95,8 @@ const struct canal__parker *canal__parker_get(void);
  * p must stay valid while installed. */
 void canal__parker_install(const struct canal__parker *p);
 
-/* The calling thread's parker's yield_to_ready: true if another task ran
- * meanwhile, false at once for a thread or when none is ready. */
+/* The calling thread's parker's yield_to_ready: true if it yielded,
+ * false at once for a thread or when no other task is ready. */
 static inline bool canal__yield_to_ready(void)
 {
 	const struct canal__parker *p = canal__parker_get();

@@ -139,20 +139,24 @@ static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
 }
 
 /*
- * A claim's CAS lost to another claimer. A thread pauses (growing) before
- * it retries, so that the line does not bounce at every try. A task whose
- * loop has other tasks ready lets them run first (base/park.h,
- * yield_to_ready): the race was most likely lost to a task on another
- * CPU working the same end of the ring, and while both fight, every claim
- * moves the index's line (and the slot's) between the CPUs; the other
- * ready tasks (often this channel's other end) work meanwhile, and the
- * ends drift apart onto the two loops. Nothing is held here (the claim
- * failed), so any other task may run; but a try (deadline 0, try_only)
- * never lets others run (task.h: only blocking operations may).
- * Measured (Intel Xeon host, 2
- * loops, 4 senders and 4 receivers of 1 M messages, capacity 1 M, 8
- * interleaved runs): with the operation quantum of sendrecv.c, 0.197 s
- * -> 0.048 s median (Go 0.099); alone, 0.064 s but bimodal (0.03-0.24).
+ * A claim's CAS lost (most likely to another claimer). A thread pauses
+ * (growing) before it retries, so that the line does not bounce at every
+ * try. A task whose loop has other tasks ready lets them run first
+ * (base/park.h, yield_to_ready): the race was most likely lost to a task
+ * on another CPU working the same end of the ring, and while both fight,
+ * every claim moves the index's line (and the slot's) between the CPUs;
+ * the other ready tasks (often this channel's other end) work meanwhile,
+ * and the ends drift apart onto the two loops. Only where the caller
+ * holds nothing another party waits for and may block anyway
+ * (may_switch): not a try or a last attempt (deadline 0, try_only), and
+ * not a capacity-0 sender (give_up_held), which holds a receiver's demand
+ * unit from before its claim until its claim (GUARANTEES.md: only a few
+ * instructions; a switch here could last as long as another task runs,
+ * and a process killed meanwhile would take the unit with it). Measured
+ * (Intel Xeon host, 2 loops, 4 senders and 4 receivers of 1 M messages,
+ * capacity 1 M, 8 interleaved runs): with the operation quantum of
+ * sendrecv.c, 0.197 s -> 0.048 s median (Go 0.099); alone, 0.064 s but
+ * bimodal (0.03-0.24).
  */
 static inline void lost_race(unsigned *ck, bool may_switch)
 {
@@ -198,7 +202,7 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				*pos_out = pos;
 				return (long)k;
 			}
-			lost_race(&ck, deadline != 0);
+			lost_race(&ck, deadline != 0 && !give_up_held);
 			continue;
 		}
 		uint64_t sp = stamp_position(ch, pos, st);
@@ -278,7 +282,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 				*pos_out = h;
 				return (long)k;
 			}
-			lost_race(&ck, !try_only);
+			lost_race(&ck, !try_only && deadline != 0);
 			continue;
 		}
 		/* Position h is not published yet. A try operation on an open

@@ -461,8 +461,10 @@ static inline bool recv_fast(struct canal_chan *ch, void *elt)
 
 /*
  * The operation quantum: a task lets the other ready tasks of its loop run
- * (base/park.h, yield_to_ready) after every OP_QUANTUM sends and receives
- * it completed on the fast path, without waiting. Tasks are not preempted:
+ * (base/park.h, yield_to_ready) after every OP_QUANTUM canal_send and
+ * canal_recv it completed on the fast path (private buffered channels,
+ * without waiting; the timed, batch, single-copy and try forms and shared
+ * channels are not counted). Tasks are not preempted:
  * a sender into a wide channel never waits and would hold its loop until
  * it is done, and with two loops each running such tasks both CPUs would
  * work the same end of the ring at once (every claim moving its lines
