@@ -19,9 +19,10 @@
  *    A task that computes for long without blocking holds its loop. A
  *    blocking channel operation on a buffered channel may let others run
  *    even when it need not wait: when it loses the race for a slot to
- *    another CPU, and, for canal_send and canal_recv on a private
- *    channel, once every 1024 that did not wait (so a task sending into
- *    a wide channel does not hold its loop to the end). The try forms of
+ *    another CPU, and once every 1024 elements sent or received through
+ *    canal_send, canal_recv, their timed forms and the blocking batches
+ *    (so a task sending into a wide channel does not hold its loop to
+ *    the end). The try forms of
  *    buffered channels never let others run (those of capacity-0
  *    channels may, as they may wait up to a millisecond for a peer).
  *  - Tasks and channels: every blocking operation of <canal/channel.h>

@@ -74,7 +74,7 @@ struct canal__parker_ops {
 	 * nothing another party waits for, when running on is worth less
 	 * than what others could do meanwhile: a claim lost to another CPU
 	 * (channel/ring.c), or a quantum of operations that did not wait
-	 * (channel/sendrecv.c: tasks are not preempted). NULL for a thread
+	 * (channel/quantum.h: tasks are not preempted). NULL for a thread
 	 * (nothing to yield to without a system call). */
 	bool (*yield_to_ready)(void *self);
 	/* Spinning policy: a task holds its loop's thread while it spins,

@@ -4,6 +4,7 @@
  * index per group ("par lots"). Invariants and orderings: internal.h.
  */
 #include "internal.h"
+#include "quantum.h"
 #include "wake.h"
 
 #include <errno.h>
@@ -128,15 +129,23 @@ static ssize_t damaged_or(const struct canal_chan *ch, ssize_t r)
 	return ch && chan_damaged(ch) ? -EBADMSG : r;
 }
 
+/* A blocking batch counts its elements towards the quantum (quantum.h). */
+static ssize_t counted_batch(ssize_t r)
+{
+	if (r > 0)
+		canal__ops_done(r > (ssize_t)UINT32_MAX ? UINT32_MAX : (uint32_t)r);
+	return r;
+}
+
 CANAL_EXPORT ssize_t canal_send_batch(struct canal_chan *ch, const void *elts,
 				size_t n)
 {
-	return damaged_or(ch, send_batch(ch, elts, n, false));
+	return counted_batch(damaged_or(ch, send_batch(ch, elts, n, false)));
 }
 
 CANAL_EXPORT ssize_t canal_recv_batch(struct canal_chan *ch, void *elts, size_t max)
 {
-	return damaged_or(ch, recv_batch(ch, elts, max, false));
+	return counted_batch(damaged_or(ch, recv_batch(ch, elts, max, false)));
 }
 
 CANAL_EXPORT ssize_t canal_try_send_batch(struct canal_chan *ch, const void *elts,

@@ -154,8 +154,8 @@ static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
  * instructions; a switch here could last as long as another task runs,
  * and a process killed meanwhile would take the unit with it). Measured
  * (Intel Xeon host, 2 loops, 4 senders and 4 receivers of 1 M messages,
- * capacity 1 M, 8 interleaved runs): with the operation quantum of
- * sendrecv.c, 0.197 s -> 0.048 s median (Go 0.099); alone, 0.064 s but
+ * capacity 1 M, 8 interleaved runs): with the operation quantum
+ * (quantum.h), 0.197 s -> 0.048 s median (Go 0.099); alone, 0.064 s but
  * bimodal (0.03-0.24).
  */
 static inline void lost_race(unsigned *ck, bool may_switch)

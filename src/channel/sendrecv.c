@@ -10,6 +10,7 @@
  * load of the other side's waiter count (no syscall when nobody sleeps).
  */
 #include "internal.h"
+#include "quantum.h"
 #include "wake.h"
 
 #include <errno.h>
@@ -459,61 +460,26 @@ static inline bool recv_fast(struct canal_chan *ch, void *elt)
 	return true;
 }
 
-/*
- * The operation quantum: a task lets the other ready tasks of its loop run
- * (base/park.h, yield_to_ready) after every OP_QUANTUM canal_send and
- * canal_recv it completed on the fast path (private buffered channels,
- * without waiting; the timed, batch, single-copy and try forms and shared
- * channels are not counted). Tasks are not preempted:
- * a sender into a wide channel never waits and would hold its loop until
- * it is done, and with two loops each running such tasks both CPUs would
- * work the same end of the ring at once (every claim moving its lines
- * between the CPUs) while the other end waits in the queues. Go's
- * scheduler preempts every 10 ms; a yield to a ready task costs a switch
- * (about 10 ns), once per OP_QUANTUM operations. Measured (Intel Xeon
- * host, 2 loops, 4 senders and 4 receivers of 1 M messages, capacity
- * 1 M, 8 interleaved runs, with ring.c's lost_race): 64 ops: mpmc 0.065 s,
- * mpsc 0.082; 256: 0.054, 0.051; 1024: 0.048, 0.044; 4096: 0.050, 0.042;
- * none: 0.064 (0.03-0.24, bimodal), 0.040; Go 0.099, 0.088. Counted per
- * thread (a loop's tasks share the count); for a plain thread, whose
- * parker has no yield_to_ready, it is a countdown and nothing more
- * (initial-exec TLS: no call to find it, in the shared library too).
- */
-#define OP_QUANTUM 1024u
-
-static _Thread_local uint32_t op_budget
-	__attribute__((tls_model("initial-exec"))) = OP_QUANTUM;
-
-static __attribute__((noinline, cold)) void quantum_over(void)
-{
-	op_budget = OP_QUANTUM;
-	(void)canal__yield_to_ready();
-}
-
-static inline void op_done(void)
-{
-	if (unlikely(--op_budget == 0))
-		quantum_over();
-}
-
 CANAL_EXPORT int canal_send(struct canal_chan *ch, const void *elt)
 {
 	CHECK_ELT(ch, elt);
 	if (likely(!ch->sync && !ch->shared) && likely(send_fast(ch, elt))) {
-		op_done();
+		canal__ops_done(1);
 		return 0;
 	}
-	return canal__send(ch, elt, NULL, CANAL_NO_DEADLINE, false);
+	return canal__counted(canal__send(ch, elt, NULL, CANAL_NO_DEADLINE,
+					  false));
 }
 
 CANAL_EXPORT int canal_recv(struct canal_chan *ch, void *elt)
 {
 	CHECK_ELT(ch, elt);
 	if (likely(!ch->sync && !ch->shared) && likely(recv_fast(ch, elt))) {
-		op_done();
+		canal__ops_done(1);
 		return 0;
 	}
-	return canal__recv(ch, elt, NULL, CANAL_NO_DEADLINE, false);
+	return canal__counted(canal__recv(ch, elt, NULL, CANAL_NO_DEADLINE,
+					  false));
 }
 
 CANAL_EXPORT int canal_try_send(struct canal_chan *ch, const void *elt)
@@ -532,14 +498,14 @@ CANAL_EXPORT int canal_send_deadline(struct canal_chan *ch, const void *elt,
 			       uint64_t deadline_ns)
 {
 	CHECK_ELT(ch, elt);
-	return canal__send(ch, elt, NULL, deadline_ns, false);
+	return canal__counted(canal__send(ch, elt, NULL, deadline_ns, false));
 }
 
 CANAL_EXPORT int canal_recv_deadline(struct canal_chan *ch, void *elt,
 			       uint64_t deadline_ns)
 {
 	CHECK_ELT(ch, elt);
-	return canal__recv(ch, elt, NULL, deadline_ns, false);
+	return canal__counted(canal__recv(ch, elt, NULL, deadline_ns, false));
 }
 
 CANAL_EXPORT int canal_send_timeout(struct canal_chan *ch, const void *elt,

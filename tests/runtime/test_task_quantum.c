@@ -3,7 +3,8 @@
  * and the parker's yield_to_ready under it (base/park.h, runtime/task.c).
  *
  *  - on one loop, a task sending N elements into a channel wide enough
- *    never to block (and then one receiving them all back) lets a task
+ *    never to block (and then receiving them all back), one at a time, in
+ *    batches, or with the timed forms, lets a task
  *    queued beside it run many times before it is done: that task sees
  *    the sender's (and the receiver's) count at many values below N
  *    (without the quantum it ran only once the other had finished);
@@ -22,29 +23,59 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define N 100000
 
+enum form { SINGLE, BATCH, TIMED };
+
 struct solo {
 	struct canal_chan *ch;
+	enum form form;
 	_Atomic long sent, received;
 	_Atomic bool done;
 	long seen_send, seen_recv; /* distinct counts the watcher saw < N */
 };
 
+#define CHUNK 100 /* elements per batch */
+
 static void solo_sender(void *arg)
 {
 	struct solo *s = arg;
-	for (long i = 0; i < N; i++) {
-		CHECK_EQ(canal_send(s->ch, &i), 0);
-		atomic_store_explicit(&s->sent, i + 1, memory_order_relaxed);
+	long buf[CHUNK];
+	for (long i = 0; i < N;) {
+		if (s->form == BATCH) {
+			for (long k = 0; k < CHUNK; k++)
+				buf[k] = i + k;
+			CHECK_EQ(canal_send_batch(s->ch, buf, CHUNK), CHUNK);
+			i += CHUNK;
+		} else {
+			CHECK_EQ(s->form == TIMED
+					 ? canal_send_timeout(s->ch, &i, 1000000000)
+					 : canal_send(s->ch, &i),
+				 0);
+			i++;
+		}
+		atomic_store_explicit(&s->sent, i, memory_order_relaxed);
 	}
 	/* The receiving half, on the same loop: never waits either. */
-	for (long i = 0; i < N; i++) {
-		long v = -1;
-		CHECK_EQ(canal_recv(s->ch, &v), 0);
-		CHECK_EQ(v, i);
-		atomic_store_explicit(&s->received, i + 1, memory_order_relaxed);
+	for (long i = 0; i < N;) {
+		if (s->form == BATCH) {
+			ssize_t got = canal_recv_batch(s->ch, buf, CHUNK);
+			CHECK(got > 0);
+			for (long k = 0; k < got; k++)
+				CHECK_EQ(buf[k], i + k);
+			i += got;
+		} else {
+			long v = -1;
+			CHECK_EQ(s->form == TIMED
+					 ? canal_recv_timeout(s->ch, &v, 1000000000)
+					 : canal_recv(s->ch, &v),
+				 0);
+			CHECK_EQ(v, i);
+			i++;
+		}
+		atomic_store_explicit(&s->received, i, memory_order_relaxed);
 	}
 	atomic_store(&s->done, true);
 }
@@ -73,9 +104,10 @@ static void solo_main(void *arg)
 	CHECK_EQ(canal_spawn(solo_watcher, s), 0);
 }
 
-static void quantum(void)
+static void quantum(enum form form)
 {
-	struct solo s = { .ch = canal_chan_create(sizeof(long), N, 0) };
+	struct solo s = { .ch = canal_chan_create(sizeof(long), N, 0),
+			  .form = form };
 	CHECK(s.ch);
 	struct canal_run_options o = { .loops = 1 };
 	CHECK_EQ(canal_run(solo_main, &s, &o), 0);
@@ -132,7 +164,9 @@ static void yield_to_ready(void)
 
 int main(void)
 {
-	quantum();
+	quantum(SINGLE);
+	quantum(BATCH);
+	quantum(TIMED);
 	yield_to_ready();
 	TEST_DONE("test_task_quantum");
 }
