@@ -2,7 +2,8 @@
  * blocking channel operation from a task parks the task.
  *
  * Producers and consumers are a mix of tasks and threads, at capacities 0,
- * 1 and 16, with one loop and with three; elements are (producer, seq):
+ * 1 and 16, with one loop and with three, and on a channel wide enough
+ * never to fill (two and three loops); elements are (producer, seq):
  * every element is received exactly once, and each consumer sees each
  * producer's elements in increasing order (per-producer FIFO). Also:
  * select from a task over channels fed by threads, timed operations from
@@ -311,6 +312,12 @@ int main(void)
 		test_select(caps[c], 0);
 		test_select(caps[c], CANAL_SHARED);
 	}
+	/* Wide enough never to fill: producers that never wait, their
+	 * tasks yielding on lost claims and at each operation quantum
+	 * (channel/ring.c lost_race, channel/quantum.h) among consumers
+	 * that do. */
+	test_mix(PRODUCERS * 3000, 2, 3000, 0);
+	test_mix(PRODUCERS * 3000, 3, 3000, 0);
 	test_timed();
 	test_shared_fork();
 	printf("test_task_chan: ok\n");
