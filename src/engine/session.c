@@ -111,6 +111,23 @@ static void free_session(struct canal_engine *e)
 	free(e);
 }
 
+/* bind = "a0,a1,...": up to 4 non-empty entries, each shorter than
+ * CANAL__ADDR_MAX, copied to addrs; their number, or -EINVAL. */
+static int split_bind(const char *bind, char addrs[4][CANAL__ADDR_MAX])
+{
+	int n = 0;
+	for (const char *p = bind;; n++) {
+		size_t l = strcspn(p, ",");
+		if (n == 4 || l == 0 || l >= CANAL__ADDR_MAX)
+			return -EINVAL; /* a fifth, or an empty or long entry */
+		memcpy(addrs[n], p, l);
+		addrs[n][l] = 0;
+		p += l;
+		if (!*p++)
+			return n + 1;
+	}
+}
+
 /* TCP gates: one connection per peer, or with bind = "addr0,addr1,..."
  * one per address (rails, up to 4; rail i published as "tcp<i>") joined
  * per peer by the rails driver. A rail is declared dead after dead ms of
@@ -122,22 +139,10 @@ static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
 	if (!bind || !strchr(bind, ','))
 		return canal__tcp_connect_xchg(x, bind, timeout,
 					       dead > 0 ? dead : 0, key, drv);
-	char addrs[4][64], keys[4][8];
-	int n = 0, commas = 0;
-	for (const char *p = bind; *p; p++)
-		commas += *p == ',';
-	if (commas >= 4)
-		return -EINVAL; /* at most 4 rails */
-	for (const char *p = bind; *p && n < 4; n++) {
-		size_t l = strcspn(p, ",");
-		if (l == 0 || l >= sizeof addrs[0])
-			return -EINVAL;
-		memcpy(addrs[n], p, l);
-		addrs[n][l] = 0;
-		p += l;
-		if (*p == ',' && *++p == 0)
-			return -EINVAL;
-	}
+	char addrs[4][CANAL__ADDR_MAX], keys[4][16];
+	int n = split_bind(bind, addrs);
+	if (n < 0)
+		return n;
 	struct canal__driver **sub = calloc((size_t)n * (size_t)x->size, sizeof *sub);
 	if (!sub)
 		return -ENOMEM;
@@ -169,38 +174,27 @@ static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
 	return err;
 }
 
-/* bind has at most 4 comma-separated entries and each resolves
- * (ifaddr.h): 0, or the first error (-EINVAL for the list itself),
- * logged with its reason. */
+/* bind has at most 4 comma-separated entries (split_bind) and each
+ * resolves (ifaddr.h): 0, or the first error (-EINVAL for the list
+ * itself), logged with its reason. */
 static int check_bind(const char *bind, int rank)
 {
-	int commas = 0;
-	for (const char *p = bind; *p; p++)
-		commas += *p == ',';
-	if (commas >= 4) {
-		fprintf(stderr, "canal engine: rank %d: bind list \"%s\": at most 4 rails\n",
-			rank, bind);
-		return -EINVAL;
+	char addrs[4][CANAL__ADDR_MAX], addr[CANAL__ADDR_MAX], why[160];
+	int n = split_bind(bind, addrs);
+	if (n < 0) {
+		fprintf(stderr, "canal engine: rank %d: bind list \"%s\": at most 4 "
+			"non-empty entries, each shorter than %d bytes\n",
+			rank, bind, CANAL__ADDR_MAX);
+		return n;
 	}
-	for (const char *p = bind;;) {
-		char spec[CANAL__ADDR_MAX], addr[CANAL__ADDR_MAX], why[160];
-		size_t l = strcspn(p, ",");
-		int err = -EINVAL;
-		snprintf(why, sizeof why, "bind list \"%s\": an empty or too long entry",
-			 bind);
-		if (l > 0 && l < sizeof spec) {
-			memcpy(spec, p, l);
-			spec[l] = 0;
-			err = canal__bind_resolve(spec, addr, why, sizeof why);
-		}
+	for (int i = 0; i < n; i++) {
+		int err = canal__bind_resolve(addrs[i], addr, why, sizeof why);
 		if (err) {
 			fprintf(stderr, "canal engine: rank %d: %s\n", rank, why);
 			return err;
 		}
-		p += l;
-		if (!*p++)
-			return 0;
 	}
+	return 0;
 }
 
 /* driver: one kind ("shm", "tcp", "ucx") or several joined by '+' (each

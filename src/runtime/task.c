@@ -308,6 +308,19 @@ EXPORT int canal_spawn(void (*fn)(void *), void *arg)
 	return 0;
 }
 
+/* t (running on l) yields: straight to the next ready task, or through
+ * the scheduler (its turn, the runnext slot's, or nothing else ready). */
+static void yield_task(struct canal__loop *l, struct canal__task *t)
+{
+	struct canal__task *next = canal__loop_yield_next(l, t);
+	if (next) {
+		direct_switch(l, t, next);
+		return;
+	}
+	t->after = AFTER_YIELD;
+	canal__task_switch_out(t);
+}
+
 EXPORT void canal_yield(void)
 {
 	struct canal__loop *l = canal__this_loop();
@@ -316,34 +329,19 @@ EXPORT void canal_yield(void)
 		sched_yield();
 		return;
 	}
-	struct canal__task *next = canal__loop_yield_next(l, t);
-	if (!next) {
-		t->after = AFTER_YIELD;
-		canal__task_switch_out(t);
-		return;
-	}
-	direct_switch(l, t, next);
+	yield_task(l, t);
 }
 
 /* canal_yield only when another task is ready on this loop: true once
- * this one runs again (straight to that task, or through the scheduler
- * when it is the scheduler's turn or the runnext slot's); false at once
- * when none is ready, outside a task, or in a detached one. */
+ * this one runs again; false at once when none is ready, outside a task,
+ * or in a detached one. */
 bool canal__task_yield_ready(void)
 {
 	struct canal__loop *l = canal__this_loop();
 	struct canal__task *t = l ? l->current : NULL;
-	if (!t || t->detached)
+	if (!t || t->detached || !canal__loop_has_ready(l))
 		return false;
-	struct canal__task *next = canal__loop_yield_next(l, t);
-	if (next) {
-		direct_switch(l, t, next);
-		return true;
-	}
-	if (!canal__loop_has_ready(l))
-		return false;
-	t->after = AFTER_YIELD;
-	canal__task_switch_out(t);
+	yield_task(l, t);
 	return true;
 }
 
