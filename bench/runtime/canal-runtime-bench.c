@@ -12,6 +12,11 @@
  *                      (0, 1) between two tasks on one loop / on two loops
  *   thread_chan_pingpong_C
  *                      the same between two OS threads (today's canal)
+ *   sock_pingpong_recv, sock_pingpong_rstream
+ *                      ns per round trip of 8 bytes between two tasks on
+ *                      one loop over a Unix socket pair (canal_io_send,
+ *                      then a receive: canal_io_recv, or a receive stream
+ *                      each task keeps open); rounds / 4 round trips
  *   parked_bytes       resident bytes per task parked on a channel
  *                      (RSS delta / tasks, CANAL_RB_PARKED tasks)
  *   parked_compact_bytes
@@ -35,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static long rounds = 200000;
@@ -224,6 +230,64 @@ static void parked_main(void *arg)
 	canal_close(p->ch);
 }
 
+/* ---- socket ping-pong: canal_io_recv or a receive stream ---- */
+struct sping {
+	int fd[2];
+	bool stream;
+	_Atomic int left;
+};
+
+/* Receive exactly n bytes on fd (or through s): dies on error. */
+static void recv_exact(int fd, struct canal_io_rstream *s, char *b, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = s ? canal_io_rstream_recv(s, b + got, n - got, -1,
+						      NULL)
+			      : canal_io_recv(fd, b + got, n - got, 0, -1,
+					      NULL);
+		if (r <= 0)
+			die("receive", r < 0 ? (int)r : -EPIPE);
+		got += (size_t)r;
+	}
+}
+
+static void sock_side(struct sping *p, int side, bool first)
+{
+	int fd = p->fd[side];
+	struct canal_io_rstream *s = NULL;
+	int r;
+	if (p->stream && (r = canal_io_rstream_open(fd, &s)))
+		die("canal_io_rstream_open", r);
+	char b[8] = "pingpong";
+	long n = rounds / 4;
+	for (long i = 0; i < n; i++) {
+		if (first && canal_io_send(fd, b, 8, 0, -1, NULL) != 8)
+			die("canal_io_send", -EIO);
+		recv_exact(fd, s, b, 8);
+		if (!first && canal_io_send(fd, b, 8, 0, -1, NULL) != 8)
+			die("canal_io_send", -EIO);
+	}
+	if (s)
+		canal_io_rstream_close(s);
+	if (atomic_fetch_sub_explicit(&p->left, 1, memory_order_relaxed) == 1)
+		t1 = canal_now_ns();
+}
+
+static void sock_ponger(void *arg)
+{
+	sock_side(arg, 1, false);
+}
+
+static void sock_main(void *arg)
+{
+	struct sping *p = arg;
+	atomic_store_explicit(&p->left, 2, memory_order_relaxed);
+	t0 = canal_now_ns();
+	canal_spawn(sock_ponger, p);
+	sock_side(p, 0, true);
+}
+
 static const char *only;
 
 /* Whether the workload of result name runs (CANAL_RB_ONLY). */
@@ -300,6 +364,21 @@ int main(int argc, char **argv)
 		}
 		canal_chan_destroy(p.a);
 		canal_chan_destroy(p.b);
+	}
+
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "sock_pingpong_rstream"
+				     : "sock_pingpong_recv";
+		if (!wanted(name))
+			continue;
+		struct sping p = {.stream = k == 1};
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.fd))
+			die("socketpair", -errno);
+		if ((r = canal_run(sock_main, &p, &one)))
+			die("canal_run", r);
+		printf("%s %.1f ns/rt\n", name, elapsed_ns() / (rounds / 4));
+		close(p.fd[0]);
+		close(p.fd[1]);
 	}
 
 	if (!wanted("parked_bytes"))

@@ -25,6 +25,14 @@
  * canal_io_send and closes the file (canal_io_close). Larger bodies: the
  * core's send + sendfile.
  *
+ * Input comes through a receive stream the connection task opens for its
+ * whole life (canal_io_rstream_open: one multishot receive kept armed, as
+ * the io_uring style keeps one per connection), and the chain above ends
+ * with the stream's next bytes (canal_io_submit_link_recv) instead of a
+ * RECV of its own: still one suspension per request, and no receive armed
+ * and disarmed per request in the kernel. CANAL_WEB_NO_RSTREAM=1: a
+ * RECV per request, as before (to measure the stream).
+ *
  * CANAL_WEB_NO_SHORTCUT=1 runs the runtime with CANAL_RUN_NO_SYNC_SHORTCUT
  * (every operation through the backend), to measure the shortcut.
  */
@@ -41,6 +49,7 @@
 #include <unistd.h>
 
 static struct web_ctx *g_ctx;
+static bool g_no_rstream; /* CANAL_WEB_NO_RSTREAM */
 
 /* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
  * clock) or SIGTERM. The deadline stands across the WEB_TICK_MS waits
@@ -73,7 +82,7 @@ static bool wait_writable(int fd, uint64_t deadline_ns)
  * error, SIGTERM, or the deadline web_conn_run set: the header or idle
  * timeout, which stands across the WEB_TICK_MS waits). web_conn_run asks
  * for input only with room left (a full buffer is answered, 431). */
-static ssize_t wait_input(struct web_conn *c)
+static ssize_t wait_input(struct web_conn *c, struct canal_io_rstream *rs)
 {
 	for (;;) {
 		uint64_t now = web_now_ns();
@@ -82,9 +91,12 @@ static ssize_t wait_input(struct web_conn *c)
 		int64_t left = (int64_t)(c->deadline_ns - now);
 		if (left > (int64_t)WEB_TICK_MS * 1000000)
 			left = (int64_t)WEB_TICK_MS * 1000000;
-		ssize_t n = canal_io_recv(c->fd, c->in + c->in_len,
-					  sizeof c->in - c->in_len, 0, left,
-					  NULL);
+		ssize_t n = rs ? canal_io_rstream_recv(rs, c->in + c->in_len,
+						       sizeof c->in - c->in_len,
+						       left, NULL)
+			       : canal_io_recv(c->fd, c->in + c->in_len,
+					       sizeof c->in - c->in_len, 0,
+					       left, NULL);
 		if (n == -ETIMEDOUT || n == -EAGAIN || n == -EINTR)
 			continue;
 		return n < 0 ? -1 : n;
@@ -111,8 +123,8 @@ static int send_rest(struct web_conn *c, const char *out, size_t n,
  * way (no chains on this backend: no_link is set; or no room in the ring
  * now). *got: the RECV's result (bytes, 0 at end of input), or -1: none.
  */
-static int send_linked(struct web_conn *c, char *out, size_t head,
-		       size_t body, ssize_t *got)
+static int send_linked(struct web_conn *c, struct canal_io_rstream *rs,
+		       char *out, size_t head, size_t body, ssize_t *got)
 {
 	struct io_uring_sqe s[4];
 	int32_t res[4];
@@ -134,13 +146,28 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
 	unsigned i_send = n;
 	io_uring_prep_send(&s[n++], c->fd, out, head + body,
 			   MSG_NOSIGNAL | MSG_WAITALL | web_conn_send_flags(c));
-	if (!c->close_after && !c->eof && c->in_len == 0) {
+	bool want_input = !c->close_after && !c->eof && c->in_len == 0;
+	if (want_input && !rs) {
 		i_recv = n;
 		io_uring_prep_recv(&s[n++], c->fd, c->in, sizeof c->in, 0);
 	}
 	*got = -1;
-	int r = canal_io_submit_link(s, n, res, (int64_t)WEB_TICK_MS * 1000000,
-				     NULL);
+	int r;
+	if (want_input && rs) {
+		/* The chain, then the stream's next bytes: one suspension. */
+		ssize_t in = -EAGAIN;
+		r = canal_io_submit_link_recv(s, n, res, rs, c->in,
+					      sizeof c->in, &in,
+					      (int64_t)WEB_TICK_MS * 1000000,
+					      NULL);
+		if (in >= 0)
+			*got = in;
+		else if (in != -EAGAIN && in != -ETIMEDOUT)
+			c->eof = true; /* the stream's error: no more input */
+	} else {
+		r = canal_io_submit_link(s, n, res,
+					 (int64_t)WEB_TICK_MS * 1000000, NULL);
+	}
 	if (r == -EOPNOTSUPP)
 		atomic_store_explicit(&no_link, true, memory_order_relaxed);
 	if (r == -EOPNOTSUPP || r == -EBUSY)
@@ -170,8 +197,8 @@ static int send_linked(struct web_conn *c, char *out, size_t head,
  * runtime: 0, or -1 to close the connection. *out is the connection's
  * buffer for head + body, grown as needed. *got: what a RECV chained
  * behind the response received into c->in (send_linked), or -1. */
-static int send_small(struct web_conn *c, char **out, size_t *cap,
-		      ssize_t *got)
+static int send_small(struct web_conn *c, struct canal_io_rstream *rs,
+		      char **out, size_t *cap, ssize_t *got)
 {
 	*got = -1;
 	size_t head = c->out_len, body = c->file_fd >= 0 ? (size_t)c->file_end : 0;
@@ -187,7 +214,7 @@ static int send_small(struct web_conn *c, char **out, size_t *cap,
 	memcpy(*out, c->out, head);
 	if (c->file_fd >= 0 && !atomic_load_explicit(&no_link,
 						     memory_order_relaxed)) {
-		int r = send_linked(c, *out, head, body, got);
+		int r = send_linked(c, rs, *out, head, body, got);
 		if (r <= 0)
 			return r;
 	}
@@ -242,7 +269,10 @@ static void conn_task(void *p)
 	struct web_conn *c = p;
 	char *out = NULL;
 	size_t out_cap = 0;
+	struct canal_io_rstream *rs = NULL;
 
+	if (!g_no_rstream && canal_io_rstream_open(c->fd, &rs) < 0)
+		rs = NULL; /* no memory: a receive per request */
 	c->style_sends_small = true;
 	for (;;) {
 		enum web_want w = web_conn_run(&g_ctx->srv, c);
@@ -251,7 +281,7 @@ static void conn_task(void *p)
 		if (w == WEB_WANT_WRITE && c->style_sends_small &&
 		    web_conn_small_out(c)) {
 			ssize_t more;
-			if (send_small(c, &out, &out_cap, &more) < 0 ||
+			if (send_small(c, rs, &out, &out_cap, &more) < 0 ||
 			    (more >= 0 && take_input(c, more) < 0))
 				break;
 			continue;
@@ -261,10 +291,12 @@ static void conn_task(void *p)
 				break;
 			continue;
 		}
-		ssize_t n = wait_input(c);
+		ssize_t n = wait_input(c, rs);
 		if (n < 0 || take_input(c, n) < 0)
 			break;
 	}
+	if (rs)
+		canal_io_rstream_close(rs);
 	free(out);
 	web_close(c);
 	free(c);
@@ -307,6 +339,8 @@ static int run(struct web_ctx *ctx)
 	opts.loops = ctx->cores > 0 ? (unsigned)ctx->cores : 0;
 	/* Connections need little stack: many thousands of tasks. */
 	opts.stack_size = 64 << 10;
+	const char *nr = getenv("CANAL_WEB_NO_RSTREAM");
+	g_no_rstream = nr && *nr && strcmp(nr, "0") != 0;
 	const char *ns = getenv("CANAL_WEB_NO_SHORTCUT");
 	if (ns && *ns && strcmp(ns, "0") != 0)
 		opts.flags |= CANAL_RUN_NO_SYNC_SHORTCUT;

@@ -280,7 +280,9 @@ int canal_io_close(int fd);
  * Errors: -EINVAL sqe NULL, or its flags link it to the next SQE
  * (IOSQE_IO_LINK, IOSQE_IO_HARDLINK), drain the ring (IOSQE_IO_DRAIN: the
  * loop always has a read in flight) or drop its completion
- * (IOSQE_CQE_SKIP_SUCCESS); -EPERM outside a task; -EOPNOTSUPP on the
+ * (IOSQE_CQE_SKIP_SUCCESS) or select a provided buffer
+ * (IOSQE_BUFFER_SELECT: the loop's buffers are its receive streams');
+ * -EPERM outside a task; -EOPNOTSUPP on the
  * epoll backend (readiness cannot express an arbitrary operation); -EBUSY
  * the submission queue is full.
  */
@@ -320,7 +322,8 @@ int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
  * once, nothing started, res untouched. Errors, nothing started: -EINVAL
  * sqes or res NULL, n = 0 or above CANAL_IO_LINK_MAX, an SQE refused
  * above (IOSQE_IO_LINK, IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN,
- * IOSQE_CQE_SKIP_SUCCESS; IORING_OP_SEND_ZC, IORING_OP_SENDMSG_ZC; the
+ * IOSQE_CQE_SKIP_SUCCESS, IOSQE_BUFFER_SELECT; IORING_OP_SEND_ZC,
+ * IORING_OP_SENDMSG_ZC; the
  * multishot flags of POLL_ADD, RECV, RECVMSG, ACCEPT, TIMEOUT; an opcode
  * newer than the liburing canal was built with); -EPERM outside a task
  * (or in a detached one); -EOPNOTSUPP on the epoll backend; -EBUSY the
@@ -329,6 +332,96 @@ int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
 int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 			 int32_t *res, int64_t timeout_ns,
 			 struct canal_cond *cancel);
+
+/* ------------------------------------------------------------------ */
+/* Receive streams: one receive kept armed for a socket's whole life   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A receive stream belongs to one task and one connected socket (TCP,
+ * Unix stream): the kernel keeps a receive armed on the socket for as
+ * long as the stream is open (io_uring's multishot receive, into buffers
+ * its loop provides), where canal_io_recv arms one receive per call. A
+ * server that reads a request, answers and reads the next saves the
+ * kernel the arming and disarming of a receive per request. Bytes that
+ * come while the task does not wait for them are kept in the stream, in
+ * order, until it asks (up to 16 buffers of 4 KiB; beyond, they wait in
+ * the socket, under its flow control); none is lost or given twice.
+ *
+ * Rules: only the task that opened a stream may use it (another gets
+ * -EPERM); the task stays on its loop while the stream is open (idle
+ * loops do not take it) and cannot detach (canal_detach returns -EBUSY);
+ * it must close every stream it opened before it ends (a task that ends
+ * with a stream open is reported, task id, and the process aborts); close
+ * the stream before the socket. Not thread-safe: one task's object.
+ *
+ * Where the loop cannot keep a receive armed (the epoll backend, a kernel
+ * without provided-buffer rings, or the loop's buffers all held by
+ * streams whose tasks have not read them yet), a stream's receive is one
+ * canal_io_recv: the same results, at the cost of a receive per call.
+ */
+struct canal_io_rstream;
+
+/*
+ * canal_io_rstream_open - open a receive stream on socket fd for the
+ * calling task; *out receives it. Never blocks (the receive is armed at
+ * the loop's next pass). Returns 0; -EINVAL out NULL or fd < 0; -EPERM
+ * outside a task (a plain thread or a detached task); -ENOMEM.
+ */
+int canal_io_rstream_open(int fd, struct canal_io_rstream **out);
+
+/*
+ * canal_io_rstream_recv - up to len bytes of the stream into buf: the
+ * bytes already kept first; if none, the task is suspended until some
+ * come. Returns the byte count (> 0), 0 at the end of input (the peer
+ * shut down its side: again at every later call), -errno the receive's
+ * error (-ECONNRESET, ...; -ENOMEM when the stream had no memory to keep
+ * bytes, which are then lost: again at every later call, once the bytes
+ * kept before it were returned), -ETIMEDOUT after timeout_ns (< 0: no
+ * limit; 0: only what is kept, or what one try of the socket gives where
+ * no receive is kept armed) or -ECANCELED when cancel is signalled, with
+ * no byte taken. -EINVAL s or buf NULL or len 0; -EPERM not the stream's
+ * task.
+ */
+ssize_t canal_io_rstream_recv(struct canal_io_rstream *s, void *buf,
+			      size_t len, int64_t timeout_ns,
+			      struct canal_cond *cancel);
+
+/*
+ * canal_io_submit_link_recv - canal_io_submit_link of sqes[0..n), then
+ * canal_io_rstream_recv of s into buf, in one suspension of the task
+ * where the stream's receive is armed: the shape of a server that sends
+ * an answer and waits for the next request (the answer's completions and
+ * the request's bytes wake the task once). Input is waited for only once
+ * every operation of the chain completed with res >= 0 (a failed or
+ * cancelled member ends the call then, with *got the bytes that came
+ * meanwhile, if any; a short MSG_WAITALL send is the caller's to check in
+ * res[]). Bytes the stream already kept are taken at once, after the
+ * chain.
+ * Returns 0 once the chain completed and the input came (or the chain
+ * failed), or -ETIMEDOUT / -ECANCELED when the timeout or the condvar came
+ * first (the chain's members not complete then are cancelled, as in
+ * canal_io_submit_link); res[] holds every operation's one outcome in
+ * every case. *got is set in every case but the errors below: the bytes
+ * received into buf (> 0, even when the timeout came too or the chain
+ * failed: never drop them), 0 at the end of input, the stream's -errno,
+ * or -EAGAIN: nothing received (the chain failed, or the timeout or
+ * condvar came first).
+ * Errors, nothing started: those of canal_io_submit_link; -EINVAL s, buf
+ * or got NULL or len 0; -EPERM not the stream's task.
+ */
+int canal_io_submit_link_recv(const struct io_uring_sqe *sqes, unsigned n,
+			      int32_t *res, struct canal_io_rstream *s,
+			      void *buf, size_t len, ssize_t *got,
+			      int64_t timeout_ns, struct canal_cond *cancel);
+
+/*
+ * canal_io_rstream_close - end the stream: its receive is cancelled and
+ * the task suspended until the kernel has let go of it (microseconds);
+ * bytes kept and not read are dropped. The socket stays open. Returns 0;
+ * -EINVAL s NULL; -EPERM not the stream's task (nothing done).
+ */
+int canal_io_rstream_close(struct canal_io_rstream *s);
 
 /* ------------------------------------------------------------------ */
 /* Detach and attach (CPC's cpc_detach / cpc_attach)                   */
@@ -342,7 +435,8 @@ int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
  * channel operations, sleeps and I/O block its thread as in a plain
  * thread. canal_attach - come back to a loop. Return 0; -EPERM outside a
  * task; canal_detach on a detached task and canal_attach on an attached
- * one return 0 and do nothing.
+ * one return 0 and do nothing; canal_detach -EBUSY while the task has a
+ * receive stream open (it belongs to the loop: close it first).
  */
 int canal_detach(void);
 int canal_attach(void);

@@ -16,6 +16,7 @@
 struct canal__loop;
 struct canal__io;
 struct canal__io_chain;
+struct canal_io_rstream;
 
 struct canal__backend_ops {
 	const char *name;
@@ -46,6 +47,19 @@ struct canal__backend_ops {
 	/* Ask for op's early end; its completion still comes through poll
 	 * (with -ECANCELED, or its result if it won the race). */
 	void (*cancel)(struct canal__loop *l, struct canal__io *op);
+	/* Receive streams (io.h, rstream.c); all three NULL: the backend
+	 * has none (each receive is one canal_io_recv). rstream_arm: start
+	 * s's multishot receive into the loop's provided buffers (made at
+	 * the first call), its CQEs going to canal__io_rstream_cqe: 0, or
+	 * -errno, nothing started (-EOPNOTSUPP: no buffer rings or
+	 * multishot receive in this kernel, for good; -ENOBUFS: too few
+	 * buffers free now; -EBUSY: no SQE now). rstream_cancel: ask for
+	 * its end (its last CQE still comes). buf_put: give provided buffer
+	 * bid back to the loop's ring. */
+	int (*rstream_arm)(struct canal__loop *l, struct canal_io_rstream *s);
+	void (*rstream_cancel)(struct canal__loop *l,
+			       struct canal_io_rstream *s);
+	void (*buf_put)(struct canal__loop *l, unsigned bid);
 };
 
 extern const struct canal__backend_ops canal__backend_uring;

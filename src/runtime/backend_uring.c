@@ -12,8 +12,18 @@
  * re-arms it), 1 is an ASYNC_CANCEL (its own CQE is ignored: what matters
  * is the CQE of the op it cancels), a value with CANAL__IO_UD_CHAIN (bit 1)
  * a member of a chain (io.h: the chain's 64-aligned address, the member's
- * index in bits 2-5), anything else a struct canal__io (8-aligned: bit 1
- * is clear).
+ * index in bits 2-5), any other odd value a receive stream's multishot
+ * receive (its 8-aligned address with CANAL__IO_UD_RSTREAM, bit 0),
+ * anything else a struct canal__io (8-aligned: bits 0-1 clear).
+ *
+ * Receive streams draw from one ring of provided buffers per loop (group
+ * RS_BGID), made at the first stream's arm: RS_NBUF buffers of
+ * RS_BUF_SIZE bytes (4 MiB, committed as the kernel fills them). The
+ * kernel takes a buffer per CQE; rstream.c gives it back (buf_put) once
+ * its bytes are read. rs_free counts the buffers in the ring (loop thread
+ * only): a stream's receive is armed only while more than RS_LOW are
+ * free, so a few streams whose tasks do not read cannot starve the
+ * others' receives for long (those fall back to a receive per call).
  *
  * Exactly one outcome per op: its last CQE comes exactly once, whether it
  * completed, failed or was cancelled; the task waits for that CQE before
@@ -46,11 +56,22 @@
 #define UD_WAKE 0u
 #define UD_CANCEL 1u
 
+#define RS_NBUF 1024u /* provided buffers per loop, a power of two */
+#define RS_BUF_SIZE 4096u
+#define RS_BGID 0
+#define RS_LOW (RS_NBUF / 8u)
+
 struct uring_backend {
 	struct io_uring ring;
 	int evfd;
 	uint64_t evbuf;
 	bool read_armed;
+	/* Receive streams' buffers (top of this file): rs_state 0 not made
+	 * yet, 1 made, 2 refused by this kernel (for good). */
+	int rs_state;
+	struct io_uring_buf_ring *br;
+	char *bufs;
+	unsigned rs_free;
 };
 
 bool canal__uring_available(void)
@@ -120,8 +141,10 @@ static void ur_fini(struct canal__loop *l)
 	struct uring_backend *b = l->backend;
 	if (!b)
 		return;
-	io_uring_queue_exit(&b->ring);
+	io_uring_queue_exit(&b->ring); /* (unregisters the buffer ring) */
 	close(b->evfd);
+	free(b->br);
+	free(b->bufs);
 	free(b);
 	l->backend = NULL;
 }
@@ -138,6 +161,25 @@ static void reap_op(struct canal__io *op, const struct io_uring_cqe *cqe)
 	canal__io_complete(op, op->has_result ? op->result : cqe->res);
 }
 
+/* One CQE of a receive stream: its provided buffer, if it took one,
+ * goes with it (the buffer is out of the ring until buf_put). */
+static void reap_rstream(struct canal__loop *l, struct uring_backend *b,
+			 uint64_t ud, const struct io_uring_cqe *cqe)
+{
+	char *data = NULL;
+	unsigned bid = 0;
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		data = b->bufs + (size_t)bid * RS_BUF_SIZE;
+		b->rs_free--;
+	}
+	canal__io_rstream_cqe(
+		l,
+		(struct canal_io_rstream *)(uintptr_t)(ud &
+						       ~(uint64_t)CANAL__IO_UD_RSTREAM),
+		cqe->res, cqe->flags, data, bid);
+}
+
 static void ur_reap(struct canal__loop *l, struct uring_backend *b)
 {
 	struct io_uring_cqe *cqe;
@@ -152,6 +194,8 @@ static void ur_reap(struct canal__loop *l, struct uring_backend *b)
 			canal__io_chain_cqe(l, (struct canal__io_chain *)(uintptr_t)(ud & ~(uint64_t)63),
 					    (unsigned)(ud >> 2) & 15u, cqe->res,
 					    cqe->flags);
+		else if ((ud & CANAL__IO_UD_RSTREAM) && ud != UD_CANCEL)
+			reap_rstream(l, b, ud, cqe);
 		else if (ud != UD_CANCEL)
 			reap_op((struct canal__io *)(uintptr_t)ud, cqe);
 	}
@@ -194,10 +238,12 @@ static void ur_wake(struct canal__loop *l)
 }
 
 /* A caller's SQE may not tie itself to others or drop its CQE (top of
- * this file); in a chain, canal links them. */
+ * this file); in a chain, canal links them. Nor may it select a provided
+ * buffer: the loop's are its receive streams' (a buffer taken by another
+ * operation would never go back to the ring). */
 #define REFUSED_FLAGS                                                        \
 	(IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |                \
-	 IOSQE_CQE_SKIP_SUCCESS)
+	 IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT)
 
 static bool sqe_refused(const struct canal__io *op)
 {
@@ -373,6 +419,86 @@ static void ur_cancel_member(struct canal__loop *l, struct canal__io_chain *ch,
 	send_cancel(l->backend, member_ud(ch, i)); /* else retried (io.c) */
 }
 
+/* The loop's provided buffers (top of this file): 0, or -EOPNOTSUPP when
+ * this kernel refuses buffer rings (then for good), -ENOMEM. */
+static int rs_setup(struct uring_backend *b)
+{
+	if (b->rs_state)
+		return b->rs_state == 1 ? 0 : -EOPNOTSUPP;
+	size_t ring_size = RS_NBUF * sizeof(struct io_uring_buf);
+	if (posix_memalign((void **)&b->br, 4096, ring_size))
+		return -ENOMEM;
+	if (posix_memalign((void **)&b->bufs, 4096,
+			   (size_t)RS_NBUF * RS_BUF_SIZE)) {
+		free(b->br);
+		b->br = NULL;
+		return -ENOMEM;
+	}
+	io_uring_buf_ring_init(b->br);
+	struct io_uring_buf_reg reg = {
+		.ring_addr = (uint64_t)(uintptr_t)b->br,
+		.ring_entries = RS_NBUF,
+		.bgid = RS_BGID,
+	};
+	int r = io_uring_register_buf_ring(&b->ring, &reg, 0);
+	if (r < 0) {
+		free(b->br);
+		free(b->bufs);
+		b->br = NULL;
+		b->bufs = NULL;
+		if (r == -ENOMEM)
+			return r;
+		b->rs_state = 2;
+		return -EOPNOTSUPP;
+	}
+	for (unsigned i = 0; i < RS_NBUF; i++)
+		io_uring_buf_ring_add(b->br, b->bufs + (size_t)i * RS_BUF_SIZE,
+				      RS_BUF_SIZE, (unsigned short)i,
+				      io_uring_buf_ring_mask(RS_NBUF), (int)i);
+	io_uring_buf_ring_advance(b->br, RS_NBUF);
+	b->rs_free = RS_NBUF;
+	b->rs_state = 1;
+	return 0;
+}
+
+static uint64_t rstream_ud(struct canal_io_rstream *s)
+{
+	return (uint64_t)(uintptr_t)s | CANAL__IO_UD_RSTREAM;
+}
+
+static int ur_rstream_arm(struct canal__loop *l, struct canal_io_rstream *s)
+{
+	struct uring_backend *b = l->backend;
+	int r = rs_setup(b);
+	if (r < 0)
+		return r;
+	if (b->rs_free <= RS_LOW)
+		return -ENOBUFS;
+	struct io_uring_sqe *sqe = get_sqe(b);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_recv_multishot(sqe, s->fd, NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = RS_BGID;
+	io_uring_sqe_set_data64(sqe, rstream_ud(s));
+	return 0;
+}
+
+static void ur_rstream_cancel(struct canal__loop *l, struct canal_io_rstream *s)
+{
+	send_cancel(l->backend, rstream_ud(s)); /* else retried (rstream.c) */
+}
+
+static void ur_buf_put(struct canal__loop *l, unsigned bid)
+{
+	struct uring_backend *b = l->backend;
+	io_uring_buf_ring_add(b->br, b->bufs + (size_t)bid * RS_BUF_SIZE,
+			      RS_BUF_SIZE, (unsigned short)bid,
+			      io_uring_buf_ring_mask(RS_NBUF), 0);
+	io_uring_buf_ring_advance(b->br, 1);
+	b->rs_free++;
+}
+
 const struct canal__backend_ops canal__backend_uring = {
 	.name = "io_uring",
 	.init = ur_init,
@@ -384,4 +510,7 @@ const struct canal__backend_ops canal__backend_uring = {
 	.submit_link = ur_submit_link,
 	.cancel_member = ur_cancel_member,
 	.cancel = ur_cancel,
+	.rstream_arm = ur_rstream_arm,
+	.rstream_cancel = ur_rstream_cancel,
+	.buf_put = ur_buf_put,
 };

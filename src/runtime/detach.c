@@ -145,6 +145,8 @@ EXPORT int canal_detach(void)
 		return -EPERM;
 	if (t->detached)
 		return 0;
+	if (t->rstreams)
+		return -EBUSY; /* its streams belong to its loop (rstream.c) */
 	t->after = AFTER_DETACH;
 	canal__task_switch_out(t);
 	return 0;

@@ -192,6 +192,7 @@ struct canal__task {
 	_Atomic uint32_t wake;	  /* enum task_wake */
 	uint32_t after;		  /* enum task_after, read by the scheduler */
 	uint32_t pinned;	  /* armed timer + in-flight I/O: no steal */
+	uint32_t rstreams;	  /* receive streams open (rstream.c) */
 	bool detached;		  /* runs on the detach pool */
 	uint32_t poll_round;	  /* park.c: polls of a shared word in a row */
 	/* io.c, the adaptive shortcut: the last input operation tried

@@ -46,7 +46,10 @@ void canal__io_chain_cqe(struct canal__loop *l, struct canal__io_chain *ch,
 		ch->res[i] = res;
 	ch->done |= bit;
 	l->inflight--;
-	if (--ch->left == 0)
+	/* The last completion wakes the task, unless the chain's input is
+	 * still to come (canal_io_submit_link_recv: the stream wakes it). */
+	if (--ch->left == 0 &&
+	    !(ch->then && canal__io_rstream_quiet(ch->then, ch)))
 		canal__task_wake(ch->task, WAKE_WOKEN);
 }
 
@@ -237,11 +240,12 @@ static void try_outcome(struct canal__task *t, const struct canal__io *op,
 	t->try_skips = 0;
 }
 
-/* Step 3 of io_run_until (and of a chain): park the armed task t until
- * its wake, the deadline or, if cancel is not NULL, a signal of cancel
- * (registered for the park only). Returns the winning reason. */
-static uint32_t park_cancellable(struct canal__task *t, uint64_t deadline,
-				 struct canal_cond *cancel)
+/* Step 3 of io_run_until (and of a chain, and of a stream's receive):
+ * park the armed task t until its wake, the deadline or, if cancel is not
+ * NULL, a signal of cancel (registered for the park only). Returns the
+ * winning reason. */
+uint32_t canal__io_park_cancellable(struct canal__task *t, uint64_t deadline,
+				    struct canal_cond *cancel)
 {
 	struct canal__cond_waiter w;
 	if (cancel)
@@ -286,7 +290,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	t->pinned++;
 	l->inflight++; /* (a backend may have completed it already: then
 			* its -- came first; the count is this thread's) */
-	uint32_t why = park_cancellable(t, deadline, cancel);
+	uint32_t why = canal__io_park_cancellable(t, deadline, cancel);
 	while (!op->done) {
 		if (!op->cancel_sent)
 			rt->backend->cancel(l, op);
@@ -416,6 +420,14 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	struct canal__task *t = canal__this_task();
 	if (!t || t->detached)
 		return -EPERM;
+	return canal__io_link_run(sqes, n, res, NULL, timeout_ns, cancel);
+}
+
+int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
+		       int32_t *res, struct canal_io_rstream *then,
+		       int64_t timeout_ns, struct canal_cond *cancel)
+{
+	struct canal__task *t = canal__this_task();
 	struct canal__loop *l = canal__this_loop();
 	struct canal__runtime *rt = l->rt;
 	if (!rt->backend->submit_link)
@@ -428,16 +440,27 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	uint64_t deadline = timeout_ns > 0
 				    ? canal_now_ns() + (uint64_t)timeout_ns
 				    : CANAL_NO_DEADLINE;
-	struct canal__io_chain chain = {.task = t, .left = n};
+	struct canal__io_chain chain = {.task = t, .left = n, .n = n,
+					.then = then};
 	canal__task_arm(t);
 	r = rt->backend->submit_link(l, &chain, sqes, n);
 	if (r < 0) {
 		canal__task_disarm(t);
 		return r;
 	}
+	if (then)
+		then->wchain = &chain;
 	t->pinned++;
 	l->inflight += n;
-	uint32_t why = park_cancellable(t, deadline, cancel);
+	uint32_t why = canal__io_park_cancellable(t, deadline, cancel);
+	/* Whatever woke the task, its wait for input ends here: bytes that
+	 * come from now on are kept by the stream, and the chain's last
+	 * completion, if still to come, wakes the task itself. */
+	chain.then = NULL;
+	if (then) {
+		then->waiting = false;
+		then->wchain = NULL;
+	}
 	while (chain.left > 0) {
 		for (unsigned i = 0; i < n; i++)
 			if (!(chain.done & (1u << i)))
@@ -449,7 +472,8 @@ EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 	}
 	t->pinned--;
 	memcpy(res, chain.res, n * sizeof(*res));
-	/* The timeout or the condvar came before the last completion. */
+	/* The timeout or the condvar came before the last completion (or,
+	 * with then, before input). */
 	if (why == WAKE_TIMEDOUT)
 		return -ETIMEDOUT;
 	if (why == WAKE_CANCELED)

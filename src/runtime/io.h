@@ -18,27 +18,35 @@
 
 struct canal__task;
 struct canal__loop;
+struct canal_cond;
+struct io_uring_sqe;
 
 /*
  * A chain of linked operations (canal_io_submit_link), on its task's
  * stack until its last completion: one record for all its members, not an
  * operation structure each, so that reaping a chain's CQEs touches one
  * cache line of a task that has long gone cold (a server's connection
- * task; four CQEs per request) for chains of up to 12 members (80 bytes
- * in all: members 12-15's results are on the second line). Member i's CQEs carry the chain's address
+ * task; four CQEs per request) for chains of up to 10 members (88 bytes
+ * in all: members 10-15's results are on the second line). Member i's CQEs carry the chain's address
  * with CANAL__IO_UD_CHAIN and i (io_uring's user_data): the record is
  * aligned to 64 so the low six bits are free. Its members complete one by
  * one; only the last completion (left reaches 0) wakes the task, which
- * thus parks once for the whole chain. Every field but task is written
- * by the loop's thread alone, between tasks (never while the task runs).
+ * thus parks once for the whole chain, unless the chain is followed by a
+ * receive stream's input (then, canal_io_submit_link_recv: the wake is
+ * the stream's when every member succeeded and no input has come yet).
+ * Every field but task is written by the loop's thread alone, between
+ * tasks (never while the task runs).
  */
 #define CANAL__IO_UD_CHAIN 2u
+struct canal_io_rstream;
 struct canal__io_chain {
 	struct canal__task *task;
+	struct canal_io_rstream *then; /* NULL, or the stream waited on next */
 	unsigned left;	     /* members not complete yet */
 	uint16_t has_result; /* bit i: res[i] holds member i's first CQE's */
 	uint16_t done;	     /* bit i: member i's last CQE came */
 	int32_t res[16];     /* CANAL_IO_LINK_MAX */
+	unsigned n;	     /* members */
 } __attribute__((aligned(64)));
 /* The member index has 4 bits in user_data, the masks 16. */
 _Static_assert(sizeof(((struct canal__io_chain *)0)->res) ==
@@ -91,6 +99,86 @@ int canal__io_futex_wait(_Atomic uint32_t *word, uint32_t key,
 int canal__io_futex_waitv(_Atomic uint32_t *const *words,
 			  const uint32_t *keys, const bool *shared,
 			  unsigned n, uint64_t deadline_ns);
+
+/*
+ * A receive stream (canal_io_rstream_*, rstream.c): one multishot receive
+ * of its loop's ring, into the loop's provided buffers, kept armed while
+ * the stream is open. Its CQEs carry the stream's address with
+ * CANAL__IO_UD_RSTREAM (bit 0; the structure is 8-aligned and user_data
+ * 1 alone is the backend's ASYNC_CANCEL).
+ *
+ * Every field is read and written on the loop's thread only: the task's
+ * side runs there (the task is pinned to its loop from open to close:
+ * task->pinned counts the stream, and it cannot detach), and the CQE side
+ * (canal__io_rstream_cqe) runs there between tasks, never while the task
+ * runs. So the fields need no atomics; the task's park and wake order
+ * them as for any completion (io.c).
+ *
+ * Bytes go, in arrival order: into the waiting receive's buffer (wbuf,
+ * while waiting and nothing is kept), else to the kept queue (held: the
+ * provided buffers themselves, given back to the ring once read). Kept
+ * bytes always precede those in a later buffer, and the end (eof, err)
+ * is reported only once every kept byte was read.
+ */
+#define CANAL__IO_UD_RSTREAM 1u
+/* Buffers one stream keeps at most: at this many its receive is
+ * cancelled, and armed again once the task has read them all (so a
+ * client that sends while its task is busy is held back by TCP's flow
+ * control, not by the loop's buffers, which the other streams share). */
+#define CANAL__RS_HOLD_MAX 16u
+struct canal__rs_held {
+	char *data;   /* the provided buffer's unread part */
+	uint32_t len; /* its unread bytes */
+	uint16_t bid; /* its buffer id, given back once read */
+};
+struct canal_io_rstream {
+	struct canal__task *task;
+	struct canal__loop *loop;
+	int fd;
+	bool armed;	  /* its multishot receive's last CQE has not come */
+	bool closing;	  /* in close: bytes are dropped, its end wakes */
+	bool capped;	  /* its receive was cancelled: CANAL__RS_HOLD_MAX */
+	bool fallback;	  /* no multishot on this loop: a receive per call */
+	bool fed;	  /* bytes came since the receive was last armed */
+	bool starved;	  /* it ended -ENOBUFS having given nothing: the
+			   * next receive goes without it */
+	bool ever;	  /* bytes ever came through the receive */
+	bool eof;	  /* a CQE said end of input (res 0) */
+	int32_t err;	  /* 0, or the error that ended the receive */
+	/* The task's waiting receive (waiting: its buffer is wbuf[0..wlen),
+	 * wgot bytes in it so far; wchain: a chain it also waits for). */
+	bool waiting;
+	char *wbuf;
+	size_t wlen, wgot;
+	struct canal__io_chain *wchain;
+	/* Kept bytes: a ring of hcap entries, hcount from hhead. */
+	struct canal__rs_held *held;
+	uint32_t hhead, hcount, hcap;
+};
+
+/* One CQE of stream s's receive (loop l's thread): res and flags are the
+ * CQE's; data is its provided buffer (IORING_CQE_F_BUFFER: buffer id bid),
+ * or NULL. */
+void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
+			   int32_t res, uint32_t flags, char *data,
+			   unsigned bid);
+/* link_recv (io.c): does chain ch, now complete, leave its task waiting
+ * for the stream's input (every member succeeded, nothing came yet)? */
+bool canal__io_rstream_quiet(const struct canal_io_rstream *s,
+			     const struct canal__io_chain *ch);
+
+/* The chain of canal_io_submit_link, followed by then's input when then
+ * is not NULL (canal_io_submit_link_recv sets then's wait up first and
+ * ends it after: then->waiting is cleared here once the task resumes).
+ * Arguments checked by the caller but for the backend's link_check. */
+int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
+		       int32_t *res, struct canal_io_rstream *then,
+		       int64_t timeout_ns, struct canal_cond *cancel);
+/* Park the armed task t until its wake, deadline_ns or a signal of cancel
+ * (when not NULL); the winning reason (enum task_wake). */
+uint32_t canal__io_park_cancellable(struct canal__task *t,
+				    uint64_t deadline_ns,
+				    struct canal_cond *cancel);
 
 /* A completion (loop thread): store res, wake the task. */
 void canal__io_complete(struct canal__io *op, int32_t res);

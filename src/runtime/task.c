@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -115,6 +116,15 @@ static void task_entry(void *arg)
 	san_finish_switch(NULL);
 	task_resumed(canal__this_loop());
 	t->fn(t->arg);
+	if (t->rstreams) {
+		/* Its streams' receives would outlive it, their CQEs naming
+		 * freed memory and pinning nothing: a program error. */
+		fprintf(stderr,
+			"canal: task %llu ended with %u receive stream(s) "
+			"open; close each (canal_io_rstream_close) first\n",
+			(unsigned long long)t->id, t->rstreams);
+		abort();
+	}
 	t->after = AFTER_EXIT;
 	canal__task_switch_out(t);
 	__builtin_unreachable();

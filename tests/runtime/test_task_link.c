@@ -14,7 +14,7 @@
  *     with it (the byte left a iff res[0] == 1, reached b iff res[1] == 1),
  *     both outcomes are seen;
  *  E. refusals: NULL, n = 0 or above CANAL_IO_LINK_MAX, an SQE with a
- *     linking, draining or CQE-dropping flag, a zero-copy send, a
+ *     linking, draining, CQE-dropping or buffer-selecting flag, a zero-copy send, a
  *     multishot poll, recv or accept, an opcode past IORING_OP_LAST
  *     (-EINVAL, even with timeout 0); outside a task (-EPERM); on the
  *     epoll backend (-EOPNOTSUPP); timeout 0: -ETIMEDOUT, nothing
@@ -129,7 +129,7 @@ static void main_task(void *arg)
 	for (unsigned i = 0; i < CANAL_IO_LINK_MAX; i++)
 		CHECK_EQ(res[i], 0);
 	unsigned bad[] = {IOSQE_IO_LINK, IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN,
-			  IOSQE_CQE_SKIP_SUCCESS};
+			  IOSQE_CQE_SKIP_SUCCESS, IOSQE_BUFFER_SELECT};
 	for (unsigned k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		memset(s, 0, 2 * sizeof(s[0]));
 		io_uring_prep_nop(&s[0]);

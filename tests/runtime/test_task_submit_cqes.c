@@ -15,7 +15,8 @@
  * and after each, a read of an empty pipe with a short timeout must time
  * out: a late CQE of the previous SQE must not complete it.
  *  C. flags that tie an SQE to others or drop its CQE (IOSQE_IO_LINK,
- *     IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN, IOSQE_CQE_SKIP_SUCCESS) are refused
+ *     IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN, IOSQE_CQE_SKIP_SUCCESS), or take a
+ *     provided buffer (IOSQE_BUFFER_SELECT: the receive streams') are refused
  *     with -EINVAL (linked to whatever SQE comes next, another task's;
  *     drained behind the loop's own wake-up read, which stays in flight;
  *     without a CQE the task would wait forever, even past its timeout).
@@ -117,7 +118,7 @@ static void main_task(void *arg)
 	}
 	/* C. */
 	unsigned bad[] = {IOSQE_IO_LINK, IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN,
-			  IOSQE_CQE_SKIP_SUCCESS};
+			  IOSQE_CQE_SKIP_SUCCESS, IOSQE_BUFFER_SELECT};
 	for (unsigned k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		memset(&sqe, 0, sizeof(sqe));
 		io_uring_prep_nop(&sqe);

@@ -8,19 +8,25 @@
 // (GOMAXPROCS=1); spawn_join: start a goroutine and wait for its end
 // (sync.WaitGroup), one P; cond_pingpong: sync.Cond round trip, one P;
 // chan_pingpong_1loop_C / _2loops_C: an unbuffered (C=0) or capacity-1
-// channel round trip with GOMAXPROCS 1 / 2; parked_bytes_N: resident bytes
-// per goroutine parked on a channel receive (RSS delta / N).
+// channel round trip with GOMAXPROCS 1 / 2; sock_pingpong_recv: 8 bytes
+// there and back between two goroutines over a Unix socket pair through
+// Go's net package (its netpoller), one P, rounds / 4 round trips;
+// parked_bytes_N: resident bytes per goroutine parked on a channel
+// receive (RSS delta / N).
 //
 // Usage: runtimebench [rounds] (default 200000); CANAL_RB_PARKED=N.
 package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -108,6 +114,54 @@ func chanPingPong(capacity, procs int) {
 	fmt.Printf("chan_pingpong_%s_%d %.1f ns/rt\n", name, capacity, float64(time.Since(t0).Nanoseconds())/float64(rounds))
 }
 
+// sockConn: one end of a Unix socket pair as a net.Conn (netpoller).
+func sockConn(fd int, name string) net.Conn {
+	f := os.NewFile(uintptr(fd), name)
+	c, err := net.FileConn(f)
+	if err != nil {
+		panic(err)
+	}
+	f.Close() // FileConn dup'ed it
+	return c
+}
+
+func sockPingPong() {
+	runtime.GOMAXPROCS(1)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		panic(err)
+	}
+	a, b := sockConn(fds[0], "a"), sockConn(fds[1], "b")
+	n := rounds / 4
+	done := make(chan struct{})
+	t0 := time.Now()
+	go func() {
+		buf := make([]byte, 8)
+		for i := 0; i < n; i++ {
+			if _, err := io.ReadFull(b, buf); err != nil {
+				panic(err)
+			}
+			if _, err := b.Write(buf); err != nil {
+				panic(err)
+			}
+		}
+		close(done)
+	}()
+	buf := []byte("pingpong")
+	for i := 0; i < n; i++ {
+		if _, err := a.Write(buf); err != nil {
+			panic(err)
+		}
+		if _, err := io.ReadFull(a, buf); err != nil {
+			panic(err)
+		}
+	}
+	<-done
+	fmt.Printf("sock_pingpong_recv %.1f ns/rt\n", float64(time.Since(t0).Nanoseconds())/float64(n))
+	a.Close()
+	b.Close()
+}
+
 func rssBytes() int64 {
 	b, err := os.ReadFile("/proc/self/statm")
 	if err != nil {
@@ -168,6 +222,7 @@ func main() {
 		chanPingPong(c, 1)
 		chanPingPong(c, 2)
 	}
+	sockPingPong()
 	n := 100000
 	if s := os.Getenv("CANAL_RB_PARKED"); s != "" {
 		if v, err := strconv.Atoi(s); err == nil {
