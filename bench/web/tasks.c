@@ -162,7 +162,7 @@ static int send_linked(struct web_conn *c, struct canal_io_rstream *rs,
 					      NULL);
 		if (in >= 0)
 			*got = in;
-		else if (in != -EAGAIN && in != -ETIMEDOUT)
+		else if (in != -EAGAIN && in != -EBUSY)
 			c->eof = true; /* the stream's error: no more input */
 	} else {
 		r = canal_io_submit_link(s, n, res,

@@ -380,8 +380,10 @@ int canal_io_rstream_open(int fd, struct canal_io_rstream **out);
  * kept before it were returned), -ETIMEDOUT after timeout_ns (< 0: no
  * limit; 0: only what is kept, or what one try of the socket gives where
  * no receive is kept armed) or -ECANCELED when cancel is signalled, with
- * no byte taken. -EINVAL s or buf NULL or len 0; -EPERM not the stream's
- * task.
+ * no byte taken; -EBUSY where a receive per call is made and no
+ * submission slot is free, or (epoll) another task already waits to read
+ * the fd: nothing taken, try again. -EINVAL s or buf NULL or len 0; -EPERM
+ * not the stream's task.
  */
 ssize_t canal_io_rstream_recv(struct canal_io_rstream *s, void *buf,
 			      size_t len, int64_t timeout_ns,
@@ -401,14 +403,16 @@ ssize_t canal_io_rstream_recv(struct canal_io_rstream *s, void *buf,
  * Returns 0 once the chain completed and the input came (or the chain
  * failed), or -ETIMEDOUT / -ECANCELED when the timeout or the condvar came
  * first (the chain's members not complete then are cancelled, as in
- * canal_io_submit_link); res[] holds every operation's one outcome in
- * every case. *got is set in every case but the errors below: the bytes
+ * canal_io_submit_link); res[] then holds every operation's one outcome
+ * (timeout_ns 0: -ETIMEDOUT at once, nothing started, res untouched). *got
+ * is set in every case but -EINVAL and -EPERM below: the bytes
  * received into buf (> 0, even when the timeout came too or the chain
  * failed: never drop them), 0 at the end of input, the stream's -errno,
  * or -EAGAIN: nothing received (the chain failed, or the timeout or
- * condvar came first).
- * Errors, nothing started: those of canal_io_submit_link; -EINVAL s, buf
- * or got NULL or len 0; -EPERM not the stream's task.
+ * condvar came first), or -EBUSY (as canal_io_rstream_recv: try again).
+ * Errors, nothing started (*got -EAGAIN but for -EINVAL and -EPERM): those
+ * of canal_io_submit_link; -EINVAL s, buf or got NULL or len 0; -EPERM not
+ * the stream's task.
  */
 int canal_io_submit_link_recv(const struct io_uring_sqe *sqes, unsigned n,
 			      int32_t *res, struct canal_io_rstream *s,

@@ -54,10 +54,10 @@ struct canal__backend_ops {
 	 * -errno, nothing started (-EOPNOTSUPP: no buffer rings or
 	 * multishot receive in this kernel, for good; -ENOBUFS: too few
 	 * buffers free now; -EBUSY: no SQE now). rstream_cancel: ask for
-	 * its end (its last CQE still comes). buf_put: give provided buffer
+	 * its end (its last CQE still comes): false if no SQE was free. buf_put: give provided buffer
 	 * bid back to the loop's ring. */
 	int (*rstream_arm)(struct canal__loop *l, struct canal_io_rstream *s);
-	void (*rstream_cancel)(struct canal__loop *l,
+	bool (*rstream_cancel)(struct canal__loop *l,
 			       struct canal_io_rstream *s);
 	void (*buf_put)(struct canal__loop *l, unsigned bid);
 };

@@ -56,7 +56,7 @@
 #define UD_WAKE 0u
 #define UD_CANCEL 1u
 
-#define RS_NBUF 1024u /* provided buffers per loop, a power of two */
+#define RS_NBUF CANAL__RS_BUFS /* provided buffers per loop (io.h) */
 #define RS_BUF_SIZE 4096u
 #define RS_BGID 0
 #define RS_LOW (RS_NBUF / 8u)
@@ -223,10 +223,12 @@ static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
 						 NULL);
 	}
 	ur_reap(l, b);
-	if (!b->read_armed) {
+	if (!b->read_armed)
 		arm_wake_read(b);
+	/* What the reaping queued (the wake read; a receive stream's cancel
+	 * at its cap, rstream.c) goes in now, not at the next poll. */
+	if (io_uring_sq_ready(&b->ring))
 		io_uring_submit(&b->ring);
-	}
 }
 
 static void ur_wake(struct canal__loop *l)
@@ -484,9 +486,9 @@ static int ur_rstream_arm(struct canal__loop *l, struct canal_io_rstream *s)
 	return 0;
 }
 
-static void ur_rstream_cancel(struct canal__loop *l, struct canal_io_rstream *s)
+static bool ur_rstream_cancel(struct canal__loop *l, struct canal_io_rstream *s)
 {
-	send_cancel(l->backend, rstream_ud(s)); /* else retried (rstream.c) */
+	return send_cancel(l->backend, rstream_ud(s)); /* else retried */
 }
 
 static void ur_buf_put(struct canal__loop *l, unsigned bid)

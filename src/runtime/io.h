@@ -126,6 +126,8 @@ int canal__io_futex_waitv(_Atomic uint32_t *const *words,
  * client that sends while its task is busy is held back by TCP's flow
  * control, not by the loop's buffers, which the other streams share). */
 #define CANAL__RS_HOLD_MAX 16u
+/* Provided buffers per loop (backend_uring.c), a power of two. */
+#define CANAL__RS_BUFS 1024u
 struct canal__rs_held {
 	char *data;   /* the provided buffer's unread part */
 	uint32_t len; /* its unread bytes */

@@ -64,6 +64,15 @@ static int hold(struct canal_io_rstream *s, char *data, uint32_t n,
 	return 0;
 }
 
+/* Errors that end one receive but not the stream (the next receive
+ * tries again): no SQE or buffer now, interrupted, cut by a timeout or
+ * cancel of ours, another reader waiting on the fd (epoll). */
+static bool transient(int32_t r)
+{
+	return r == -EAGAIN || r == -EINTR || r == -ETIMEDOUT ||
+	       r == -ECANCELED || r == -EBUSY || r == -ENOBUFS || r == -ENOMEM;
+}
+
 /* Does the stream have news for a waiting receive: bytes, or an end? */
 static bool has_news(const struct canal_io_rstream *s)
 {
@@ -85,10 +94,8 @@ static void lost(struct canal__loop *l, struct canal_io_rstream *s)
 {
 	if (!s->err)
 		s->err = -ENOMEM;
-	if (s->armed && !s->capped) {
-		l->rt->backend->rstream_cancel(l, s);
-		s->capped = true;
-	}
+	if (s->armed && !s->capped)
+		s->capped = l->rt->backend->rstream_cancel(l, s);
 }
 
 void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
@@ -107,7 +114,7 @@ void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
 			/* A kernel with buffer rings but no multishot
 			 * receive refuses it: a receive per call. */
 			s->fallback = true;
-		} else if (res < 0 && res != -ECANCELED && !s->err) {
+		} else if (res < 0 && !transient(res) && !s->err) {
 			s->err = res;
 		}
 	}
@@ -131,11 +138,10 @@ void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
 			lost(l, s);
 		if (data)
 			l->rt->backend->buf_put(l, bid);
-		if (s->hcount >= CANAL__RS_HOLD_MAX && s->armed && !s->capped) {
-			/* Enough kept: the rest waits in the socket. */
-			l->rt->backend->rstream_cancel(l, s);
-			s->capped = true;
-		}
+		if (s->hcount >= CANAL__RS_HOLD_MAX && s->armed && !s->capped)
+			/* Enough kept: the rest waits in the socket (a cancel
+			 * that found no SQE is tried again at the next CQE). */
+			s->capped = l->rt->backend->rstream_cancel(l, s);
 	}
 	if (s->closing ? !s->armed
 		       : s->waiting && has_news(s) &&
@@ -292,8 +298,7 @@ static ssize_t recv_plain(struct canal_io_rstream *s, void *buf, size_t len,
 	}
 	if (r == 0)
 		s->eof = true;
-	else if (r < 0 && r != -ETIMEDOUT && r != -ECANCELED &&
-		 r != -EINTR && r != -EAGAIN && r != -EBUSY)
+	else if (r < 0 && !transient((int32_t)r))
 		s->err = (int32_t)r;
 	return r;
 }
@@ -354,7 +359,8 @@ EXPORT int canal_io_submit_link_recv(const struct io_uring_sqe *sqes,
 				    : CANAL_NO_DEADLINE;
 	/* One suspension for the chain and the input when the input can
 	 * only come through the armed receive (nothing kept, no end). */
-	bool together = s->hcount == 0 && !s->eof && !s->err && arm(s);
+	bool together = timeout_ns != 0 && s->hcount == 0 && !s->eof &&
+			!s->err && !s->starved && arm(s);
 	if (together) {
 		s->wbuf = buf;
 		s->wlen = len;

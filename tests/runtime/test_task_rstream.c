@@ -5,8 +5,9 @@
  *     random pauses; the task reads with random lengths: every byte once,
  *     in order, then 0 at the end of input, and 0 again;
  *  B. bytes that come while the task sleeps are kept: PIECES_B pieces,
- *     each its own arrival, read afterwards all at once and one by one
- *     (timeout 0: what is kept, then -ETIMEDOUT);
+ *     each its own arrival, of which the stream keeps CANAL__RS_HOLD_MAX
+ *     (io_uring; the rest wait in the socket), then all read in random
+ *     lengths, in order (timeout 0 then: -ETIMEDOUT);
  *  C. no input: -ETIMEDOUT after the timeout, -ECANCELED when another
  *     task signals the condvar; bytes written afterwards still come whole;
  *  D. pieces that each take a buffer while the task sleeps, until one
@@ -35,7 +36,7 @@
 
 #include <canal/task.h>
 
-#include "runtime/io.h" /* CANAL__RS_HOLD_MAX */
+#include "runtime/io.h" /* CANAL__RS_*, the stream (white box) */
 
 #include <arpa/inet.h>
 #include <liburing.h>
@@ -162,8 +163,9 @@ static int in_socket(int fd)
 
 /* count pieces of 10 bytes (piece k: bytes pattern(10k + j, 2)), each
  * after a pause, so that each arrives on its own; D: each once the one
- * before left the socket (taken into a buffer of the loop), up to 50 ms,
- * until one stays there (the loop's buffers ran out). */
+ * before left the socket (taken into a buffer of the loop), up to 5 s (a
+ * loaded machine under a sanitizer), until one stays there (its receive
+ * cancelled at the cap, or the loop's buffers ran out). */
 static void *writer_pieces(void *arg)
 {
 	struct pieces *p = arg;
@@ -176,7 +178,7 @@ static void *writer_pieces(void *arg)
 		pause_us(p->gap_us);
 		if (p->wait_taken && p->stalled < 0) {
 			int waited = 0;
-			while (in_socket(p->rfd) > 0 && waited < 2000) {
+			while (in_socket(p->rfd) > 0 && waited < 50000) {
 				pause_us(100);
 				waited++;
 			}
@@ -219,7 +221,11 @@ static void test_b(void)
 		canal_sleep_ns(2000000);
 	join(w);
 	canal_sleep_ns(5000000);
+	/* (white box: the stream's kept buffers, io.h) */
+	if (!on_epoll())
+		CHECK_EQ(s->hcount, CANAL__RS_HOLD_MAX);
 	read_pieces(s, PIECES_B, 5);
+	CHECK_EQ(s->hcount, 0);
 	/* Nothing more: what is kept (nothing) at once. */
 	char c;
 	CHECK_EQ(canal_io_rstream_recv(s, &c, 1, 0, NULL), -ETIMEDOUT);
@@ -283,7 +289,7 @@ static void *writer_many(void *arg)
 			if (m->stalled_stream >= 0)
 				continue;
 			int waited = 0;
-			while (in_socket(xs_d[k][0]) > 0 && waited < 2000) {
+			while (in_socket(xs_d[k][0]) > 0 && waited < 50000) {
 				pause_us(100);
 				waited++;
 			}
@@ -315,15 +321,20 @@ static void test_d2(void)
 	while (!atomic_load(&m.done))
 		canal_sleep_ns(2000000);
 	join(w);
+	printf("D2: the loop's buffers ran out at stream %d, piece %d\n",
+	       m.stalled_stream, m.stalled_pieces - 1);
+	fflush(stdout);
 	if (on_epoll()) {
 		CHECK_EQ(m.stalled_stream, 0);
 	} else {
-		/* 1024 buffers, 16 a stream: the 65th stream's first piece
-		 * (give or take the pieces taken past a cap meanwhile). */
+		/* CANAL__RS_BUFS buffers, CANAL__RS_HOLD_MAX a stream: the
+		 * 65th stream's first piece when every other buffer is back
+		 * in the ring (seen alone; one ctest -j2 run under TSan
+		 * stalled elsewhere, not understood yet: the bound is what
+		 * the test proves, that the buffers ran out before the
+		 * streams did). */
 		CHECK(m.stalled_stream >= 32 && m.stalled_stream < STREAMS_D);
 	}
-	printf("D2: the loop's buffers ran out at stream %d, piece %d\n",
-	       m.stalled_stream, m.stalled_pieces - 1);
 	write_all(y[1], "hello", 5);
 	char b[8];
 	size_t have = 0;
@@ -488,6 +499,7 @@ static void test_e(void)
 				      in_socket(sv[0]) > 0); i++)
 		canal_sleep_ns(1000000);
 	CHECK(atomic_load(&echoes) > before && in_socket(sv[0]) == 0);
+	CHECK(s->hcount > 0); /* kept (white box, io.h) */
 	got = -99;
 	CHECK_EQ(canal_io_submit_link_recv(&q, 1, res, s, buf, sizeof(buf),
 					   &got, 10000000000ll, NULL),
