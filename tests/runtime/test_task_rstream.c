@@ -87,6 +87,23 @@ static void pause_us(unsigned us)
 	nanosleep(&ts, NULL);
 }
 
+/* Receive exactly n bytes through s (several receives if need be, no time
+ * limit but 10 s) and check they are want[0..n). */
+static void expect_bytes(struct canal_io_rstream *s, const char *want,
+			 size_t n)
+{
+	char b[64];
+	size_t have = 0;
+	CHECK(n <= sizeof(b));
+	while (have < n) {
+		ssize_t r = canal_io_rstream_recv(s, b + have, n - have,
+						  10000000000ll, NULL);
+		CHECK(r > 0);
+		have += (size_t)r;
+	}
+	CHECK(memcmp(b, want, n) == 0);
+}
+
 /* ---------------------------------------------------------------- A */
 
 static int sv_a[2];
@@ -336,15 +353,7 @@ static void test_d2(void)
 		CHECK(m.stalled_stream >= 32 && m.stalled_stream < STREAMS_D);
 	}
 	write_all(y[1], "hello", 5);
-	char b[8];
-	size_t have = 0;
-	while (have < 5) {
-		ssize_t n = canal_io_rstream_recv(sy, b + have, 5 - have,
-						  10000000000ll, NULL);
-		CHECK(n > 0);
-		have += (size_t)n;
-	}
-	CHECK(memcmp(b, "hello", 5) == 0);
+	expect_bytes(sy, "hello", 5);
 	for (int k = 0; k < STREAMS_D; k++) {
 		int count = k == m.stalled_stream ? m.stalled_pieces
 						  : (int)CANAL__RS_HOLD_MAX;
@@ -357,14 +366,7 @@ static void test_d2(void)
 		close(xs_d[k][1]);
 	}
 	write_all(y[1], "again", 5);
-	have = 0;
-	while (have < 5) {
-		ssize_t n = canal_io_rstream_recv(sy, b + have, 5 - have,
-						  10000000000ll, NULL);
-		CHECK(n > 0);
-		have += (size_t)n;
-	}
-	CHECK(memcmp(b, "again", 5) == 0);
+	expect_bytes(sy, "again", 5);
 	CHECK_EQ(canal_io_rstream_close(sy), 0);
 	close(y[0]);
 	close(y[1]);
@@ -402,14 +404,7 @@ static void test_c(void)
 	CHECK_EQ(canal_io_rstream_recv(s, buf, sizeof(buf), -1, cond_c),
 		 -ECANCELED);
 	write_all(sv[1], "0123456789abcdef", 16);
-	size_t got = 0;
-	while (got < 16) {
-		ssize_t n = canal_io_rstream_recv(s, buf + got, 16 - got, -1,
-						  NULL);
-		CHECK(n > 0);
-		got += (size_t)n;
-	}
-	CHECK(memcmp(buf, "0123456789abcdef", 16) == 0);
+	expect_bytes(s, "0123456789abcdef", 16);
 	CHECK_EQ(canal_io_rstream_close(s), 0);
 	canal_sleep_ns(5000000); /* the canceller has ended */
 	canal_cond_destroy(cond_c);
@@ -702,14 +697,7 @@ static void test_h(void)
 	CHECK_EQ(canal_detach(), -EBUSY);
 	/* The stream still works after the refusals. */
 	write_all(sv[1], "xy", 2);
-	size_t have = 0;
-	while (have < 2) {
-		ssize_t n = canal_io_rstream_recv(s, b + have, 2 - have, -1,
-						  NULL);
-		CHECK(n > 0);
-		have += (size_t)n;
-	}
-	CHECK(memcmp(b, "xy", 2) == 0);
+	expect_bytes(s, "xy", 2);
 	CHECK_EQ(canal_io_rstream_close(s), 0);
 	CHECK_EQ(canal_detach(), 0);
 	CHECK_EQ(canal_attach(), 0);
