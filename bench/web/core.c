@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,37 @@ void web_sock_setup(int fd)
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	sock_tune(fd);
+}
+
+/* $CANAL_WEB_ACCEPT=one (read once; the loops' threads may race to read
+ * it, and read the same). */
+static bool accept_one_only(void)
+{
+	static _Atomic int off = -1;
+	int v = atomic_load_explicit(&off, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("CANAL_WEB_ACCEPT");
+		v = e && strcmp(e, "one") == 0;
+		atomic_store_explicit(&off, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+int web_accept_next(int listen_fd)
+{
+	return accept_one_only() ? -EAGAIN : web_accept(listen_fd);
+}
+
+unsigned web_accept_excess(int listen_fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (accept_one_only() || getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_sacked) + sizeof(ti.tcpi_sacked))
+		return 0;
+	/* A listening socket's tcpi_unacked is its accept queue's length,
+	 * tcpi_sacked the queue's capacity (the listen backlog). */
+	return ti.tcpi_unacked > ti.tcpi_sacked / 4 ? ti.tcpi_sacked : 0;
 }
 
 int web_accept(int listen_fd)

@@ -67,6 +67,30 @@ int web_listen_again(const struct web_ctx *ctx);
  * negative errno to ignore (ECONNABORTED, EPERM...). */
 int web_accept(int listen_fd);
 
+/*
+ * How many more connections a style that takes one connection per turn of
+ * its loop should take now (with web_accept, until it returns -EAGAIN)
+ * after one: when the listener's accept queue is deeper than a quarter of
+ * its capacity, up to the capacity; otherwise 0 (TCP_INFO of the
+ * listening socket: one system call). One connection per turn answers
+ * what was admitted in small groups: under ab at 1 000 connections, p99
+ * 49-74 ms, against 67-95 when the queue is taken whole from an eighth of
+ * its capacity up and 68-95 when it is always taken whole, as a multishot
+ * accept does (nginx 49-55). But when ab opens 10 000 connections at once
+ * the turns come too seldom: the queue (4 096) fills and the kernel drops
+ * SYNs, and 3-9 % of the requests wait for the client's SYN
+ * retransmission, 1 s (p99 1.3-1.5 s in 2 to 4 runs of 4, server on one
+ * CPU, Intel Xeon, 2026-11-28). $CANAL_WEB_ACCEPT=one turns it off
+ * (returns 0), and web_accept_next too: to measure them.
+ */
+unsigned web_accept_excess(int listen_fd);
+
+/* For a style whose accepts wait their turn: once a connection is closed,
+ * the next queued one (web_accept), so that under a connection per request
+ * a connection's end admits the next without waiting for the accept's
+ * turn; -EAGAIN when $CANAL_WEB_ACCEPT=one. */
+int web_accept_next(int listen_fd);
+
 /* Prepare an accepted fd (from io_uring): non-blocking, TCP_NODELAY (and
  * $CANAL_WEB_SNDBUF as web_accept). */
 void web_sock_setup(int fd);

@@ -49,7 +49,7 @@
 #include <unistd.h>
 
 static struct web_ctx *g_ctx;
-static bool g_no_rstream; /* CANAL_WEB_NO_RSTREAM */
+static bool g_no_rstream;    /* CANAL_WEB_NO_RSTREAM */
 
 /* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
  * clock) or SIGTERM. The deadline stands across the WEB_TICK_MS waits
@@ -264,6 +264,8 @@ static int take_input(struct web_conn *c, ssize_t n)
 	return 0;
 }
 
+static bool admit(struct web_ctx *ctx, int fd, bool tuned);
+
 static void conn_task(void *p)
 {
 	struct web_conn *c = p;
@@ -300,8 +302,43 @@ static void conn_task(void *p)
 	free(out);
 	web_close(c);
 	free(c);
+	/* A connection ends, the next queued one starts (web_accept_next):
+	 * not waiting for the accept task's turn, which comes once its loop
+	 * has run every ready task (accept_task). */
+	if (!web_stop) {
+		int fd = web_accept_next(g_ctx->listen_fd);
+		if (fd >= 0)
+			admit(g_ctx, fd, true);
+	}
 }
 
+/* A new connection: a task for it (false: dropped, and the accept task
+ * should back off). tuned: web_accept prepared the socket already. */
+static bool admit(struct web_ctx *ctx, int fd, bool tuned)
+{
+	if (!tuned)
+		web_sock_setup(fd);
+	struct web_conn *c = malloc(sizeof(*c));
+	if (!c) {
+		close(fd);
+		return false;
+	}
+	web_conn_init(c, fd, &ctx->srv);
+	if (canal_spawn(conn_task, c) < 0) {
+		close(fd);
+		free(c);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The accept task takes one connection per turn, and more when the
+ * listener's queue is deep (web_accept_excess says why and how many). It
+ * waits in canal_io_accept, and its wake goes behind every task already
+ * ready on its loop: a turn comes once the loop has run all of them, which
+ * at 10 000 connections is too seldom for one connection per turn.
+ */
 static void accept_task(void *arg)
 {
 	struct web_ctx *ctx = arg;
@@ -317,18 +354,16 @@ static void accept_task(void *arg)
 		}
 		if (fd < 0)
 			continue; /* -ETIMEDOUT, -ECONNABORTED, ... */
-		web_sock_setup(fd);
-		struct web_conn *c = malloc(sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
+		bool ok = admit(ctx, fd, false);
+		for (unsigned k = ok ? web_accept_excess(ctx->listen_fd) : 0;
+		     ok && k; k--) {
+			fd = web_accept(ctx->listen_fd);
+			if (fd < 0)
+				break; /* empty queue; errors: the next accept */
+			ok = admit(ctx, fd, true); /* web_accept tuned it */
 		}
-		web_conn_init(c, fd, &ctx->srv);
-		if (canal_spawn(conn_task, c) < 0) {
-			close(fd);
-			free(c);
+		if (!ok)
 			canal_sleep_ns((uint64_t)WEB_ACCEPT_BACKOFF_MS * 1000000);
-		}
 	}
 }
 
