@@ -60,6 +60,11 @@ struct canal__backend_ops {
 	bool (*rstream_cancel)(struct canal__loop *l,
 			       struct canal_io_rstream *s);
 	void (*buf_put)(struct canal__loop *l, unsigned bid);
+	/* Whether a poll() would find completions now, read without a
+	 * system call (a hint: it may say false a moment before a completion
+	 * comes, never true when poll() would find nothing forever); NULL:
+	 * the backend cannot tell (the loop does not spin on its I/O). */
+	bool (*pending)(struct canal__loop *l);
 };
 
 extern const struct canal__backend_ops canal__backend_uring;

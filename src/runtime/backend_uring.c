@@ -129,9 +129,13 @@ static int ur_init(struct canal__loop *l)
 		free(b);
 		return e;
 	}
+	/* TASKRUN_FLAG: the kernel raises IORING_SQ_TASKRUN in the shared
+	 * SQ flags when completions wait as deferred task work (ur_pending
+	 * reads it). */
 	struct io_uring_params p = {
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN,
+			 IORING_SETUP_DEFER_TASKRUN |
+			 IORING_SETUP_TASKRUN_FLAG,
 		.cq_entries = CQ_ENTRIES,
 	};
 	int r = io_uring_queue_init_params(RING_ENTRIES, &b->ring, &p);
@@ -244,6 +248,19 @@ static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
 	 * at its cap, rstream.c) goes in now, not at the next poll. */
 	if (io_uring_sq_ready(&b->ring))
 		io_uring_submit(&b->ring);
+}
+
+/* Deferred task work (DEFER_TASKRUN) is what becomes CQEs at the next
+ * io_uring_enter; posted CQEs (an inline completion, an overflow) are the
+ * rest. Without DEFER_TASKRUN (an old kernel) completions are posted as
+ * they come, and the first test sees them. Relaxed loads: a hint, and
+ * poll() enters the kernel, which orders what it reaps. */
+static bool ur_pending(struct canal__loop *l)
+{
+	struct uring_backend *b = l->backend;
+	unsigned f = __atomic_load_n(b->ring.sq.kflags, __ATOMIC_RELAXED);
+	return io_uring_cq_ready(&b->ring) ||
+	       (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
 }
 
 static void ur_wake(struct canal__loop *l)
@@ -530,4 +547,5 @@ const struct canal__backend_ops canal__backend_uring = {
 	.rstream_arm = ur_rstream_arm,
 	.rstream_cancel = ur_rstream_cancel,
 	.buf_put = ur_buf_put,
+	.pending = ur_pending,
 };
