@@ -8,7 +8,10 @@
  *
  * One task accepts (canal_io_accept, with a timeout of WEB_TICK_MS so that
  * it sees SIGTERM) and spawns a task per connection; spawn spreads them
- * over the loops. A connection task drives the shared HTTP state machine
+ * over the loops. It takes one connection per turn, the whole queue when
+ * the queue is deep; connection tasks also look at a deep queue every 64
+ * turns (accept_help), and a connection that ends admits the next queued
+ * one (web_accept_next); CANAL_WEB_ACCEPT=one: one per turn only. A connection task drives the shared HTTP state machine
  * (http.h): web_conn_run answers what is buffered and sends what it can;
  * when it needs input the task suspends in canal_io_recv until bytes come
  * or the connection's deadline (header or idle timeout); when the socket

@@ -23,9 +23,13 @@
  *           Intel Xeon, 2026-11-23); at 5000 concurrent 26.5k requests/s
  *           and p99 200 ms against multishot's 23.4k and 308 (nginx 23.5k,
  *           226). wrk (keep-alive) does not change. When the listener's
- *           queue is deep a pass takes more (web_accept_excess: when ab
- *           opens 10 000 connections at once, one per pass lets the queue
- *           fill and the kernel drop SYNs).
+ *           queue is deep a pass takes it whole (web_accept_excess: when
+ *           ab opens 10 000 connections at once, one per pass lets the
+ *           queue fill and the kernel drop SYNs), and a connection that
+ *           ends admits the next queued one (web_accept_next; neither with
+ *           the multishot accept; CANAL_WEB_ACCEPT=one: neither at all).
+ *   wait:   before each io_uring_enter that waits, a spin of up to 20 us
+ *           watching the ring (spin_for_work), as canal's runtime does.
  *   recv:   one multishot recv per connection from a provided buffer ring
  *           (group 0); each buffer goes back to the ring as soon as its
  *           bytes are copied into the connection (web_conn_feed).
@@ -83,6 +87,7 @@ enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL, OP_READ, OP_SEND };
 struct uconn {
 	struct web_conn c;
 	bool recv_armed, poll_armed, read_armed, send_armed, closing;
+	bool busy; /* in a call that may close it: not freed until it returns */
 	char *buf; /* head + body of a small response, bufcap bytes */
 	size_t bufcap;
 	const char *sdata; /* the SEND in flight: sdata[soff, slen) */
@@ -128,7 +133,11 @@ static struct io_uring_sqe *sqe_get(struct loop *l)
 static uint64_t spin_ns(void)
 {
 	const char *e = getenv("CANAL_IO_SPIN_NS");
-	return e && *e ? strtoull(e, NULL, 10) : SPIN_NS;
+	if (!e || !*e)
+		return SPIN_NS;
+	char *end;
+	unsigned long long v = strtoull(e, &end, 10);
+	return *end || *e == '-' || v > 1000000000ull ? SPIN_NS : v;
 }
 
 static bool work_ready(struct loop *l)
@@ -206,21 +215,21 @@ static void cancel(struct loop *l, int fd, enum op op)
 	io_uring_sqe_set_data64(s, ud(fd, OP_IGNORE));
 }
 
-static void admit(struct loop *l, int fd, bool tuned);
+static bool admit(struct loop *l, int fd, bool tuned);
 
 /* Free the connection once nothing of it is in flight; then take the next
  * queued connection now rather than at the accept's turn
  * (web_accept_next). */
 static void maybe_free(struct loop *l, struct uconn *u)
 {
-	if (!u->closing || u->recv_armed || u->poll_armed || u->read_armed ||
-	    u->send_armed)
+	if (!u->closing || u->busy || u->recv_armed || u->poll_armed ||
+	    u->read_armed || u->send_armed)
 		return;
 	l->conn[u->c.fd] = NULL;
 	web_close(&u->c);
 	free(u->buf);
 	free(u);
-	if (web_stop)
+	if (web_stop || l->accept_multishot)
 		return;
 	int fd = web_accept_next(l->lfd);
 	if (fd >= 0)
@@ -304,9 +313,15 @@ static void progress(struct loop *l, struct uconn *u)
 				break; /* already on its way */
 			if (start_send(l, u))
 				break;
-			u->c.style_sends_small = false; /* no memory: the core sends */
+			/* No memory: the core sends. u is kept until the
+			 * call returns (busy: maybe_free waits), then freed
+			 * if it closed meanwhile. */
+			u->c.style_sends_small = false;
+			u->busy = true;
 			progress(l, u);
+			u->busy = false;
 			u->c.style_sends_small = true;
+			maybe_free(l, u);
 			break;
 		}
 		arm_poll(l, u);
@@ -317,19 +332,20 @@ static void progress(struct loop *l, struct uconn *u)
 	}
 }
 
-/* A new connection (tuned: web_accept prepared the socket already). */
-static void admit(struct loop *l, int fd, bool tuned)
+/* A new connection (tuned: web_accept prepared the socket already);
+ * false: dropped (no memory, or an fd past the table). */
+static bool admit(struct loop *l, int fd, bool tuned)
 {
 	struct uconn *u = (size_t)fd < l->cap ? malloc(sizeof *u) : NULL;
 	if (!u) {
 		close(fd);
-		return;
+		return false;
 	}
 	if (!tuned)
 		web_sock_setup(fd);
 	web_conn_init(&u->c, fd, &l->ctx->srv);
 	u->c.style_sends_small = true;
-	u->recv_armed = u->poll_armed = u->closing = false;
+	u->recv_armed = u->poll_armed = u->closing = u->busy = false;
 	u->read_armed = u->send_armed = false;
 	u->buf = NULL;
 	u->bufcap = 0;
@@ -337,6 +353,7 @@ static void admit(struct loop *l, int fd, bool tuned)
 	if ((size_t)fd > l->maxfd)
 		l->maxfd = (size_t)fd;
 	arm_recv(l, u);
+	return true;
 }
 
 /* One connection per pass, and more when the listener's queue is deep
@@ -356,9 +373,8 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 		return;
 	for (unsigned k = web_accept_excess(l->lfd); k; k--) {
 		int fd = web_accept(l->lfd);
-		if (fd < 0)
+		if (fd < 0 || !admit(l, fd, true))
 			break; /* empty queue; errors: the next accept */
-		admit(l, fd, true);
 	}
 }
 
@@ -381,7 +397,8 @@ static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
 		 * response. Otherwise the client overflowed: close. */
 		if (fed < 0 && !u->c.close_after) {
 			u->c.in_len = 0;
-			conn_close(l, u);
+			conn_close(l, u); /* may free u */
+			return;
 		}
 	}
 	if (u->closing) {

@@ -50,10 +50,11 @@
 #include <unistd.h>
 
 #define RING_ENTRIES 256u
-/* Completion queue entries: the kernel sizes its table of cancellable
- * requests (armed polls, hence every multishot receive of a receive
- * stream) from the CQ, at cq_entries / 32 buckets with at most 256, and an
- * ASYNC_CANCEL by user_data walks one bucket. With the default CQ of
+/* Completion queue entries: the kernel (Linux 6.x, io_ring_ctx_alloc)
+ * sizes its table of cancellable requests (armed polls, hence every
+ * multishot receive of a receive stream) from the CQ, at cq_entries / 32
+ * buckets with at most 256, and an ASYNC_CANCEL by user_data walks one
+ * bucket. With the default CQ of
  * 2 * RING_ENTRIES (16 buckets), 10 000 open streams put 600 requests in
  * each bucket and a stream's close spent most of a server's CPU walking
  * them (perf: io_poll_find 24 % under ab at 10 000 connections); 8192
@@ -81,6 +82,10 @@ struct uring_backend {
 	struct io_uring_buf_ring *br;
 	char *bufs;
 	unsigned rs_free;
+	/* IORING_SQ_TASKRUN seen set by a poll that then found nothing: the
+	 * flag is stale (ur_pending), until it is seen clear or a poll
+	 * reaps a CQE. */
+	bool taskrun_stale;
 };
 
 bool canal__uring_available(void)
@@ -144,6 +149,11 @@ static int ur_init(struct canal__loop *l)
 					     .cq_entries = CQ_ENTRIES};
 		r = io_uring_queue_init_params(RING_ENTRIES, &b->ring, &p);
 	}
+	/* Before 5.5 (no CQSIZE), or a locked-memory limit too small for
+	 * the larger CQ (kernels before 5.12 charge rings to
+	 * RLIMIT_MEMLOCK, 64 KiB by default then): the ring as it was. */
+	if (r < 0)
+		r = io_uring_queue_init(RING_ENTRIES, &b->ring, 0);
 	if (r < 0) {
 		close(b->evfd);
 		free(b);
@@ -199,7 +209,7 @@ static void reap_rstream(struct canal__loop *l, struct uring_backend *b,
 		cqe->res, cqe->flags, data, bid);
 }
 
-static void ur_reap(struct canal__loop *l, struct uring_backend *b)
+static unsigned ur_reap(struct canal__loop *l, struct uring_backend *b)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, seen = 0;
@@ -219,11 +229,19 @@ static void ur_reap(struct canal__loop *l, struct uring_backend *b)
 			reap_op((struct canal__io *)(uintptr_t)ud, cqe);
 	}
 	io_uring_cq_advance(&b->ring, seen);
+	return seen;
+}
+
+static bool taskrun_flagged(const struct uring_backend *b)
+{
+	return __atomic_load_n(b->ring.sq.kflags, __ATOMIC_RELAXED) &
+	       IORING_SQ_TASKRUN;
 }
 
 static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
 {
 	struct uring_backend *b = l->backend;
+	bool flagged = taskrun_flagged(b);
 	if (!b->read_armed)
 		arm_wake_read(b);
 	if (deadline_ns == 0) {
@@ -241,7 +259,10 @@ static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
 		io_uring_submit_and_wait_timeout(&b->ring, &cqe, 1, tsp,
 						 NULL);
 	}
-	ur_reap(l, b);
+	if (ur_reap(l, b))
+		b->taskrun_stale = false;
+	else if (flagged && taskrun_flagged(b))
+		b->taskrun_stale = true; /* ur_pending says why */
 	if (!b->read_armed)
 		arm_wake_read(b);
 	/* What the reaping queued (the wake read; a receive stream's cancel
@@ -254,13 +275,24 @@ static void ur_poll(struct canal__loop *l, uint64_t deadline_ns)
  * io_uring_enter; posted CQEs (an inline completion, an overflow) are the
  * rest. Without DEFER_TASKRUN (an old kernel) completions are posted as
  * they come, and the first test sees them. Relaxed loads: a hint, and
- * poll() enters the kernel, which orders what it reaps. */
+ * poll() enters the kernel, which orders what it reaps.
+ *
+ * The kernel raises IORING_SQ_TASKRUN after it queues the work, and the
+ * loop's io_uring_enter clears it before it takes the queue: when the
+ * loop runs the work between the two, the flag stays set with nothing
+ * queued, and no later io_uring_enter clears it until more work comes. A
+ * loop that believed it would spin and poll for nothing, at full CPU, for
+ * as long (a hostile review). So a flag that a poll found with nothing to
+ * reap is stale until it is seen clear or a poll reaps something; the
+ * loop then sleeps in the kernel's wait, which is right either way. */
 static bool ur_pending(struct canal__loop *l)
 {
 	struct uring_backend *b = l->backend;
 	unsigned f = __atomic_load_n(b->ring.sq.kflags, __ATOMIC_RELAXED);
-	return io_uring_cq_ready(&b->ring) ||
-	       (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
+	if (!(f & IORING_SQ_TASKRUN))
+		b->taskrun_stale = false;
+	return io_uring_cq_ready(&b->ring) || (f & IORING_SQ_CQ_OVERFLOW) ||
+	       ((f & IORING_SQ_TASKRUN) && !b->taskrun_stale);
 }
 
 static void ur_wake(struct canal__loop *l)

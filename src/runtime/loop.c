@@ -546,8 +546,10 @@ static bool idle_spin_watch(struct canal__loop *l)
  * a few connections (wrk, 10 connections, server on one CPU) fell, one run
  * in three, into a mode where its loop slept between every batch: 35-55k
  * requests/s at 45-60 % of its CPU, against 110-124k when it did not
- * (Intel Xeon, 2026-11-28). Any loop spins, also alone (idle_spin is for
- * hand-overs between loops).
+ * (Intel Xeon, 2026-11-28). Any loop spins, also alone and beside other
+ * spinning loops (idle_spin, for hand-overs between loops, lets at most
+ * half of them spin), but none when the runtime has more loops than the
+ * CPUs it may run on (canal_run sets io_spin_ns to 0).
  */
 #define IO_SPIN_NS 20000u
 
@@ -836,6 +838,15 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	rt->nloops = o.loops;
 	atomic_init(&rt->next_id, 1);
 	rt->io_spin_ns = io_spin_bound();
+	{
+		/* More loops than CPUs this process may run on: a spinning
+		 * loop would take the CPU from the loop (or the peer) whose
+		 * work it waits for. No spin then. */
+		cpu_set_t set;
+		if (sched_getaffinity(0, sizeof set, &set) == 0 &&
+		    rt->nloops > (unsigned)CPU_COUNT(&set))
+			rt->io_spin_ns = 0;
+	}
 	if ((r = choose_backend(o.backend, &rt->backend)) != 0)
 		goto fail;
 	r = -ENOMEM;
