@@ -11,7 +11,8 @@
  * over the loops. It takes one connection per turn, the whole queue when
  * the queue is deep; connection tasks also look at a deep queue every 64
  * turns (accept_help), and a connection that ends admits the next queued
- * one (web_accept_next); CANAL_WEB_ACCEPT=one: one per turn only. A connection task drives the shared HTTP state machine
+ * one (web_accept_next); CANAL_WEB_ACCEPT=one: one per turn only. A
+ * connection task drives the shared HTTP state machine
  * (http.h): web_conn_run answers what is buffered and sends what it can;
  * when it needs input the task suspends in canal_io_recv until bytes come
  * or the connection's deadline (header or idle timeout); when the socket
@@ -289,7 +290,8 @@ static void accept_help(void)
 	atomic_store_explicit(&g_turns, t, memory_order_relaxed);
 	if (t % HELP_EVERY != 0 || web_stop)
 		return;
-	for (unsigned k = web_accept_excess(g_ctx->listen_fd); k; k--) {
+	for (unsigned k = web_accept_excess(g_ctx->listen_fd); k && !web_stop;
+	     k--) {
 		int fd = web_accept(g_ctx->listen_fd);
 		if (fd < 0 || !admit(g_ctx, fd, true))
 			break;
@@ -387,7 +389,7 @@ static void accept_task(void *arg)
 			continue; /* -ETIMEDOUT, -ECONNABORTED, ... */
 		bool ok = admit(ctx, fd, false);
 		for (unsigned k = ok ? web_accept_excess(ctx->listen_fd) : 0;
-		     ok && k; k--) {
+		     ok && k && !web_stop; k--) {
 			fd = web_accept(ctx->listen_fd);
 			if (fd < 0)
 				break; /* empty queue; errors: the next accept */

@@ -104,6 +104,7 @@ struct loop {
 	int lfd; /* the listener (fixed file 0 in the ring) */
 	bool accept_armed;
 	bool accept_multishot; /* CANAL_WEB_URING_ACCEPT=multishot */
+	bool taskrun_stale;    /* work_ready */
 	uint64_t paused_until;
 };
 
@@ -140,11 +141,23 @@ static uint64_t spin_ns(void)
 	return *end || *e == '-' || v > 1000000000ull ? SPIN_NS : v;
 }
 
+static bool taskrun_flagged(struct loop *l)
+{
+	return __atomic_load_n(l->ring.sq.kflags, __ATOMIC_RELAXED) &
+	       IORING_SQ_TASKRUN;
+}
+
+/* A flag that a pass found with nothing to reap is stale (the kernel
+ * raises it after queueing work, io_uring_enter clears it before taking
+ * the queue) until seen clear or a pass reaps something: the runtime's
+ * rule (backend_uring.c, ur_pending). */
 static bool work_ready(struct loop *l)
 {
 	unsigned f = __atomic_load_n(l->ring.sq.kflags, __ATOMIC_RELAXED);
-	return io_uring_cq_ready(&l->ring) ||
-	       (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
+	if (!(f & IORING_SQ_TASKRUN))
+		l->taskrun_stale = false;
+	return io_uring_cq_ready(&l->ring) || (f & IORING_SQ_CQ_OVERFLOW) ||
+	       ((f & IORING_SQ_TASKRUN) && !l->taskrun_stale);
 }
 
 static void cpu_relax(void)
@@ -371,7 +384,7 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	admit(l, cqe->res, false);
 	if (l->accept_multishot)
 		return;
-	for (unsigned k = web_accept_excess(l->lfd); k; k--) {
+	for (unsigned k = web_accept_excess(l->lfd); k && !web_stop; k--) {
 		int fd = web_accept(l->lfd);
 		if (fd < 0 || !admit(l, fd, true))
 			break; /* empty queue; errors: the next accept */
@@ -542,6 +555,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 		struct __kernel_timespec ts = {.tv_nsec = WEB_TICK_MS * 1000000ll};
 		struct io_uring_cqe *cqe;
 		spin_for_work(l, spin);
+		bool flagged = taskrun_flagged(l);
 		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
 		unsigned head, seen = 0;
 		io_uring_for_each_cqe(&l->ring, head, cqe) {
@@ -574,6 +588,10 @@ static int loop(struct web_ctx *ctx, int lfd)
 			}
 		}
 		io_uring_cq_advance(&l->ring, seen);
+		if (seen)
+			l->taskrun_stale = false;
+		else if (flagged && taskrun_flagged(l))
+			l->taskrun_stale = true;
 		uint64_t now = web_now_ns();
 		if (!l->accept_armed && now >= l->paused_until)
 			arm_accept(l);

@@ -128,9 +128,10 @@ enum {
  * watching its ring without a system call, before it sleeps in the kernel
  * (a CPU that goes idle on a VM pays a wake-up through the hypervisor when
  * the next completion comes); the environment variable CANAL_IO_SPIN_NS
- * sets the bound in ns (0: sleep at once; read at each canal_run). No spin
- * on the epoll backend, nor when loops exceed the CPUs the process may run
- * on.
+ * sets the bound in ns (0: sleep at once; read at each canal_run; a value
+ * that is not a number of ns up to 10^9 leaves 20 us). No spin on the epoll
+ * backend, nor when loops exceed the CPUs of the calling thread's
+ * affinity mask.
  */
 int canal_run(void (*main_task)(void *arg), void *arg,
 	      const struct canal_run_options *opts);

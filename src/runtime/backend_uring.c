@@ -136,24 +136,23 @@ static int ur_init(struct canal__loop *l)
 	}
 	/* TASKRUN_FLAG: the kernel raises IORING_SQ_TASKRUN in the shared
 	 * SQ flags when completions wait as deferred task work (ur_pending
-	 * reads it). */
-	struct io_uring_params p = {
-		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN |
-			 IORING_SETUP_TASKRUN_FLAG,
-		.cq_entries = CQ_ENTRIES,
+	 * reads it). Each set of flags is tried with the larger CQ, then
+	 * without it (refused: locked memory before linux 5.12, a memory
+	 * cgroup's limit), on any error; the flags need linux 6.1. */
+	static const unsigned flag_sets[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			IORING_SETUP_TASKRUN_FLAG,
+		0,
 	};
-	int r = io_uring_queue_init_params(RING_ENTRIES, &b->ring, &p);
-	if (r == -EINVAL) { /* before linux 6.1 */
-		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE,
-					     .cq_entries = CQ_ENTRIES};
+	int r = -EINVAL;
+	for (unsigned i = 0; i < 2 * 2 && r < 0; i++) {
+		struct io_uring_params p = {.flags = flag_sets[i / 2]};
+		if (i % 2 == 0) {
+			p.flags |= IORING_SETUP_CQSIZE;
+			p.cq_entries = CQ_ENTRIES;
+		}
 		r = io_uring_queue_init_params(RING_ENTRIES, &b->ring, &p);
 	}
-	/* Before 5.5 (no CQSIZE), or a locked-memory limit too small for
-	 * the larger CQ (kernels before 5.12 charge rings to
-	 * RLIMIT_MEMLOCK, 64 KiB by default then): the ring as it was. */
-	if (r < 0)
-		r = io_uring_queue_init(RING_ENTRIES, &b->ring, 0);
 	if (r < 0) {
 		close(b->evfd);
 		free(b);

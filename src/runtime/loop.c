@@ -561,7 +561,8 @@ static uint64_t io_spin_bound(void)
 		return IO_SPIN_NS;
 	char *end;
 	unsigned long long v = strtoull(e, &end, 10);
-	return *end || v > 1000000000ull ? IO_SPIN_NS : (uint64_t)v;
+	return *end || *e == '-' || v > 1000000000ull ? IO_SPIN_NS
+						      : (uint64_t)v;
 }
 
 static bool io_spin(struct canal__loop *l)
@@ -839,9 +840,10 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	atomic_init(&rt->next_id, 1);
 	rt->io_spin_ns = io_spin_bound();
 	{
-		/* More loops than CPUs this process may run on: a spinning
-		 * loop would take the CPU from the loop (or the peer) whose
-		 * work it waits for. No spin then. */
+		/* More loops than CPUs in the calling thread's affinity
+		 * mask (which the loops inherit): a spinning loop would take
+		 * the CPU from the loop (or the peer) whose work it waits
+		 * for. No spin then. (A cgroup's CPU quota is not seen.) */
 		cpu_set_t set;
 		if (sched_getaffinity(0, sizeof set, &set) == 0 &&
 		    rt->nloops > (unsigned)CPU_COUNT(&set))
