@@ -74,8 +74,8 @@ int web_accept(int listen_fd);
  * its capacity, up to the capacity; otherwise 0 (TCP_INFO of the
  * listening socket: one system call). One connection per turn answers
  * what was admitted in small groups: under ab at 1 000 connections, p99
- * 49-74 ms, against 67-95 when the queue is taken whole from an eighth of
- * its capacity up and 68-95 when it is always taken whole, as a multishot
+ * 49-74 ms, against 67-95 when the queue is taken whole from a thirty-second
+ * of its capacity up and 68-95 when it is always taken whole, as a multishot
  * accept does (nginx 49-55). But when ab opens 10 000 connections at once
  * the turns come too seldom: the queue (4 096) fills and the kernel drops
  * SYNs, and 3-9 % of the requests wait for the client's SYN

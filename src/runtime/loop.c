@@ -519,15 +519,20 @@ static bool idle_spin(struct canal__loop *l)
 	return found;
 }
 
-static bool idle_spin_watch(struct canal__loop *l)
+/* Spin up to ns (and not past the loop's next timer) until a push to its
+ * queue, the runtime's stop or, when pending is not NULL, pending(l):
+ * true if one came. The loop's two spins before sleeping (idle_spin,
+ * io_spin) are this one with different watches. */
+static bool spin_watch(struct canal__loop *l, uint64_t ns,
+		       bool (*pending)(struct canal__loop *l))
 {
-	uint64_t t0 = canal_now_ns();
-	uint64_t until = t0 + IDLE_SPIN_NS;
+	uint64_t until = canal_now_ns() + ns;
 	if (l->heap_len && l->heap[0].deadline < until)
 		until = l->heap[0].deadline;
 	do {
 		for (int i = 0; i < 32; i++) {
-			if (atomic_load_explicit(&l->queued,
+			if ((pending && pending(l)) ||
+			    atomic_load_explicit(&l->queued,
 						 memory_order_relaxed) ||
 			    atomic_load_explicit(&l->rt->stop,
 						 memory_order_relaxed))
@@ -536,6 +541,11 @@ static bool idle_spin_watch(struct canal__loop *l)
 		}
 	} while (canal_now_ns() < until);
 	return false;
+}
+
+static bool idle_spin_watch(struct canal__loop *l)
+{
+	return spin_watch(l, IDLE_SPIN_NS, NULL);
 }
 
 /*
@@ -570,21 +580,7 @@ static bool io_spin(struct canal__loop *l)
 	const struct canal__backend_ops *be = l->rt->backend;
 	if (!l->inflight || !be->pending || !l->rt->io_spin_ns)
 		return false;
-	uint64_t until = canal_now_ns() + l->rt->io_spin_ns;
-	if (l->heap_len && l->heap[0].deadline < until)
-		until = l->heap[0].deadline;
-	do {
-		for (int i = 0; i < 32; i++) {
-			if (be->pending(l) ||
-			    atomic_load_explicit(&l->queued,
-						 memory_order_relaxed) ||
-			    atomic_load_explicit(&l->rt->stop,
-						 memory_order_relaxed))
-				return true;
-			canal__cpu_relax();
-		}
-	} while (canal_now_ns() < until);
-	return false;
+	return spin_watch(l, l->rt->io_spin_ns, be->pending);
 }
 
 /* Sleep until a push, a completion or the next timer. Timers are run
