@@ -17,7 +17,11 @@ the servers take turns within each concurrency (interleaved).
          10..10 000, 3 repetitions (medians, min-max spread).
 
 Tables per client and server: requests/s, mean, p50, p99, p99.9 response
-time (ms), errors by kind. web.csv (every run), web.md and PNG plots (mean
+time (ms), errors by kind, and where the CPU went: the client's CPU time
+over its run's wall time (a client near 100 % is the bottleneck: the
+requests/s then measure it, not the server) and the server's CPU time per
+request served (its whole process tree: user + system, from /proc), which
+compares the servers' costs whatever bounds the rate. web.csv (every run), web.md and PNG plots (mean
 response time and requests/s against concurrency) in results/<stamp>/."""
 from __future__ import annotations
 
@@ -277,6 +281,45 @@ def _pin(cpu: Optional[int]) -> List[str]:
     return ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
 
 
+def _children(pid: int) -> List[int]:
+    out: List[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def parse_stat_cpu_ticks(stat: str) -> int:
+    """utime + stime (clock ticks) from a /proc/<pid>/stat line; the
+    command name, in parentheses, may itself hold spaces and ')'."""
+    fields = stat[stat.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+
+
+def tree_cpu_s(pid: int) -> Optional[float]:
+    """CPU seconds used so far by pid and its live descendants (threads
+    included: /proc/<pid>/stat counts the whole process); None when pid's
+    own stat cannot be read."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total, todo, seen, root_ok = 0, [pid], set(), False
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                total += parse_stat_cpu_ticks(f.read())
+            root_ok = root_ok or p == pid
+        except (OSError, ValueError, IndexError):
+            continue
+        todo += _children(p)
+    return total / hz if root_ok else None
+
+
 class Running:
     """A started server; stop() sends SIGTERM and waits."""
 
@@ -298,6 +341,12 @@ class Running:
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"{srv.name} did not listen on {self.port}")
+
+    def cpu_s(self) -> Optional[float]:
+        """CPU time (user + system, seconds) of the server's live process
+        tree so far: the server and its descendants (nginx's workers);
+        None when /proc cannot be read."""
+        return tree_cpu_s(self.proc.pid)
 
     def _log_tail(self) -> str:
         try:
@@ -341,6 +390,8 @@ class Run:
     errors: Dict[str, int] = field(default_factory=dict)
     note: str = ""
     placement: str = ""
+    client_cpu: Optional[float] = None  # client CPU time / its wall time (1.0: one CPU busy)
+    server_us: Optional[float] = None   # server CPU time per request served, microseconds
 
 
 def run_wrk(port: int, conns: int, secs: int, cpu: Optional[int], tmp: str) -> Dict[str, object]:
@@ -390,6 +441,15 @@ def run_load(port: int, conns: int, cfg: dict, cpu: Optional[int], tmp: str,
     return parse_load(p.stdout)
 
 
+def cpu_shares(client_cpu_s: float, wall_s: float, server_cpu_s: Optional[float],
+               requests: int) -> Tuple[Optional[float], Optional[float]]:
+    """(client CPU time / wall time, server CPU microseconds per request);
+    None where there is nothing to divide by or nothing was measured."""
+    share = client_cpu_s / wall_s if wall_s > 0 else None
+    per = server_cpu_s * 1e6 / requests if server_cpu_s is not None and requests > 0 else None
+    return share, per
+
+
 def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
             cpus: Tuple[Optional[int], Optional[int]], build_dir: str = "",
             csv: Optional[str] = None) -> Run:
@@ -400,6 +460,12 @@ def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
         r.note = str(e)
         return r
     tmp = tempfile.mkdtemp(prefix="canal-web-client-")
+    # Where the CPU went during the client's run: the client's own (this
+    # process's reaped children: only the client is reaped meanwhile) and
+    # the server tree's.
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    srv0 = running.cpu_s()
+    t0 = time.monotonic()
     try:
         if tool == "wrk":
             res = run_wrk(running.port, conc, cfg["wrk_secs"], cpus[1], tmp)
@@ -416,6 +482,12 @@ def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
         r.p50_ms, r.p99_ms, r.p999_ms = res.get("p50_ms"), res.get("p99_ms"), res.get("p999_ms")
         r.requests = int(res.get("requests") or 0)
         r.errors = dict(res["errors"])
+        wall = time.monotonic() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        srv1 = running.cpu_s()
+        r.client_cpu, r.server_us = cpu_shares(
+            (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime), wall,
+            None if srv0 is None or srv1 is None else srv1 - srv0, r.requests)
     except (ValueError, subprocess.TimeoutExpired, OSError) as e:
         r.note = f"{tool} failed: {e}"
     finally:
@@ -430,17 +502,22 @@ def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
 # Tables and plots
 
 CSV_HEADER = ["tool", "server", "concurrency", "rep", "ok", "requests_s", "mean_ms",
-              "p50_ms", "p99_ms", "p999_ms", "requests"] + [f"err_{k}" for k in ERROR_KINDS] + ["note", "placement"]
+              "p50_ms", "p99_ms", "p999_ms", "requests"] + [f"err_{k}" for k in ERROR_KINDS] + [
+                  "note", "placement", "client_cpu", "server_us_per_request"]
 
 
 def csv_rows(runs: Sequence[Run]) -> List[List[object]]:
     return [[r.tool, r.server, r.concurrency, r.rep, int(r.ok), r.rps, r.mean_ms, r.p50_ms,
              r.p99_ms, r.p999_ms, r.requests] + [r.errors.get(k, 0) for k in ERROR_KINDS]
-            + [r.note, r.placement] for r in runs]
+            + [r.note, r.placement, r.client_cpu, r.server_us] for r in runs]
 
 
 def _fmt(x: Optional[float], digits: int = 2) -> str:
     return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None or x != x else f"{100 * x:.0f} %"
 
 
 def _med(xs: List[Optional[float]]) -> Optional[float]:
@@ -458,7 +535,8 @@ def table_rows(runs: Sequence[Run], tool: str, server_names: Sequence[str],
                 continue
             ok = [r for r in sel if r.ok]
             if not ok:
-                rows.append([name, str(c), "FAILED", "-", "-", "-", "-", sel[0].note or "-"])
+                rows.append([name, str(c), "FAILED", "-", "-", "-", "-", "-", "-",
+                             sel[0].note or "-"])
                 continue
             rps = [r.rps for r in ok if r.rps is not None]
             spread = f" ({min(rps):.0f}-{max(rps):.0f})" if len(rps) > 1 else ""
@@ -469,12 +547,15 @@ def table_rows(runs: Sequence[Run], tool: str, server_names: Sequence[str],
             rows.append([name, str(c), f"{_med(rps):.0f}{spread}",
                          _fmt(_med([r.mean_ms for r in ok])), _fmt(_med([r.p50_ms for r in ok])),
                          _fmt(_med([r.p99_ms for r in ok])), _fmt(_med([r.p999_ms for r in ok])),
+                         _pct(_med([r.client_cpu for r in ok])),
+                         _fmt(_med([r.server_us for r in ok]), 1),
                          errors_text(errs)])
     return rows
 
 
 TABLE_HEADER = ["server", "concurrency", "requests/s", "mean ms", "p50 ms", "p99 ms",
-                "p99.9 ms", "errors (summed over repetitions)"]
+                "p99.9 ms", "client CPU", "server CPU us/request",
+                "errors (summed over repetitions)"]
 
 
 def plot(path: str, title: str, ylabel: str, runs: Sequence[Run], tool: str,
@@ -516,10 +597,12 @@ def plot(path: str, title: str, ylabel: str, runs: Sequence[Run], tool: str,
 def headlines(runs: Sequence[Run]) -> None:
     """The summary screen's rows: issue 14's targets, requests/s with wrk
     (io_uring and tasks >= 1.2x nginx) and ab (>= nginx), tasks within 10 %
-    of io_uring, at the largest concurrency measured."""
-    def rps(tool: str, server: str, conc: int):
-        xs = [r.rps for r in runs if r.tool == tool and r.server == server
-              and r.concurrency == conc and r.ok and r.rps is not None]
+    of io_uring, at the largest concurrency measured; and, with wrk, the
+    servers' CPU per request against nginx's (what the requests/s cannot
+    show when the client is the bottleneck)."""
+    def vals(tool: str, server: str, conc: int, metric: str = "rps"):
+        xs = [getattr(r, metric) for r in runs if r.tool == tool and r.server == server
+              and r.concurrency == conc and r.ok and getattr(r, metric) is not None]
         return xs or None
 
     for tool, target in (("wrk", 1.2), ("ab", 1.0)):
@@ -528,13 +611,21 @@ def headlines(runs: Sequence[Run]) -> None:
             continue
         c = concs[-1]
         for style in ("uring", "tasks"):
-            report.headline("web", f"{style}, {tool} c={c}", rps(tool, style, c), "nginx",
-                            rps(tool, "nginx", c), "requests/s", target,
+            report.headline("web", f"{style}, {tool} c={c}", vals(tool, style, c), "nginx",
+                            vals(tool, "nginx", c), "requests/s", target,
                             higher_is_better=True)
         if tool == "wrk":
             report.headline("web", f"tasks vs io_uring server, wrk c={c}",
-                            rps(tool, "tasks", c), "canal uring", rps(tool, "uring", c),
+                            vals(tool, "tasks", c), "canal uring", vals(tool, "uring", c),
                             "requests/s", 0.9, higher_is_better=True)
+            # When wrk's one CPU is the bottleneck (client CPU near 100 %:
+            # 10 000 connections on these machines), requests/s measure
+            # wrk; the server's CPU per request still compares the servers
+            # (1.2x nginx's capacity = 1/1.2 of its CPU per request).
+            for style in ("uring", "tasks"):
+                report.headline("web", f"{style}, server CPU per request, wrk c={c}",
+                                vals(tool, style, c, "server_us"), "nginx",
+                                vals(tool, "nginx", c, "server_us"), "us/request", 1 / 1.2)
 
 
 def make_root() -> str:

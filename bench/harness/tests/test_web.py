@@ -1,9 +1,12 @@
 """Unit tests of the web harness (canal_bench/web.py): wrk's and ab's
-output parsers, percentiles, error text, tables, nginx's configuration.
-Pure: no program is run (the outputs below are real ones, trimmed)."""
+output parsers, percentiles, error text, tables, nginx's configuration,
+the CPU accounting. No server or client is run (the outputs below are real
+ones, trimmed); the CPU accounting's test runs a shell and a Python child."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 
 import pytest
@@ -120,10 +123,48 @@ def test_table_rows_medians_and_failures():
                     p99_ms=2.0, p999_ms=3.0, errors={"read": 1})
             for i, x in enumerate((100, 300, 200))]
     runs.append(web.Run("wrk", "nginx", 10, 0, False, note="nginx exited"))
+    runs[0].client_cpu, runs[1].client_cpu = 0.5, 0.9
+    runs[2].server_us = 12.34
     rows = web.table_rows(runs, "wrk", ["epoll", "nginx"], [10])
     assert rows[0][:4] == ["epoll", "10", "200 (100-300)", "1.00"]
+    assert rows[0][7:9] == ["70 %", "12.3"]  # medians of what was measured
     assert rows[0][-1] == "read 3"
     assert rows[1][2] == "FAILED" and rows[1][-1] == "nginx exited"
+    assert all(len(r) == len(web.TABLE_HEADER) for r in rows)
+
+
+def test_parse_stat_cpu_ticks():
+    # The command name may hold spaces and parentheses (proc(5)).
+    line = "4711 (a) b (c) S 1 4711 4711 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 99 0 0"
+    assert web.parse_stat_cpu_ticks(line) == 22
+    with open("/proc/self/stat") as f:
+        assert web.parse_stat_cpu_ticks(f.read()) >= 0
+
+
+def test_tree_cpu_counts_descendants():
+    # A shell that only waits, over a child that burns 0.3 s of CPU: the
+    # tree's CPU time is the child's; a gone process has none.
+    burn = ("import time,sys\n"
+            "while time.process_time() < 0.3: pass\n"
+            "print('done', flush=True); time.sleep(30)")
+    sh = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{burn}" & wait'],
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        assert sh.stdout.readline().strip() == "done"
+        # /proc counts in clock ticks (10 ms), utime and stime each rounded
+        # down; the shell alone has used next to nothing.
+        assert web.tree_cpu_s(sh.pid) >= 0.25
+    finally:
+        for c in web._children(sh.pid):
+            os.kill(c, signal.SIGKILL)
+        sh.wait()
+    assert web.tree_cpu_s(sh.pid) is None
+
+
+def test_cpu_shares():
+    assert web.cpu_shares(4.0, 8.0, 2.0, 400000) == (0.5, 5.0)
+    assert web.cpu_shares(1.0, 0.0, None, 10) == (None, None)
+    assert web.cpu_shares(1.0, 2.0, 3.0, 0) == (0.5, None)
 
 
 def test_nginx_conf_is_what_users_write():
