@@ -336,6 +336,9 @@ int main(void)
 	/* Every gate connected at open: the fake writes through its driver
 	 * from the start (lazy shm would give it one only once it sends). */
 	setenv("CANAL_ENGINE_CONNECT", "eager", 1);
+	/* The engine's own packets and bulk transfers over UCX, not UCX's
+	 * matching (test_engine_ucx runs both). */
+	setenv("CANAL_ENGINE_UCX_NATIVE", "0", 1);
 #ifdef __SANITIZE_THREAD__
 	setenv("UCX_MEM_EVENTS", "no", 0);
 #endif

@@ -27,6 +27,9 @@
 #define CANAL_ENGINE_INTERNAL_H
 
 #include <canal/engine.h>
+
+#include "transfer/driver.h" /* struct canal__native_op */
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -117,6 +120,11 @@ struct canal_engine_req {
 	 * list through bulk_link; NULL otherwise. */
 	void *bulk;
 	struct canal__list bulk_link;
+	/* A session with UCX's matching (e->native): the message's UCP
+	 * operation, live from its start to its end (its done callback,
+	 * collect/match.c, completes the request): a request is never
+	 * completed otherwise while nat.live, nor freed. */
+	struct canal__native_op nat;
 	/* The EAGER or RTS piece of a send: no allocation per message. */
 	struct canal__piece piece;
 };
@@ -179,6 +187,12 @@ struct canal_engine {
 	/* Gates connected on first use (transfer/lazy.c), NULL when every
 	 * gate was connected at open. */
 	struct canal__lazy *lazy;
+	/* The ucx driver alone, with UCX's own matching (driver.h,
+	 * "ucx_native.c"): messages bypass collect's matching and the
+	 * schedule layer; NULL otherwise. native_abort_err: while a failing
+	 * gate's operations are aborted, the error they end with. */
+	struct canal__native *native;
+	int native_abort_err;
 	_Atomic uint32_t lock;
 	/* Callers inside canal_engine_wait(): the progress thread sleeps
 	 * while there are any (seq_cst, paired in progress.c). */

@@ -77,6 +77,8 @@ struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
 	r->parent = NULL;
 	r->children_left = 0;
 	r->bulk = NULL;
+	r->nat.h = NULL;
+	r->nat.live = false;
 	uint32_t idx = e->reqfree[--e->nfree];
 	canal__list_init(&r->link);
 	r->e = e;
@@ -144,6 +146,21 @@ void canal__req_complete_slow(struct canal_engine_req *r, int error)
 		canal__req_free(r);
 }
 
+/* End the UCP operations of gate gi (or of any-gate receives) with
+ * error: they must end before their requests complete (internal.h). A
+ * request may be freed by its end (a pack's piece): the table is read
+ * again at each index. */
+static void native_abort(struct canal_engine *e, int gi, int error)
+{
+	e->native_abort_err = error;
+	for (uint32_t i = 0; i < e->reqcap; i++) {
+		struct canal_engine_req *r = e->reqtab[i];
+		if (r && r->nat.live && r->gate == gi)
+			canal__ucx_native_abort(e->native, &r->nat);
+	}
+	e->native_abort_err = 0;
+}
+
 int canal__gate_fail(struct canal_engine *e, int gi, int error,
 		     const char *fmt, ...)
 {
@@ -156,6 +173,8 @@ int canal__gate_fail(struct canal_engine *e, int gi, int error,
 	vsnprintf(g->errmsg, sizeof g->errmsg, fmt, ap);
 	va_end(ap);
 	canal__sched_gate_drop(g);
+	if (e->native)
+		native_abort(e, gi, error);
 	for (uint32_t i = 0; i < e->reqcap; i++) {
 		struct canal_engine_req *r = e->reqtab[i];
 		if (r && !r->done && r->gate == gi && r->kind != REQ_PACK)
@@ -166,6 +185,8 @@ int canal__gate_fail(struct canal_engine *e, int gi, int error,
 	for (int other = 0; other < e->size; other++)
 		if (other != e->rank && !e->gates[other].error)
 			return error;
+	if (e->native)
+		native_abort(e, CANAL_ENGINE_ANY_GATE, error);
 	while (!canal__list_empty(&e->any_posted))
 		canal__req_complete(canal__container_of(e->any_posted.next,
 							struct canal_engine_req,

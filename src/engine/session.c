@@ -78,6 +78,11 @@ static const char *env_str(const char *name, const char *dflt)
 
 static void free_session(struct canal_engine *e)
 {
+	/* UCP operations end before their requests go (internal.h). */
+	for (uint32_t i = 0; e->native && i < e->reqcap; i++)
+		if (e->reqtab[i] && e->reqtab[i]->nat.live)
+			canal__ucx_native_abort(e->native, &e->reqtab[i]->nat);
+	canal__ucx_native_free(e->native);
 	/* Queues first: they may hold pieces embedded in requests. */
 	for (int gi = 0; e->gates && gi < e->size; gi++)
 		canal__sched_gate_drop(&e->gates[gi]);
@@ -239,7 +244,7 @@ static int mixed_rails(struct canal__xchg *x, bool shm, bool ucx, bool tcp,
 						 &kshm[gi]);
 #ifdef CANAL_HAVE_UCX
 	if (!err && ucx)
-		err = canal__ucx_connect_all(x, timeout, kucx);
+		err = canal__ucx_connect_all(x, timeout, false, kucx);
 #else
 	(void)ucx;
 #endif
@@ -428,7 +433,15 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 					key_file ? key : NULL, drv);
 #ifdef CANAL_HAVE_UCX
 		} else if (ucx) {
-			err = canal__ucx_connect_all(&xchg, timeout, drv);
+			/* UCX alone: its own matching, unless
+			 * CANAL_ENGINE_UCX_NATIVE=0 (every rank alike). */
+			const char *nv = env_str("CANAL_ENGINE_UCX_NATIVE", "1");
+			bool native = strcmp(nv, "0") != 0;
+			err = canal__ucx_connect_all(&xchg, timeout, native,
+						     drv);
+			if (!err && native)
+				err = canal__ucx_native_new(drv, size, rank,
+							    &e->native);
 #endif
 		} else if (lazy) {
 			/* shm alone: each gate gets its segment on first use
@@ -476,7 +489,9 @@ static void check_health(struct canal_engine *e)
 			canal__gate_fail(e, gi, h, "peer %d: malformed frame: %s",
 					 gi, g->drv->why);
 		} else if (h < 0) {
-			while (!g->error &&
+			/* (UCX's matching: what arrived is UCX's, still
+			 * handed out after the gate closes.) */
+			while (!e->native && !g->error &&
 			       canal__sched_poll(e, gi, canal__collect_arrive) > 0)
 				;
 			canal__gate_fail(e, gi, h, "peer %d (pid %d) died", gi,
@@ -488,7 +503,10 @@ static void check_health(struct canal_engine *e)
 int canal__engine_progress_once(struct canal_engine *e)
 {
 	int n = e->lazy ? canal__lazy_poll(e) : 0;
-	for (int gi = 0; gi < e->size; gi++) {
+	/* UCX's matching: one progress of the worker, no packets. */
+	if (e->native)
+		n += (int)canal__ucx_native_progress(e->native);
+	for (int gi = 0; gi < e->size && !e->native; gi++) {
 		struct canal__gate *g = &e->gates[gi];
 		if (gi == e->rank || g->error || !g->drv)
 			continue;
@@ -604,7 +622,14 @@ EXPORT int canal_engine_wait(struct canal_engine *e,
 
 static bool flushed(struct canal_engine *e)
 {
-	for (int gi = 0; gi < e->size; gi++) {
+	/* UCX's matching: no send under way (a living peer's). */
+	for (uint32_t i = 0; e->native && i < e->reqcap; i++) {
+		const struct canal_engine_req *r = e->reqtab[i];
+		if (r && r->nat.live && r->nat.send &&
+		    !e->gates[r->gate].error)
+			return false;
+	}
+	for (int gi = 0; gi < e->size && !e->native; gi++) {
 		struct canal__gate *g = &e->gates[gi];
 		if (gi == e->rank || g->error || !g->drv)
 			continue;

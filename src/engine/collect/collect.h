@@ -41,5 +41,10 @@ void canal__collect_unpost(struct canal_engine_req *r);
 int canal__collect_send(struct canal_engine *e, int g, unsigned tag,
 			const void *buf, size_t len, unsigned flags,
 			struct canal_engine_req **req);
+/* With UCX's matching (e->native): start send r (gate, tag, buf, len
+ * set) as a UCP message; r completes now or when UCX is done with buf.
+ * 0, or a negative errno (nothing started, r untouched otherwise). */
+int canal__collect_native_send(struct canal_engine *e,
+			       struct canal_engine_req *r);
 
 #endif /* CANAL_ENGINE_COLLECT_H */

@@ -271,6 +271,48 @@ static int gate_error(struct canal_engine *e, int gate)
 	return gate == CANAL_ENGINE_ANY_GATE ? 0 : e->gates[gate].error;
 }
 
+/* UCX's matching (e->native): the end of a message's UCP operation. An
+ * operation ended by a failing gate (req.c) reports the gate's error. */
+static int native_err(const struct canal_engine_req *r, int err)
+{
+	return err == -ECANCELED && r->e->native_abort_err
+		       ? r->e->native_abort_err
+		       : err;
+}
+
+static void native_send_done(struct canal__native_op *op, int err,
+			     const struct canal__native_info *info)
+{
+	(void)info;
+	struct canal_engine_req *r =
+		canal__container_of(op, struct canal_engine_req, nat);
+	canal__req_complete(r, native_err(r, err));
+}
+
+static void native_recv_done(struct canal__native_op *op, int err,
+			     const struct canal__native_info *info)
+{
+	struct canal_engine_req *r =
+		canal__container_of(op, struct canal_engine_req, nat);
+	if (info) {
+		r->msg_len = info->len;
+		if (r->gate == CANAL_ENGINE_ANY_GATE)
+			r->gate = info->rank;
+	}
+	canal__req_complete(r, native_err(r, err));
+}
+
+int canal__collect_native_send(struct canal_engine *e,
+			       struct canal_engine_req *r)
+{
+	r->nat.done = native_send_done;
+	int k = canal__ucx_native_send(e->native, r->gate, r->tag, r->buf,
+				       r->len, &r->nat);
+	if (k == 1)
+		canal__req_complete(r, 0);
+	return k < 0 ? k : 0;
+}
+
 int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 			const void *buf, size_t len, unsigned flags,
 			struct canal_engine_req **req)
@@ -296,6 +338,15 @@ int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 		r->flags |= CANAL_ENGINE_EXPRESS;
 	r->buf = (unsigned char *)(uintptr_t)buf;
 	r->len = len;
+	if (e->native) {
+		err = canal__collect_native_send(e, r);
+		if (err) {
+			canal__req_free(r);
+			return err;
+		}
+		*req = r;
+		return 0;
+	}
 	r->seq = g->send_next[tag]++;
 	err = canal__sched_send(e, gi, r);
 	if (err) {
@@ -317,7 +368,7 @@ EXPORT int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
 	int err = canal__collect_send(e, gate, tag, buf, len, flags, req);
 	/* Latency first: if the window lets it, the packet leaves now (it
 	 * may already have, by the fast path of canal__sched_send). */
-	if (!err && !(*req)->done)
+	if (!err && !(*req)->done && !e->native)
 		canal__sched_push(e, gate);
 	canal__engine_unlock(e);
 	return err;
@@ -338,6 +389,31 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 	return err;
 }
 
+/* irecv with UCX's matching: what arrived from a closed gate is still
+ * handed out (UCX holds it as unexpected), as below. */
+static int native_irecv(struct canal_engine *e, int gate, unsigned tag,
+			void *buf, size_t len, struct canal_engine_req **req)
+{
+	int err = gate_error(e, gate);
+	if (err && canal__ucx_native_probe(e->native, gate, tag, NULL) != 1)
+		return err;
+	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
+	if (!r)
+		return -ENOMEM;
+	r->gate = gate;
+	r->tag = tag;
+	r->buf = buf;
+	r->len = len;
+	r->nat.done = native_recv_done;
+	err = canal__ucx_native_recv(e->native, gate, tag, buf, len, &r->nat);
+	if (err) {
+		canal__req_free(r);
+		return err;
+	}
+	*req = r;
+	return 0;
+}
+
 static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		 size_t len, struct canal_engine_req **req)
 {
@@ -346,6 +422,8 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		return err;
 	if (!req || (!buf && len))
 		return -EINVAL;
+	if (e->native)
+		return native_irecv(e, gate, tag, buf, len, req);
 	err = gate_error(e, gate);
 	/* A closed gate still hands out the eager messages that arrived
 	 * before it closed (a peer may send its last words and exit). */
@@ -407,6 +485,18 @@ static int probe(struct canal_engine *e, int gate, unsigned tag,
 		 struct canal_engine_status *st)
 {
 	canal__engine_progress_once(e);
+	if (e->native) {
+		struct canal__native_info ni;
+		if (canal__ucx_native_probe(e->native, gate, tag, &ni) == 1) {
+			if (st) {
+				st->gate = ni.rank;
+				st->tag = tag;
+				st->len = ni.len;
+			}
+			return 1;
+		}
+		return gate_error(e, gate);
+	}
 	for (int gi = 0; gi < e->size; gi++) {
 		if (gi == e->rank || (gate != CANAL_ENGINE_ANY_GATE && gi != gate))
 			continue;

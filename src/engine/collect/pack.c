@@ -6,7 +6,8 @@
  * sent them in. pack_end hands all pieces to the window at once (express
  * pieces to the express queue, then the ordered ones, then the
  * reorderable ones) and pushes once, so the aggregate strategy can put
- * them in one packet.
+ * them in one packet. With UCX's matching (e->native) each piece is a UCP
+ * message of its own, sent in packing order.
  */
 #include "collect.h"
 
@@ -146,7 +147,10 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 	parent->children_left = 1; /* held until every piece is queued */
 	for (int pass = 0; pass < 2 && !err; pass++) {
 		for (int i = 0; i < p->n && !err; i++) {
-			bool reorder = p->piece[i].flags & CANAL_ENGINE_REORDER;
+			/* UCX's matching: every piece in packing order (its
+			 * own message; UCX keeps their order). */
+			bool reorder = !e->native &&
+				       (p->piece[i].flags & CANAL_ENGINE_REORDER);
 			if (reorder != (pass == 1))
 				continue;
 			struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
@@ -166,7 +170,8 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 			r->parent = parent;
 			parent->children_left++;
 			err = r->len > UINT32_MAX ? -EMSGSIZE
-						  : canal__sched_send(e, p->gate, r);
+			      : e->native ? canal__collect_native_send(e, r)
+					  : canal__sched_send(e, p->gate, r);
 			if (err) {
 				parent->children_left--;
 				canal__req_free(r);
@@ -180,7 +185,8 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 	}
 	if (--parent->children_left == 0)
 		canal__req_complete(parent, parent->error);
-	canal__sched_push(e, parent->gate);
+	if (!e->native)
+		canal__sched_push(e, parent->gate);
 	*req = parent;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #ifndef CANAL_ENGINE_DRIVER_H
 #define CANAL_ENGINE_DRIVER_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -144,9 +145,118 @@ int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 		    const unsigned char *key, uint64_t deadline);
 
 /* ucx.c: a UCP worker for the session, its address published through x, an
- * endpoint per peer. Built when UCX is found (CANAL_HAVE_UCX). */
+ * endpoint per peer. native: the session's messages will go by UCX's own
+ * matching (below), so no rendezvous threshold of the engine's is set;
+ * every rank must say the same (-EPROTO otherwise). Built when UCX is
+ * found (CANAL_HAVE_UCX). */
 int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
-			   struct canal__driver **drivers);
+			   bool native, struct canal__driver **drivers);
+
+/*
+ * ucx_native.c: the engine's messages as UCP tagged messages, matched by
+ * UCX itself (as Open MPI's pml ucx does) instead of going as packets
+ * through the engine's schedule and collect layers. The UCP tag holds
+ * the engine's tag and the sender's rank (exact receives, or any sender
+ * by mask); UCX keeps the order of one endpoint's messages of one tag
+ * and matches receives in the order they were posted; it chooses eager
+ * or its own rendezvous by size.
+ *
+ * An operation (struct canal__native_op, inside the caller's request)
+ * that was started (0 returned) ends exactly once through op->done,
+ * from canal__ucx_native_progress(), from canal__ucx_native_abort(), or,
+ * for a receive whose message had already arrived, before
+ * canal__ucx_native_recv() returns. info is NULL when the operation was
+ * cancelled; err: 0, -EMSGSIZE (a receive: the message, info->len
+ * bytes, was longer than the buffer; what the buffer holds then is not
+ * defined: UCX's rendezvous writes nothing into it),
+ * -ECANCELED, -ENOMEM, or -ECONNRESET (the endpoint failed).
+ * Threading: the session's (one thread at a time, or its lock).
+ */
+struct canal__native;
+struct canal__native_info {
+	int rank;      /* the sender */
+	unsigned tag;
+	size_t len;    /* the message's length as sent */
+};
+struct canal__native_op {
+	void *h;       /* UCX's request while it is under way, else NULL */
+	bool live;     /* started and not ended */
+	bool send;
+	size_t cap;    /* a receive's buffer length */
+	void (*done)(struct canal__native_op *op, int err,
+		     const struct canal__native_info *info);
+};
+
+#ifdef CANAL_HAVE_UCX
+/* The native object over the drivers[size] that canal__ucx_connect_all
+ * made with native set (drivers[rank] NULL): 0 or -ENOMEM. */
+int canal__ucx_native_new(struct canal__driver **drivers, int size, int rank,
+			  struct canal__native **out);
+/* Free n (every operation must have ended: canal__ucx_native_abort). */
+void canal__ucx_native_free(struct canal__native *n);
+/* Send len bytes of buf to rank on tag (buf untouched until the end):
+ * 1 when done already (op->done is not called), 0 when under way, or a
+ * negative errno (nothing started: -ECONNRESET, -ENOMEM). */
+int canal__ucx_native_send(struct canal__native *n, int rank, unsigned tag,
+			   const void *buf, size_t len,
+			   struct canal__native_op *op);
+/* Receive the next message from rank (or -1: any) on tag into buf[cap]:
+ * 0 (started; op->done may already have been called), or a negative
+ * errno (nothing started). */
+int canal__ucx_native_recv(struct canal__native *n, int rank, unsigned tag,
+			   void *buf, size_t cap, struct canal__native_op *op);
+/* A message from rank (or -1) on tag that no receive has taken yet:
+ * 1 and *info (if info is not NULL), or 0. Makes no progress. */
+int canal__ucx_native_probe(struct canal__native *n, int rank, unsigned tag,
+			    struct canal__native_info *info);
+/* Progress the worker once (callbacks run here): the number of events. */
+unsigned canal__ucx_native_progress(struct canal__native *n);
+/* End op now: a receive not matched yet is cancelled; one under way is
+ * given up to a second to end, a send none (UCX cannot cancel sends):
+ * then it is dropped, and UCX may still read or write its buffer
+ * (engine.h, canal_engine_close). op->done is called (-ECANCELED, info
+ * NULL, if UCX did not end it). No-op if op has ended. */
+void canal__ucx_native_abort(struct canal__native *n,
+			     struct canal__native_op *op);
+#else
+/* Without UCX no session has a native object: never called. */
+static inline int canal__ucx_native_send(struct canal__native *n, int rank,
+					 unsigned tag, const void *buf,
+					 size_t len,
+					 struct canal__native_op *op)
+{
+	(void)n, (void)rank, (void)tag, (void)buf, (void)len, (void)op;
+	return -ENOTSUP;
+}
+static inline int canal__ucx_native_recv(struct canal__native *n, int rank,
+					 unsigned tag, void *buf, size_t cap,
+					 struct canal__native_op *op)
+{
+	(void)n, (void)rank, (void)tag, (void)buf, (void)cap, (void)op;
+	return -ENOTSUP;
+}
+static inline int canal__ucx_native_probe(struct canal__native *n, int rank,
+					  unsigned tag,
+					  struct canal__native_info *info)
+{
+	(void)n, (void)rank, (void)tag, (void)info;
+	return 0;
+}
+static inline unsigned canal__ucx_native_progress(struct canal__native *n)
+{
+	(void)n;
+	return 0;
+}
+static inline void canal__ucx_native_abort(struct canal__native *n,
+					   struct canal__native_op *op)
+{
+	(void)n, (void)op;
+}
+static inline void canal__ucx_native_free(struct canal__native *n)
+{
+	(void)n;
+}
+#endif
 
 /* rails.c: one driver over subs[0..n) (n <= 4) to the same peer: packets
  * spread over them, acknowledged, sent again on the others when one fails

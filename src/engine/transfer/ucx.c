@@ -28,8 +28,10 @@
  * packet out once that receive has completed. A message longer than
  * UCX_MAX_PACKET is -EPROTO.
  *
- * Addresses: each rank puts "pid host <hex worker address>" under "ucx"
- * (exchange.h: files in the launch directory or PMIx), fences, and creates
+ * Addresses: each rank puts "pid host mode <hex worker address>" under
+ * "ucx" (exchange.h: files in the launch directory or PMIx; mode 'n' when
+ * the session's messages go by UCX's matching, ucx_native.c, else 'p':
+ * every rank must agree, or open fails with -EPROTO), fences, and creates
  * an endpoint to each peer's address. With CANAL_UCX_ERR_MODE=peer the
  * endpoints ask for peer failure detection (UCP_ERR_HANDLING_MODE_PEER,
  * which restricts UCX to transports that detect failures: TCP, verbs);
@@ -43,6 +45,7 @@
 #define _GNU_SOURCE
 #include "driver.h"
 #include "exchange.h"
+#include "ucx_priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,39 +58,8 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <ucp/api/ucp.h>
 
-/* libucp is loaded when a session first asks for the ucx driver, not
- * linked: a library linked with libucp brings libucm, whose memory hooks
- * (madvise, mmap, brk...) then run in every program using canal, UCX or
- * not (and break ThreadSanitizer). The calls below go through this table. */
-static struct {
-	void *lib;
-	int err;
-	ucs_status_t (*config_read)(const char *, const char *, ucp_config_t **);
-	void (*config_release)(ucp_config_t *);
-	ucs_status_t (*config_modify)(ucp_config_t *, const char *, const char *);
-	ucs_status_t (*init_version)(unsigned, unsigned, const ucp_params_t *,
-				     const ucp_config_t *, ucp_context_h *);
-	void (*cleanup)(ucp_context_h);
-	ucs_status_t (*worker_create)(ucp_context_h, const ucp_worker_params_t *,
-				      ucp_worker_h *);
-	void (*worker_destroy)(ucp_worker_h);
-	ucs_status_t (*worker_get_address)(ucp_worker_h, ucp_address_t **, size_t *);
-	void (*worker_release_address)(ucp_worker_h, ucp_address_t *);
-	unsigned (*worker_progress)(ucp_worker_h);
-	ucs_status_t (*ep_create)(ucp_worker_h, const ucp_ep_params_t *, ucp_ep_h *);
-	ucs_status_ptr_t (*ep_close_nbx)(ucp_ep_h, const ucp_request_param_t *);
-	ucs_status_ptr_t (*tag_send_nbx)(ucp_ep_h, const void *, size_t, ucp_tag_t,
-					 const ucp_request_param_t *);
-	ucs_status_ptr_t (*tag_recv_nbx)(ucp_worker_h, void *, size_t,
-					 ucp_tag_t, ucp_tag_t,
-					 const ucp_request_param_t *);
-	ucs_status_t (*request_check_status)(void *);
-	void (*request_free)(void *);
-	void (*request_cancel)(ucp_worker_h, void *);
-	const char *(*status_string)(ucs_status_t);
-} ucx_api;
+struct canal__ucx_api canal__ucx_api;
 static pthread_once_t ucx_once = PTHREAD_ONCE_INIT;
 
 static void ucx_load(void)
@@ -97,14 +69,14 @@ static void ucx_load(void)
 	if (!l || !s) {
 		fprintf(stderr, "canal engine: ucx driver: %s (apt install libucx0)\n",
 			dlerror());
-		ucx_api.err = -ENOTSUP;
+		canal__ucx_api.err = -ENOTSUP;
 		return;
 	}
 #define LOAD(field, lib, name)                                               \
 	do {                                                                 \
-		*(void **)&ucx_api.field = dlsym(lib, name);                 \
-		if (!ucx_api.field)                                          \
-			ucx_api.err = -ENOTSUP;                              \
+		*(void **)&canal__ucx_api.field = dlsym(lib, name);         \
+		if (!canal__ucx_api.field)                                  \
+			canal__ucx_api.err = -ENOTSUP;                      \
 	} while (0)
 	LOAD(config_read, l, "ucp_config_read");
 	LOAD(config_release, l, "ucp_config_release");
@@ -123,96 +95,16 @@ static void ucx_load(void)
 	LOAD(request_check_status, l, "ucp_request_check_status");
 	LOAD(request_free, l, "ucp_request_free");
 	LOAD(request_cancel, l, "ucp_request_cancel");
+	LOAD(tag_probe_nb, l, "ucp_tag_probe_nb");
 	LOAD(status_string, s, "ucs_status_string");
 #undef LOAD
-	if (ucx_api.err)
+	if (canal__ucx_api.err)
 		fprintf(stderr, "canal engine: ucx driver: libucp lacks a function\n");
-	ucx_api.lib = l;
+	canal__ucx_api.lib = l;
 }
 
-#define ucp_config_read ucx_api.config_read
-#define ucp_config_release ucx_api.config_release
-#define ucp_config_modify ucx_api.config_modify
-#define ucp_cleanup ucx_api.cleanup
-#define ucp_worker_create ucx_api.worker_create
-#define ucp_worker_destroy ucx_api.worker_destroy
-#define ucp_worker_get_address ucx_api.worker_get_address
-#define ucp_worker_release_address ucx_api.worker_release_address
-#define ucp_worker_progress ucx_api.worker_progress
-#define ucp_ep_create ucx_api.ep_create
-#define ucp_ep_close_nbx ucx_api.ep_close_nbx
-#define ucp_tag_send_nbx ucx_api.tag_send_nbx
-#define ucp_tag_recv_nbx ucx_api.tag_recv_nbx
-#define ucp_request_check_status ucx_api.request_check_status
-#define ucp_request_free ucx_api.request_free
-#define ucp_request_cancel ucx_api.request_cancel
-#define ucs_status_string ucx_api.status_string
 
-#define UCX_MAX_PACKET ((size_t)1 << 20)
-/* Messages above go by the engine's rendezvous: from UCX_BULK_MIN bytes
- * by bulk transfer (below: the engine's RTS, and the data by UCX's own
- * rendezvous between the users' buffers), between the two by the
- * engine's RTS/RTR/DATA. */
-#define UCX_EAGER_MAX ((size_t)8192)
-#define UCX_BULK_MIN ((size_t)8448)
-/* UCX's rendezvous threshold, set in the context's configuration unless
- * the user set UCX_RNDV_THRESH: every bulk transfer then goes by UCX's
- * rendezvous, so a receiver's UCX holds a small request for a bulk whose
- * receive is not posted yet, never the data (the engine's flow control
- * does not count bulk bytes), while a packet of one eager message (at
- * most UCX_EAGER_MAX and its header) stays below it, eager. */
-#define UCX_RNDV_THRESH "8448"
-/* Tags: a packet's is the sender's rank; a bulk transfer's has the top
- * bit, the sender's rank in bits 48-62 and the low 48 bits of the
- * sending request's cookie (index, 16 bits of generation). */
-#define UCX_BULK_BIT ((ucp_tag_t)1 << 63)
-#define UCX_BULK_RANKS 32768
-#define UCX_BULK_ID_MASK (((ucp_tag_t)1 << 48) - 1)
-#define UCX_SLOTS 8
-#define UCX_IMM_MAX 8192 /* larger packets go straight to a slot */
-#define UCX_SHORT_MAX 1024 /* smaller ones are sent contiguous */
-#define UCX_MAX_IOV 64
-#define UCX_CLOSE_MS 1000
-
-struct ucx_ctx {
-	ucp_context_h ctx;
-	ucp_worker_h worker;
-	int refs;
-	int rank;
-	bool bulk;  /* our rendezvous threshold is in force */
-};
-
-struct ucx_slot {
-	unsigned char *buf;
-	size_t cap;
-	void *req; /* non-NULL: in flight */
-};
-
-struct ucx_driver {
-	struct canal__driver base;
-	struct ucx_ctx *c;
-	ucp_ep_h ep;
-	int peer;
-	ucs_status_t failed; /* set by the endpoint's error callback */
-	struct ucx_slot slot[UCX_SLOTS];
-	unsigned busy;
-	unsigned char *in;
-	/* The next packet's receive, posted ahead (as soon as the last one
-	 * is released) so that UCX matches it on arrival and writes it
-	 * straight into in[] (the expected path), instead of parking it as
-	 * unexpected for a probe and a second copy. */
-	void *rreq;          /* posted, not complete (NULL otherwise) */
-	bool posted;         /* a receive is posted or complete, not taken */
-	bool rdone;          /* it completed: rstatus, rlen */
-	ucs_status_t rstatus;
-	size_t rlen;
-	bool have;           /* in[0..rlen) is a packet not yet released */
-	bool same_host;      /* peer_pid is a pid of this host */
-	unsigned char *scratch; /* bulk bytes beyond a receive buffer */
-	int pidfd;           /* same host: a pidfd of the peer, or -1 */
-};
-
-static void ctx_unref(struct ucx_ctx *c)
+void canal__ucx_ctx_unref(struct ucx_ctx *c)
 {
 	if (--c->refs > 0)
 		return;
@@ -523,7 +415,7 @@ static void ucx_close(struct canal__driver *d_)
 		close(d->pidfd);
 	free(d->in);
 	free(d->scratch);
-	ctx_unref(d->c);
+	canal__ucx_ctx_unref(d->c);
 	free(d);
 }
 
@@ -735,11 +627,11 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t st)
 		d->failed = st;
 }
 
-static int ctx_new(int rank, struct ucx_ctx **out)
+static int ctx_new(int rank, bool native, struct ucx_ctx **out)
 {
 	pthread_once(&ucx_once, ucx_load);
-	if (ucx_api.err)
-		return ucx_api.err;
+	if (canal__ucx_api.err)
+		return canal__ucx_api.err;
 	struct ucx_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
@@ -755,13 +647,16 @@ static int ctx_new(int rank, struct ucx_ctx **out)
 	 * reused while its transfer is alive): with the user's own
 	 * threshold there is no bulk, and packets take messages up to
 	 * 1 MiB as before. */
-	c->bulk = !getenv("UCX_RNDV_THRESH") &&
+	/* Native matching (ucx_native.c) leaves UCX's protocols as UCX
+	 * chooses them, as ucx_perftest and Open MPI's pml ucx do. */
+	c->native = native;
+	c->bulk = !native && !getenv("UCX_RNDV_THRESH") &&
 		  ucp_config_modify(cfg, "RNDV_THRESH", UCX_RNDV_THRESH) == UCS_OK;
 	ucp_params_t p = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES,
 		.features = UCP_FEATURE_TAG,
 	};
-	ucs_status_t st = ucx_api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p,
+	ucs_status_t st = canal__ucx_api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p,
 					       cfg, &c->ctx);
 	ucp_config_release(cfg);
 	if (st != UCS_OK) {
@@ -773,7 +668,7 @@ static int ctx_new(int rank, struct ucx_ctx **out)
 		.thread_mode = UCS_THREAD_MODE_SINGLE,
 	};
 	if (ucp_worker_create(c->ctx, &wp, &c->worker) != UCS_OK) {
-		ctx_unref(c);
+		canal__ucx_ctx_unref(c);
 		return -ENODEV;
 	}
 	*out = c;
@@ -793,9 +688,18 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 		      struct canal__driver **out)
 {
 	int pid, pos = 0;
-	char host[256], me[256] = "";
-	if (sscanf(value, "%d %255s %n", &pid, host, &pos) != 2 || pos == 0)
+	char host[256], me[256] = "", how = 0;
+	if (sscanf(value, "%d %255s %c %n", &pid, host, &how, &pos) != 3 ||
+	    pos == 0 || (how != 'n' && how != 'p'))
 		return -EPROTO;
+	if ((how == 'n') != c->native) {
+		fprintf(stderr, "canal engine: ucx: rank %d %s UCX's matching "
+				"and rank %d %s (set CANAL_ENGINE_UCX_NATIVE "
+				"alike on every rank)\n", c->rank,
+			c->native ? "uses" : "does not use", peer,
+			c->native ? "does not" : "does");
+		return -EPROTO;
+	}
 	gethostname(me, sizeof me - 1);
 	const char *hex = value + pos;
 	size_t hl = strlen(hex);
@@ -869,11 +773,11 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 }
 
 int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
-			   struct canal__driver **drivers)
+			   bool native, struct canal__driver **drivers)
 {
 	uint64_t deadline = canal__now_ms() + (uint64_t)timeout_ms;
 	struct ucx_ctx *c;
-	int err = ctx_new(x->rank, &c);
+	int err = ctx_new(x->rank, native, &c);
 	if (err)
 		return err;
 	ucp_address_t *addr;
@@ -893,7 +797,8 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 		err = val ? -E2BIG : -ENOMEM;
 		goto out;
 	}
-	int pos = snprintf(val, 300, "%d %s ", (int)getpid(), me);
+	int pos = snprintf(val, 300, "%d %s %c ", (int)getpid(), me,
+			   native ? 'n' : 'p');
 	for (size_t i = 0; i < alen; i++)
 		pos += snprintf(val + pos, 3, "%02x", ((unsigned char *)addr)[i]);
 	ucp_worker_release_address(c->worker, addr);
@@ -909,6 +814,6 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 	}
 out:
 	free(val);
-	ctx_unref(c); /* the drivers hold their references */
+	canal__ucx_ctx_unref(c); /* the drivers hold their references */
 	return err;
 }
