@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * canal/engine.h - a message engine between processes (NewMadeleine's
- * collect / schedule / transfer design), over shared memory or TCP.
+ * collect / schedule / transfer design), over shared memory, TCP or UCX.
  *
  * Conventions, stated once and kept everywhere (as in canal/channel.h):
  *  - Functions returning int return 0 (or a non-negative count, or 1 for
@@ -51,6 +51,23 @@
  * rendezvous (request to send, ready to receive, then the data straight
  * into the receive buffer; on shm by process_vm_readv when the kernel
  * allows it).
+ *
+ * UCX's matching: a session whose driver is "ucx" alone hands its
+ * messages to UCX as UCP tagged messages (the engine's tag and the
+ * sender's rank in the UCP tag), which UCX matches, orders and carries
+ * by its own protocols, as Open MPI's pml ucx does: a message costs a
+ * UCP send and a UCP receive, between the users' buffers. Everything
+ * above holds, with these differences: the strategy plays no part (no
+ * aggregation); CANAL_ENGINE_EXPRESS and urgent tags change nothing (no
+ * queue to jump: messages leave in the order of the calls, a pack's
+ * pieces in packing order; an express unpack still returns once its
+ * piece is there); flow control is UCX's (it holds what arrives before
+ * its receive is posted, without the engine's credit limit); after
+ * -EMSGSIZE what the receive buffer holds is not defined (UCX's
+ * rendezvous writes nothing).
+ * $CANAL_ENGINE_UCX_NATIVE=0 carries them as packets through the
+ * engine's layers instead; every rank of a job must choose alike (open
+ * fails with -EPROTO otherwise).
  */
 #ifndef CANAL_ENGINE_H
 #define CANAL_ENGINE_H
@@ -147,7 +164,9 @@ struct canal_engine_status {
 	unsigned tag;
 	size_t len;    /* length of the message as sent (may exceed the
 			* receive buffer: then the request failed with
-			* -EMSGSIZE and only the buffer's length was written) */
+			* -EMSGSIZE and only the buffer's length was written;
+			* with UCX's matching, see above, what the buffer
+			* holds then is not defined) */
 };
 
 /*
@@ -168,6 +187,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *   -EINVAL     bad rank/size, unknown driver, strategy, connect or
  *               progress mode, no directory, a bad bind list;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
+ *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
+ *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr);
  *   -EACCES     key_file readable by others or not this user's;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms;
  *   -ENOMEM, or the errno of a failed socket/mmap/open call.

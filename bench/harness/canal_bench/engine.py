@@ -87,6 +87,12 @@ def implementations(test: str) -> List[Impl]:
     # TCP over two rails (here both on loopback: the rails' overhead, not
     # a second network's bandwidth).
     out.append(canal("ucx"))
+    # The same over the engine's own packets (CANAL_ENGINE_UCX_NATIVE=0):
+    # what UCX's matching (the default) gains.
+    if test in ("latency", "bw"):
+        out.append(Impl("canal ucx packets", test,
+                        ("env", "CANAL_ENGINE_UCX_NATIVE=0") + canal("ucx").argv,
+                        canal("ucx").needs))
     # Open MPI on its UCX layer (pml ucx; it refuses shm/tcp-only hosts
     # unless told any transport and device will do).
     out.append(Impl("Open MPI ucx", test,
