@@ -246,7 +246,7 @@ static int mixed_rails(struct canal__xchg *x, bool shm, bool ucx, bool tcp,
 	if (!err && ucx)
 		err = canal__ucx_connect_all(x, timeout, false, kucx);
 #else
-	(void)ucx;
+	(void)ucx, (void)kucx;
 #endif
 	if (!err && tcp)
 		err = canal__tcp_connect_xchg(x, bind, timeout,
