@@ -61,6 +61,45 @@ static int crash(struct canal_engine *e, int rank, int size, void *arg)
 	return 0;
 }
 
+/* Last words: rank 1 sends three small messages and dies at once, before
+ * rank 0 has progressed at all. Rank 0 then gets all three, in order, in
+ * receives posted after the death; the next receive on that gate fails
+ * with -ECONNRESET (at once or at its wait), and an any-gate receive,
+ * every gate being closed, fails instead of waiting for ever. */
+static int last_words(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size, (void)arg;
+	struct canal_engine_req *r;
+	if (rank == 1) {
+		for (int i = 0; i < 3; i++) {
+			char m[8];
+			snprintf(m, sizeof m, "w%d", i);
+			CHECK_EQ(canal_engine_isend(e, 0, 3, m, 3, 0, &r), 0);
+			CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		}
+		raise(SIGKILL);
+	}
+	usleep(300000); /* rank 1 is gone; nothing progressed here */
+	for (int i = 0; i < 3; i++) {
+		char m[8] = "", want[8];
+		snprintf(want, sizeof want, "w%d", i);
+		CHECK_EQ(canal_engine_irecv(e, 1, 3, m, sizeof m, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		CHECK_EQ(strcmp(m, want), 0);
+	}
+	char m[8];
+	int err = canal_engine_irecv(e, 1, 3, m, sizeof m, &r);
+	if (err == 0)
+		err = canal_engine_wait(e, r, NULL);
+	CHECK_EQ(err, -ECONNRESET);
+	CHECK_EQ(canal_engine_gate_error(e, 1, NULL, 0), -ECONNRESET);
+	err = canal_engine_irecv(e, CANAL_ENGINE_ANY_GATE, 3, m, sizeof m, &r);
+	if (err == 0)
+		err = canal_engine_wait(e, r, NULL);
+	CHECK_EQ(err, -ECONNRESET);
+	return 0;
+}
+
 /* Bulk transfers (messages of 8448 B and more: the engine's RTS, the data
  * by UCX's rendezvous between the users' buffers): a receive buffer too
  * small fails with -EMSGSIZE and the message's length, and holds the
@@ -284,6 +323,8 @@ static void run_all(void)
 	struct job k = { .n = 2, .driver = "ucx", .strategy = "default",
 			 .timeout_s = 30, .killed_rank = 1 };
 	CHECK_EQ(job_run(&k, crash, NULL), 0);
+	CHECK_EQ(job_run(&k, last_words, NULL), 0);
+	printf("test_engine_ucx: last words of a peer that died: ok\n");
 	struct job b = { .n = 2, .driver = "ucx", .strategy = "default",
 			 .timeout_s = 30, .killed_rank = -1 };
 	CHECK_EQ(job_run(&b, bulk_cases, NULL), 0);

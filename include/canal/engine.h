@@ -64,9 +64,12 @@
  * piece is there); flow control is UCX's (it holds what arrives before
  * its receive is posted, without the engine's credit limit); after
  * -EMSGSIZE what the receive buffer holds is not defined (UCX's
- * rendezvous writes nothing).
+ * rendezvous writes nothing); a receive that UCX had matched to a large
+ * message when its sender died may still be written by UCX until the
+ * session closes, after its request has failed.
  * $CANAL_ENGINE_UCX_NATIVE=0 carries them as packets through the
- * engine's layers instead; every rank of a job must choose alike (open
+ * engine's layers instead (1 or unset: UCX's matching; other values:
+ * open fails with -EINVAL); every rank of a job must choose alike (open
  * fails with -EPROTO otherwise).
  */
 #ifndef CANAL_ENGINE_H
@@ -240,7 +243,9 @@ int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
  * (or CANAL_ENGINE_ANY_GATE) on tag. Receives posted on one (gate, tag)
  * take that flow's messages in order; an any-gate receive takes the next
  * message of whichever gate has one first.
- * Returns 0 and *req, or -EINVAL, -ENOMEM, or the gate's error.
+ * Returns 0 and *req, or -EINVAL, -ENOMEM, or the gate's error (any
+ * gate: the last gate's error once every gate is closed, unless a
+ * message that arrived before is still there to take).
  * Never blocks.
  */
 int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,

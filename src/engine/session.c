@@ -437,8 +437,11 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			 * CANAL_ENGINE_UCX_NATIVE=0 (every rank alike). */
 			const char *nv = env_str("CANAL_ENGINE_UCX_NATIVE", "1");
 			bool native = strcmp(nv, "0") != 0;
-			err = canal__ucx_connect_all(&xchg, timeout, native,
-						     drv);
+			if (strcmp(nv, "0") && strcmp(nv, "1"))
+				err = -EINVAL;
+			if (!err)
+				err = canal__ucx_connect_all(&xchg, timeout,
+							     native, drv);
 			if (!err && native)
 				err = canal__ucx_native_new(drv, size, rank,
 							    &e->native);
@@ -489,8 +492,14 @@ static void check_health(struct canal_engine *e)
 			canal__gate_fail(e, gi, h, "peer %d: malformed frame: %s",
 					 gi, g->drv->why);
 		} else if (h < 0) {
-			/* (UCX's matching: what arrived is UCX's, still
-			 * handed out after the gate closes.) */
+			/* What the dead peer had delivered is taken first:
+			 * its ring drained (packets), or UCX's worker
+			 * progressed until idle (UCX's matching: each
+			 * message then goes to the receive posted for it,
+			 * or stays UCX's, handed out after the gate
+			 * closes). */
+			if (e->native)
+				canal__ucx_native_drain(e->native);
 			while (!e->native && !g->error &&
 			       canal__sched_poll(e, gi, canal__collect_arrive) > 0)
 				;

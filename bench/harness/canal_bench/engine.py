@@ -437,7 +437,9 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
     if not os.access(os.path.join(build_dir, prog), os.X_OK):
         skipped.append(f"seed experiments: {prog} not built")
         return []
-    md = ["## The seed's experiments: default strategy against aggregate\n"]
+    md = ["## The seed's experiments: default strategy against aggregate\n",
+          "(ucx: over the engine's packets, CANAL_ENGINE_UCX_NATIVE=0; with UCX's "
+          "own matching, the default, no strategy applies.)\n"]
     page: Dict[str, List[float]] = {}
     mux: Dict[str, Dict[int, Cell]] = {}
     drivers = ("shm", "tcp", "ucx")
@@ -449,9 +451,12 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
             base = [os.path.join(build_dir, LAUNCH), "-n", "2", os.path.join(build_dir, prog)]
             opts = ["--driver", drv, "--strategy", strat]
             report.progress(f"page requests {label} run {rep + 1}/{reps}")
+            # Strategies act on the engine's packets: over UCX, not on
+            # UCX's matching (which has no strategy).
+            env = dict(os.environ, CANAL_ENGINE_UCX_NATIVE="0") if drv == "ucx" else None
             try:
                 p = subprocess.run(base + ["page"] + opts + ["--iterations", "300" if quick else "2000"],
-                                   capture_output=True, text=True, timeout=timeout)
+                                   capture_output=True, text=True, timeout=timeout, env=env)
                 v = parse_page(p.stdout) if p.returncode == 0 else None
                 if v is None:
                     skipped.append(f"page requests {label}: exit {p.returncode}")
@@ -465,7 +470,7 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
                 if not quick:
                     report.progress(f"multiplexed flows {label} run {rep + 1}/{reps}")
                     p = subprocess.run(base + ["mux"] + opts, capture_output=True, text=True,
-                                       timeout=timeout)
+                                       timeout=timeout, env=env)
                     for n, us in parse_mux(p.stdout).items():
                         mux.setdefault(label, {}).setdefault(n, Cell([])).values.append(us)
                         raw_rows.append(["mux", label, rep + 1, n, us])

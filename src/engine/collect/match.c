@@ -389,14 +389,31 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 	return err;
 }
 
-/* irecv with UCX's matching: what arrived from a closed gate is still
- * handed out (UCX holds it as unexpected), as below. */
+/* irecv with UCX's matching: what arrived whole from a closed gate is
+ * still handed out (UCX holds it as unexpected), as below: the receive
+ * is posted, the worker progressed while it has work, and a receive
+ * that is still under way then (the rest of the message would have to
+ * come from the dead peer) ends with the gate's error. */
 static int native_irecv(struct canal_engine *e, int gate, unsigned tag,
 			void *buf, size_t len, struct canal_engine_req **req)
 {
+	/* Any gate: closed once every gate is (its error: the last one's
+	 * seen, as canal__gate_fail gives the any-gate receives). */
 	int err = gate_error(e, gate);
-	if (err && canal__ucx_native_probe(e->native, gate, tag, NULL) != 1)
-		return err;
+	for (int gi = 0; gate == CANAL_ENGINE_ANY_GATE && gi < e->size; gi++) {
+		if (gi == e->rank)
+			continue;
+		if (!e->gates[gi].error) {
+			err = 0;
+			break;
+		}
+		err = e->gates[gi].error;
+	}
+	if (err) {
+		canal__ucx_native_drain(e->native);
+		if (canal__ucx_native_probe(e->native, gate, tag, NULL) != 1)
+			return err;
+	}
 	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
 	if (!r)
 		return -ENOMEM;
@@ -405,10 +422,17 @@ static int native_irecv(struct canal_engine *e, int gate, unsigned tag,
 	r->buf = buf;
 	r->len = len;
 	r->nat.done = native_recv_done;
+	int gerr = err;
 	err = canal__ucx_native_recv(e->native, gate, tag, buf, len, &r->nat);
 	if (err) {
 		canal__req_free(r);
 		return err;
+	}
+	if (gerr) {
+		canal__ucx_native_drain(e->native);
+		e->native_abort_err = gerr;
+		canal__ucx_native_abort(e->native, &r->nat);
+		e->native_abort_err = 0;
 	}
 	*req = r;
 	return 0;
@@ -447,9 +471,15 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		r->posted = true;
 		return 0;
 	}
+	int closed = 0; /* every gate closed: the last error seen */
+	bool open = false;
 	for (int i = 0; i < e->size; i++) {
 		int gi = (e->any_next + i) % e->size;
 		struct canal__gate *g = &e->gates[gi];
+		if (gi != e->rank && g->error)
+			closed = g->error;
+		else if (gi != e->rank)
+			open = true;
 		if (gi == e->rank || (g->error && !deliverable(g, tag)))
 			continue;
 		struct canal__unexpected *u =
@@ -460,6 +490,13 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 			deliver_posting(e, gi, r, u);
 			return 0;
 		}
+	}
+	if (!open && closed) {
+		/* Nothing can come any more (canal__gate_fail fails the
+		 * any-gate receives posted before). */
+		canal__req_free(r);
+		*req = NULL;
+		return closed;
 	}
 	canal__list_append(&e->any_posted, &r->link);
 	r->posted = true;

@@ -189,7 +189,8 @@ struct canal__native_op {
 
 #ifdef CANAL_HAVE_UCX
 /* The native object over the drivers[size] that canal__ucx_connect_all
- * made with native set (drivers[rank] NULL): 0 or -ENOMEM. */
+ * made with native set (drivers[rank] NULL): 0, -ENOMEM, or -ENODEV
+ * when there is no peer. */
 int canal__ucx_native_new(struct canal__driver **drivers, int size, int rank,
 			  struct canal__native **out);
 /* Free n (every operation must have ended: canal__ucx_native_abort). */
@@ -211,11 +212,16 @@ int canal__ucx_native_probe(struct canal__native *n, int rank, unsigned tag,
 			    struct canal__native_info *info);
 /* Progress the worker once (callbacks run here): the number of events. */
 unsigned canal__ucx_native_progress(struct canal__native *n);
-/* End op now: a receive not matched yet is cancelled; one under way is
- * given up to a second to end, a send none (UCX cannot cancel sends):
- * then it is dropped, and UCX may still read or write its buffer
- * (engine.h, canal_engine_close). op->done is called (-ECANCELED, info
- * NULL, if UCX did not end it). No-op if op has ended. */
+/* Progress it until it has nothing left to do (bounded): what a dead
+ * peer had already delivered is then matched or queued as unexpected.
+ * The number of events. */
+unsigned canal__ucx_native_drain(struct canal__native *n);
+/* End op now: a receive not matched yet is cancelled; one under way gets
+ * the worker's progress while it has work (bounded, no waiting for the
+ * peer), a send none (UCX cannot cancel sends): then it is dropped, and
+ * UCX may still read or write its buffer until the worker is destroyed
+ * (engine.h). op->done is called (-ECANCELED, info NULL, if UCX did not
+ * end it). No-op if op has ended. */
 void canal__ucx_native_abort(struct canal__native *n,
 			     struct canal__native_op *op);
 #else
@@ -243,6 +249,11 @@ static inline int canal__ucx_native_probe(struct canal__native *n, int rank,
 	return 0;
 }
 static inline unsigned canal__ucx_native_progress(struct canal__native *n)
+{
+	(void)n;
+	return 0;
+}
+static inline unsigned canal__ucx_native_drain(struct canal__native *n)
 {
 	(void)n;
 	return 0;

@@ -694,8 +694,9 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 		return -EPROTO;
 	if ((how == 'n') != c->native) {
 		fprintf(stderr, "canal engine: ucx: rank %d %s UCX's matching "
-				"and rank %d %s (set CANAL_ENGINE_UCX_NATIVE "
-				"alike on every rank)\n", c->rank,
+				"and rank %d %s (CANAL_ENGINE_UCX_NATIVE, or the "
+				"driver: ucx alone or in rails, must be alike on "
+				"every rank)\n", c->rank,
 			c->native ? "uses" : "does not use", peer,
 			c->native ? "does not" : "does");
 		return -EPROTO;
