@@ -244,7 +244,7 @@ int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
  * take that flow's messages in order; an any-gate receive takes the next
  * message of whichever gate has one first.
  * Returns 0 and *req, or -EINVAL, -ENOMEM, or the gate's error (any
- * gate: the last gate's error once every gate is closed, unless a
+ * gate: once every gate is closed, the error of one of them, unless a
  * message that arrived before is still there to take).
  * Never blocks.
  */
@@ -272,7 +272,8 @@ int canal_engine_test(struct canal_engine *e, struct canal_engine_req *req,
 /*
  * canal_engine_probe - make progress once and look for a message from gate
  * (or any gate) on tag that no receive has taken yet: 1 with *st filled,
- * 0 when there is none, or -EINVAL / the gate's error. Never blocks.
+ * 0 when there is none, or -EINVAL / the gate's error (any gate: once
+ * every gate is closed, the error of one of them). Never blocks.
  */
 int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 		       struct canal_engine_status *st);

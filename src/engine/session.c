@@ -325,14 +325,20 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		fprintf(stderr, "canal engine: the shm driver needs the ranks on "
 				"one machine (canal-launch without -H); across "
 				"hosts use tcp or ucx\n");
+	/* UCX alone: its own matching unless CANAL_ENGINE_UCX_NATIVE=0
+	 * (every rank alike; 0 or 1). */
+	const char *nv = env_str("CANAL_ENGINE_UCX_NATIVE", "1");
+	bool native = ucx && kinds == 1 && strcmp(nv, "0") != 0;
 	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
 	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller")) ||
-	    (!lazy && strcmp(connect, "eager"))) {
+	    (!lazy && strcmp(connect, "eager")) ||
+	    (ucx && strcmp(nv, "0") && strcmp(nv, "1"))) {
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}
 #ifndef CANAL_HAVE_UCX
+	(void)native;
 	if (ucx) {
 		canal__pmix_fini(&xchg);
 		return -ENOTSUP;
@@ -433,15 +439,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 					key_file ? key : NULL, drv);
 #ifdef CANAL_HAVE_UCX
 		} else if (ucx) {
-			/* UCX alone: its own matching, unless
-			 * CANAL_ENGINE_UCX_NATIVE=0 (every rank alike). */
-			const char *nv = env_str("CANAL_ENGINE_UCX_NATIVE", "1");
-			bool native = strcmp(nv, "0") != 0;
-			if (strcmp(nv, "0") && strcmp(nv, "1"))
-				err = -EINVAL;
-			if (!err)
-				err = canal__ucx_connect_all(&xchg, timeout,
-							     native, drv);
+			err = canal__ucx_connect_all(&xchg, timeout, native,
+						     drv);
 			if (!err && native)
 				err = canal__ucx_native_new(drv, size, rank,
 							    &e->native);

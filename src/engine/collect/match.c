@@ -271,6 +271,24 @@ static int gate_error(struct canal_engine *e, int gate)
 	return gate == CANAL_ENGINE_ANY_GATE ? 0 : e->gates[gate].error;
 }
 
+/* gate's error; for any gate, once every gate is closed (nothing can
+ * come any more), the error of one of them (the lowest rank's), else 0. */
+static int closed_error(const struct canal_engine *e, int gate)
+{
+	if (gate != CANAL_ENGINE_ANY_GATE)
+		return e->gates[gate].error;
+	int err = 0;
+	for (int gi = 0; gi < e->size; gi++) {
+		if (gi == e->rank)
+			continue;
+		if (!e->gates[gi].error)
+			return 0;
+		if (!err)
+			err = e->gates[gi].error;
+	}
+	return err;
+}
+
 /* UCX's matching (e->native): the end of a message's UCP operation. An
  * operation ended by a failing gate (req.c) reports the gate's error. */
 static int native_err(const struct canal_engine_req *r, int err)
@@ -397,18 +415,7 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 static int native_irecv(struct canal_engine *e, int gate, unsigned tag,
 			void *buf, size_t len, struct canal_engine_req **req)
 {
-	/* Any gate: closed once every gate is (its error: the last one's
-	 * seen, as canal__gate_fail gives the any-gate receives). */
-	int err = gate_error(e, gate);
-	for (int gi = 0; gate == CANAL_ENGINE_ANY_GATE && gi < e->size; gi++) {
-		if (gi == e->rank)
-			continue;
-		if (!e->gates[gi].error) {
-			err = 0;
-			break;
-		}
-		err = e->gates[gi].error;
-	}
+	int err = closed_error(e, gate);
 	if (err) {
 		canal__ucx_native_drain(e->native);
 		if (canal__ucx_native_probe(e->native, gate, tag, NULL) != 1)
@@ -471,15 +478,9 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		r->posted = true;
 		return 0;
 	}
-	int closed = 0; /* every gate closed: the last error seen */
-	bool open = false;
 	for (int i = 0; i < e->size; i++) {
 		int gi = (e->any_next + i) % e->size;
 		struct canal__gate *g = &e->gates[gi];
-		if (gi != e->rank && g->error)
-			closed = g->error;
-		else if (gi != e->rank)
-			open = true;
 		if (gi == e->rank || (g->error && !deliverable(g, tag)))
 			continue;
 		struct canal__unexpected *u =
@@ -491,11 +492,11 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 			return 0;
 		}
 	}
-	if (!open && closed) {
+	int closed = closed_error(e, CANAL_ENGINE_ANY_GATE);
+	if (closed) {
 		/* Nothing can come any more (canal__gate_fail fails the
 		 * any-gate receives posted before). */
 		canal__req_free(r);
-		*req = NULL;
 		return closed;
 	}
 	canal__list_append(&e->any_posted, &r->link);
@@ -524,6 +525,9 @@ static int probe(struct canal_engine *e, int gate, unsigned tag,
 	canal__engine_progress_once(e);
 	if (e->native) {
 		struct canal__native_info ni;
+		/* Closed: what the dead peer had delivered first (irecv). */
+		if (closed_error(e, gate))
+			canal__ucx_native_drain(e->native);
 		if (canal__ucx_native_probe(e->native, gate, tag, &ni) == 1) {
 			if (st) {
 				st->gate = ni.rank;
@@ -532,7 +536,7 @@ static int probe(struct canal_engine *e, int gate, unsigned tag,
 			}
 			return 1;
 		}
-		return gate_error(e, gate);
+		return closed_error(e, gate);
 	}
 	for (int gi = 0; gi < e->size; gi++) {
 		if (gi == e->rank || (gate != CANAL_ENGINE_ANY_GATE && gi != gate))
@@ -554,7 +558,8 @@ static int probe(struct canal_engine *e, int gate, unsigned tag,
 			return 1;
 		}
 	}
-	return 0;
+	/* Any gate: nothing, and nothing can come any more. */
+	return closed_error(e, gate);
 }
 
 EXPORT int canal_engine_set_urgent(struct canal_engine *e, unsigned tag,
