@@ -243,6 +243,9 @@ static inline void canal__req_complete(struct canal_engine_req *r, int error)
 	}
 }
 void canal__req_free(struct canal_engine_req *r);
+/* UCX's matching: end r's live UCP operation now; r completes with
+ * error (a negative errno) unless UCX ended it otherwise. */
+void canal__req_native_abort(struct canal_engine_req *r, int error);
 /* Close gate g with error (negative errno) and a reason: every request
  * tied to it completes with error. Returns error. */
 int canal__gate_fail(struct canal_engine *e, int g, int error,

@@ -150,15 +150,21 @@ void canal__req_complete_slow(struct canal_engine_req *r, int error)
  * error: they must end before their requests complete (internal.h). A
  * request may be freed by its end (a pack's piece): the table is read
  * again at each index. */
+void canal__req_native_abort(struct canal_engine_req *r, int error)
+{
+	struct canal_engine *e = r->e;
+	e->native_abort_err = error;
+	canal__ucx_native_abort(e->native, &r->nat);
+	e->native_abort_err = 0;
+}
+
 static void native_abort(struct canal_engine *e, int gi, int error)
 {
-	e->native_abort_err = error;
 	for (uint32_t i = 0; i < e->reqcap; i++) {
 		struct canal_engine_req *r = e->reqtab[i];
 		if (r && r->nat.live && r->gate == gi)
-			canal__ucx_native_abort(e->native, &r->nat);
+			canal__req_native_abort(r, error);
 	}
-	e->native_abort_err = 0;
 }
 
 int canal__gate_fail(struct canal_engine *e, int gi, int error,

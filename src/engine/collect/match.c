@@ -407,6 +407,20 @@ EXPORT int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
 	return err;
 }
 
+/* A receive request for (gate, tag) into buf[len], or NULL. */
+static struct canal_engine_req *recv_new(struct canal_engine *e, int gate,
+					 unsigned tag, void *buf, size_t len)
+{
+	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
+	if (r) {
+		r->gate = gate;
+		r->tag = tag;
+		r->buf = buf;
+		r->len = len;
+	}
+	return r;
+}
+
 /* irecv with UCX's matching: what arrived whole from a closed gate is
  * still handed out (UCX holds it as unexpected), as below: the receive
  * is posted, the worker progressed while it has work, and a receive
@@ -421,13 +435,9 @@ static int native_irecv(struct canal_engine *e, int gate, unsigned tag,
 		if (canal__ucx_native_probe(e->native, gate, tag, NULL) != 1)
 			return err;
 	}
-	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
+	struct canal_engine_req *r = recv_new(e, gate, tag, buf, len);
 	if (!r)
 		return -ENOMEM;
-	r->gate = gate;
-	r->tag = tag;
-	r->buf = buf;
-	r->len = len;
 	r->nat.done = native_recv_done;
 	int gerr = err;
 	err = canal__ucx_native_recv(e->native, gate, tag, buf, len, &r->nat);
@@ -437,9 +447,7 @@ static int native_irecv(struct canal_engine *e, int gate, unsigned tag,
 	}
 	if (gerr) {
 		canal__ucx_native_drain(e->native);
-		e->native_abort_err = gerr;
-		canal__ucx_native_abort(e->native, &r->nat);
-		e->native_abort_err = 0;
+		canal__req_native_abort(r, gerr);
 	}
 	*req = r;
 	return 0;
@@ -460,13 +468,9 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 	 * before it closed (a peer may send its last words and exit). */
 	if (err && !deliverable(&e->gates[gate], tag))
 		return err;
-	struct canal_engine_req *r = canal__req_new(e, REQ_RECV);
+	struct canal_engine_req *r = recv_new(e, gate, tag, buf, len);
 	if (!r)
 		return -ENOMEM;
-	r->gate = gate;
-	r->tag = tag;
-	r->buf = buf;
-	r->len = len;
 	*req = r;
 	if (gate != CANAL_ENGINE_ANY_GATE) {
 		struct canal__gate *g = &e->gates[gate];
