@@ -10,6 +10,18 @@
  *
  *   canal-launch -n 2 osu_latency [--driver shm|tcp|ucx] [--strategy NAME]
  *       [--min-size B] [--max-size B] [--iterations N] [--warmup N]
+ *       [--loop osu|perftest]
+ *
+ * --loop (latency only) chooses the ping-pong's shape. osu (the default)
+ * is osu_latency's: blocking send, then blocking receive (MPI_Send,
+ * MPI_Recv), so rank 0 posts its receive only once its send has
+ * completed. perftest is ucx_perftest's tag_lat (UCX's own latency tool,
+ * the raw figure of issue 16): a send is started without waiting for it,
+ * the receive is posted at once and waited for, and a send's completion
+ * is waited for only before the next send (one send in flight, as
+ * ucx_perftest's default window of 1) and before the clock stops. Above
+ * UCX's rendezvous threshold the two differ: with the osu loop the peer's
+ * next message can arrive before the receive for it is posted.
  */
 #include "osu_common.h"
 #include <canal/channel.h>
@@ -42,6 +54,7 @@ int main(int argc, char **argv)
 	canal_engine_options_init(&o);
 	size_t min_size = 1, max_size = (size_t)4 << 20;
 	long iters_opt = 0, warm_opt = -1;
+	int perftest_loop = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
@@ -58,6 +71,9 @@ int main(int argc, char **argv)
 			iters_opt = strtol(v, NULL, 0);
 		else if (!strcmp(a, "--warmup"))
 			warm_opt = strtol(v, NULL, 0);
+		else if (!strcmp(a, "--loop") && OSU_KIND == 0 &&
+			 (!strcmp(v, "osu") || !strcmp(v, "perftest")))
+			perftest_loop = !strcmp(v, "perftest");
 		else
 			goto usage;
 		i++;
@@ -92,10 +108,23 @@ int main(int argc, char **argv)
 		long iters, skip;
 		osu_counts(OSU_KIND, size, &count_args, &iters, &skip);
 		uint64_t t0 = 0;
+		struct canal_engine_req *inflight = NULL; /* perftest loop's send */
 		for (long i = 0; i < iters + skip; i++) {
 			if (i == skip)
 				t0 = canal_now_ns();
-			if (OSU_KIND == 0) {
+			if (OSU_KIND == 0 && perftest_loop) {
+				if (rank == 1) {
+					CK(canal_engine_irecv(e, peer, TAG, rbuf, size, &r));
+					CK(canal_engine_wait(e, r, NULL));
+				}
+				if (inflight)
+					CK(canal_engine_wait(e, inflight, NULL));
+				CK(canal_engine_isend(e, peer, TAG, sbuf, size, 0, &inflight));
+				if (rank == 0) {
+					CK(canal_engine_irecv(e, peer, TAG, rbuf, size, &r));
+					CK(canal_engine_wait(e, r, NULL));
+				}
+			} else if (OSU_KIND == 0) {
 				if (rank == 0) {
 					CK(canal_engine_isend(e, peer, TAG, sbuf, size, 0, &r));
 					CK(canal_engine_wait(e, r, NULL));
@@ -135,6 +164,8 @@ int main(int argc, char **argv)
 					CK(canal_engine_wait(e, req[j], NULL));
 			}
 		}
+		if (inflight)
+			CK(canal_engine_wait(e, inflight, NULL));
 		double s = (double)(canal_now_ns() - t0) * 1e-9;
 		if (rank == 0) {
 			if (OSU_KIND == 0)
@@ -154,6 +185,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: osu [--driver shm|tcp|ucx] [--strategy default|aggregate] "
-		"[--min-size B] [--max-size B] [--iterations N] [--warmup N]\n");
+		"[--min-size B] [--max-size B] [--iterations N] [--warmup N]%s\n",
+		OSU_KIND == 0 ? " [--loop osu|perftest]" : "");
 	return 2;
 }
