@@ -22,6 +22,9 @@ struct job {
 	int timeout_s;
 	/* set: this rank is expected to die (SIGKILL), not exit 0 */
 	int killed_rank;
+	/* optional: run in each rank's process before it opens its session
+	 * (per-rank environment, sandboxing) */
+	void (*before_open)(int rank);
 };
 
 static inline void job_rmdir(const char *dir)
@@ -90,6 +93,8 @@ static inline int job_run(const struct job *j, job_fn fn, void *arg)
 		if (p == 0) {
 			alarm((unsigned)j->timeout_s);
 			struct canal_engine *e;
+			if (j->before_open)
+				j->before_open(r);
 			int err = job_open(dir, r, j->n, j->driver, j->strategy, &e);
 			if (err) {
 				fprintf(stderr, "rank %d: open: %s\n", r, strerror(-err));

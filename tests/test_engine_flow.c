@@ -151,19 +151,19 @@ int main(void)
 	const char *strategies[] = { "default", "aggregate" };
 	for (int d = 0; d < 2; d++)
 		for (int k = 0; k < 2; k++) {
-			struct job j = { 2, drivers[d], strategies[k], 60, -1 };
+			struct job j = { 2, drivers[d], strategies[k], 60, -1, NULL };
 			CHECK_EQ(job_run(&j, body, NULL), 0);
 			printf("%s/%s: ok\n", drivers[d], strategies[k]);
 			fflush(stdout);
 		}
 	for (int d = 0; d < 2; d++) {
-		struct job j = { 2, drivers[d], "default", 120, -1 };
+		struct job j = { 2, drivers[d], "default", 120, -1, NULL };
 		CHECK_EQ(job_run(&j, rndv_flood, NULL), 0);
 		printf("%s: 9000 rendezvous sends pending: ok\n", drivers[d]);
 		fflush(stdout);
 	}
 	for (int d = 0; d < 2; d++) {
-		struct job j = { 2, drivers[d], "default", 20, -1 };
+		struct job j = { 2, drivers[d], "default", 20, -1, NULL };
 		CHECK_EQ(job_run(&j, urgent_body, NULL), 0);
 		printf("%s: urgent tag overtakes a blocked flow: ok\n", drivers[d]);
 		fflush(stdout);

@@ -2,8 +2,19 @@
  * engine, with 2 to 4 processes, several tags, sizes on both sides of the
  * eager limit (eager and rendezvous), receives posted before and after the
  * data arrives, any-gate receives, probe, and pack/unpack with express
- * pieces; over both drivers and both strategies. */
+ * pieces; over both drivers and both strategies. Then on shm: ranks whose
+ * CANAL_ENGINE_SHM_RNDV differ (ring, read, auto: eager sizes of 64 and
+ * 4 KiB side by side), and a rank whose process_vm_readv is refused
+ * (seccomp: EPERM, as Yama's ptrace rules give) while the others read. */
 #include "engine_job.h"
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/syscall.h>
 
 #define TAGS 4
 #define MSGS 120
@@ -18,9 +29,12 @@ static size_t msg_size(int i)
 	if (i % 37 == 5)
 		return 100000 + (size_t)i;   /* rendezvous on both drivers */
 	if (i % 11 == 3)
-		return 20000 + (size_t)i;    /* large eager packets on both */
+		return 20000 + (size_t)i;    /* large eager packets (shm: the
+					      * read's rendezvous) */
 	if (i % 41 == 7)                     /* both sides of the eager size */
 		return 65536 + (size_t)(i / 41 % 2); /* of shm and TCP (64 KiB) */
+	if (i % 43 == 9)                     /* and of shm's with the read */
+		return 4096 + (size_t)(i / 43 % 2);  /* (4 KiB) */
 	return 8 + (size_t)(i * 13) % 300;
 }
 
@@ -239,6 +253,67 @@ static void bad_arguments(void)
 	CHECK_EQ(canal_engine_irecv(e, -5, 1, b, 4, &r), -EINVAL);
 	CHECK_EQ(canal_engine_gate_error(e, 3, NULL, 0), -EINVAL);
 	CHECK_EQ(canal_engine_close(e), 0);
+	/* shm's rendezvous mode: auto, ring or read, nothing else. */
+	const char *was = getenv("CANAL_ENGINE_SHM_RNDV");
+	char saved[32] = "";
+	if (was)
+		snprintf(saved, sizeof saved, "%s", was);
+	setenv("CANAL_ENGINE_SHM_RNDV", "copy", 1);
+	CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
+	o.driver = "tcp"; /* not read without shm */
+	CHECK_EQ(canal_engine_open(&o, &e), 0);
+	CHECK_EQ(canal_engine_close(e), 0);
+	o.driver = "shm";
+	for (const char *const *m = (const char *const[]){ "auto", "ring", "read", NULL };
+	     *m; m++) {
+		setenv("CANAL_ENGINE_SHM_RNDV", *m, 1);
+		CHECK_EQ(canal_engine_open(&o, &e), 0);
+		CHECK_EQ(canal_engine_close(e), 0);
+	}
+	if (was)
+		setenv("CANAL_ENGINE_SHM_RNDV", saved, 1);
+	else
+		unsetenv("CANAL_ENGINE_SHM_RNDV");
+}
+
+/* Rank r's shm rendezvous: read, ring, auto in turn. */
+static void mixed_rndv(int rank)
+{
+	static const char *const mode[] = { "read", "ring", "auto" };
+	setenv("CANAL_ENGINE_SHM_RNDV", mode[rank % 3], 1);
+}
+
+/* Every rank reads; rank 1's process_vm_readv fails with EPERM (a seccomp
+ * filter), so its receives fall back to the ring at their first RTS while
+ * its peers keep reading from it. */
+static void refused_read(int rank)
+{
+	setenv("CANAL_ENGINE_SHM_RNDV", "read", 1);
+	if (rank != 1)
+		return;
+#if defined(__x86_64__)
+	const unsigned arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+	const unsigned arch = AUDIT_ARCH_AARCH64;
+#else
+	const unsigned arch = 0;
+#endif
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { (unsigned short)(sizeof f / sizeof f[0]), f };
+	CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+	char b;
+	struct iovec l = { &b, 1 }, r = { &b, 1 };
+	CHECK(syscall(SYS_process_vm_readv, getpid(), &l, 1, &r, 1, 0) == -1 &&
+	      errno == EPERM);
 }
 
 int main(void)
@@ -251,10 +326,19 @@ int main(void)
 			for (int n = 2; n <= 4; n++) {
 				if (n == 3 && s == 1)
 					continue; /* keep the test short */
-				struct job j = { n, drivers[d], strategies[s], 60, -1 };
+				struct job j = { n, drivers[d], strategies[s], 60, -1, NULL };
 				CHECK_EQ(job_run(&j, body, NULL), 0);
 				printf("%s/%s n=%d: ok\n", drivers[d], strategies[s], n);
 				fflush(stdout);
 			}
+	for (int n = 2; n <= 3; n++) {
+		struct job j = { n, "shm", "default", 60, -1, mixed_rndv };
+		CHECK_EQ(job_run(&j, body, NULL), 0);
+		printf("shm n=%d, ranks with read / ring / auto rendezvous: ok\n", n);
+		j.before_open = refused_read;
+		CHECK_EQ(job_run(&j, body, NULL), 0);
+		printf("shm n=%d, rank 1's reads refused (EPERM): ok\n", n);
+		fflush(stdout);
+	}
 	TEST_DONE("test_engine_order");
 }

@@ -204,7 +204,7 @@ int main(void)
 	const char *strategies[] = { "default", "aggregate" };
 	for (int d = 0; d < 2; d++)
 		for (int s = 0; s < 2; s++) {
-			struct job j = { 4, drivers[d], strategies[s], getenv("ENGINE_STRESS_N") ? 30 : 300, -1 };
+			struct job j = { 4, drivers[d], strategies[s], getenv("ENGINE_STRESS_N") ? 30 : 300, -1, NULL };
 			CHECK_EQ(job_run(&j, body, &n), 0);
 			printf("%s/%s: %d messages each way per pair ok\n", drivers[d], strategies[s], n);
 			fflush(stdout);

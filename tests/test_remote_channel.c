@@ -369,7 +369,7 @@ int main(void)
 	if (ndrivers == 2)
 		printf("canal built without UCX: shm and tcp only\n");
 	for (int d = 0; d < ndrivers; d++) {
-		struct job j = { 2, drivers[d], "default", 100, -1 };
+		struct job j = { 2, drivers[d], "default", 100, -1, NULL };
 		CHECK_EQ(job_run(&j, body, NULL), 0);
 		printf("%s: ok\n", drivers[d]);
 		fflush(stdout);

@@ -111,7 +111,7 @@ int main(void)
 	if (ndrivers == 2)
 		printf("canal built without UCX: shm and tcp only\n");
 	for (int d = 0; d < ndrivers; d++) {
-		struct job j = { 2, drivers[d], "default", 60, 1 };
+		struct job j = { 2, drivers[d], "default", 60, 1, NULL };
 		printf("%s:\n", drivers[d]);
 		fflush(stdout);
 		CHECK_EQ(job_run(&j, sender_dies, NULL), 0);

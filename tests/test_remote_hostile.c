@@ -188,7 +188,7 @@ int main(void)
 {
 	const char *drivers[] = { "shm", "tcp" };
 	for (int d = 0; d < 2; d++) {
-		struct job j = { 2, drivers[d], "default", 60, -1 };
+		struct job j = { 2, drivers[d], "default", 60, -1, NULL };
 		CHECK_EQ(job_run(&j, body, NULL), 0);
 		printf("%s: ok\n", drivers[d]);
 		fflush(stdout);

@@ -71,6 +71,16 @@
  * engine's layers instead (1 or unset: UCX's matching; other values:
  * open fails with -EINVAL); every rank of a job must choose alike (open
  * fails with -EPROTO otherwise).
+ *
+ * Large messages on shm: up to the eager size a message is copied through
+ * the pair's ring; above, by rendezvous, either through the ring again
+ * (64 KiB chunks, both sides copying at once; eager size 64 KiB) or copied
+ * once by the receiver straight from the sender's buffer with
+ * process_vm_readv (eager size 4 KiB). $CANAL_ENGINE_SHM_RNDV chooses:
+ * "ring", "read", or "auto" (unset: read on Intel processors, the ring on
+ * others, after measurements on each: docs/ENGINE.md); other values: open
+ * fails with -EINVAL. Ranks may differ. Where the kernel refuses the read
+ * (EPERM: Yama's ptrace_scope, seccomp) the receiver uses the ring.
  */
 #ifndef CANAL_ENGINE_H
 #define CANAL_ENGINE_H
@@ -188,7 +198,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  * opt may be NULL (all defaults: the environment canal-launch sets).
  * Returns 0 and *out, or:
  *   -EINVAL     bad rank/size, unknown driver, strategy, connect or
- *               progress mode, no directory, a bad bind list;
+ *               progress mode, no directory, a bad bind list, a bad
+ *               $CANAL_ENGINE_UCX_NATIVE or (shm) $CANAL_ENGINE_SHM_RNDV;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
  *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
  *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr);

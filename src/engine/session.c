@@ -333,7 +333,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
 	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller")) ||
 	    (!lazy && strcmp(connect, "eager")) ||
-	    (ucx && strcmp(nv, "0") && strcmp(nv, "1"))) {
+	    (ucx && strcmp(nv, "0") && strcmp(nv, "1")) ||
+	    (shm && canal__shm_rndv_mode() < 0)) {
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}

@@ -206,8 +206,11 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 		/* Not allowed here (ptrace rules, seccomp): use the ring. A
 		 * bad address is caught by the sender's own checks: it only
 		 * sends DATA within its buffer. */
-		if (err == -EPERM || err == -ENOSYS)
+		if (err == -EPERM || err == -ENOSYS) {
 			d->caps.read_peer_memory = false;
+			if (d->caps.eager_max_noread)
+				d->caps.eager_max = d->caps.eager_max_noread;
+		}
 	}
 	struct canal__piece_hdr rtr = { .kind = PIECE_RTR, .a = rts->a,
 					.b = r->cookie };
@@ -318,13 +321,16 @@ static int dispatch(struct canal_engine *e, int gi,
 	struct canal_engine_req *r;
 	switch (h->kind) {
 	case PIECE_EAGER:
-		if (h->len > g->drv->caps.eager_max) {
+		if (h->len > (g->drv->caps.eager_accept_max
+				      ? g->drv->caps.eager_accept_max
+				      : g->drv->caps.eager_max)) {
 			*why = "eager piece above the eager size";
 			return -EPROTO;
 		}
 		return arrive(e, gi, h, payload);
 	case PIECE_RTS:
-		if (h->len <= g->drv->caps.eager_max) {
+		if (h->len <= (g->drv->caps.rts_min ? g->drv->caps.rts_min
+						    : g->drv->caps.eager_max)) {
 			*why = "request to send below the eager size";
 			return -EPROTO;
 		}

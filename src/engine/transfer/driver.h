@@ -27,6 +27,14 @@ struct canal__driver_caps {
 	bool gather;             /* send() gathers an iovec without a copy of
 				  * its own (writev) */
 	bool read_peer_memory;   /* process_vm_readv of the peer works */
+	size_t eager_max_noread; /* eager_max once read_peer_memory has
+				  * turned out refused (0: unchanged) */
+	/* What the peer may send, when it may choose another eager size than
+	 * this side (shm: each process's CANAL_ENGINE_SHM_RNDV, a refused
+	 * read): EAGER pieces up to eager_accept_max, RTS pieces above
+	 * rts_min (0: eager_max, for both). */
+	size_t eager_accept_max;
+	size_t rts_min;
 	bool flush_noop;         /* flush() never has bytes to push (shm):
 				  * progress skips push() while the window
 				  * is empty */
@@ -102,6 +110,11 @@ struct canal__driver {
 	pid_t peer_pid;
 	char why[96];            /* reason of the last error, for messages */
 };
+
+/* shm.c: how shm moves a message above its eager size
+ * (CANAL_ENGINE_SHM_RNDV): 0 through the ring, 1 by process_vm_readv from
+ * the sender's buffer, -EINVAL for a value other than auto, ring, read. */
+int canal__shm_rndv_mode(void);
 
 /* shm.c: connect to peer through a segment in dir (the lower rank creates
  * it). Blocks up to timeout_ms. */

@@ -520,7 +520,12 @@ static const struct canal__driver_ops rails_ops = {
  * largest (less room for headers, as TCP's eager size leaves). */
 static size_t rail_eager_max(const struct canal__driver *s)
 {
-	return s->caps.bulk ? s->caps.max_packet - 256 : s->caps.eager_max;
+	if (s->caps.bulk)
+		return s->caps.max_packet - 256;
+	/* Rails never read the peer's memory: the eager size of the driver
+	 * without it (shm's ring: 64 KiB, not the read's 4 KiB). */
+	return s->caps.eager_max_noread ? s->caps.eager_max_noread
+					: s->caps.eager_max;
 }
 
 int canal__rails_new(struct canal__driver **subs, int n,
@@ -546,6 +551,9 @@ int canal__rails_new(struct canal__driver **subs, int n,
 	}
 	d->base.caps.max_packet -= 8; /* our header (TCP leaves 256 spare) */
 	d->base.caps.read_peer_memory = false;
+	d->base.caps.eager_max_noread = 0;
+	d->base.caps.eager_accept_max = 0; /* one eager size, both sides */
+	d->base.caps.rts_min = 0;
 	/* A bulk transfer is one rail's (UCX's rendezvous): not spread, not
 	 * sent again on another rail; rails carry packets only. */
 	d->base.caps.bulk = false;

@@ -57,6 +57,9 @@
 #define _GNU_SOURCE
 #include "driver.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -84,15 +87,17 @@
 #define CACHE_LINE 64u
 /* 64 KiB of payload per packet plus room for piece headers. */
 #define SHM_MAX_PACKET ((size_t)65536 + 256)
-/* Eager up to 64 KiB (the largest packet's payload): two copies through
- * the ring, made by the two sides at once, beat one process_vm_readv,
- * whose fixed cost (pinning the peer's pages) is about 2.5 us here. AMD
- * EPYC host, 2026-11-26, 3 interleaved runs against the previous 16 KiB:
- * osu_latency 32 KiB 3.71-3.88 -> 2.57-2.64 us, 64 KiB 5.76-6.08 ->
- * 4.90-5.11 (Open MPI 4.19, 6.17); osu_bw 32 KiB 7.4-10.4k -> 23.6-25.3k
- * MB/s, 64 KiB 9.8-12.9k -> 21.0-21.7k (Open MPI 9.1k, 11.7k). Above,
- * rendezvous: one copy is then the cheaper one. */
+/* Eager up to 64 KiB (the largest packet's payload) when messages above
+ * go through the ring: two copies through the ring, made by the two sides
+ * at once, beat one process_vm_readv, whose fixed cost (pinning the peer's
+ * pages) is about 2.5 us there. AMD EPYC host, 2026-11-26, 3 interleaved
+ * runs against the previous 16 KiB: osu_latency 32 KiB 3.71-3.88 ->
+ * 2.57-2.64 us, 64 KiB 5.76-6.08 -> 4.90-5.11 (Open MPI 4.19, 6.17);
+ * osu_bw 32 KiB 7.4-10.4k -> 23.6-25.3k MB/s, 64 KiB 9.8-12.9k ->
+ * 21.0-21.7k (Open MPI 9.1k, 11.7k). With the read (SHM_EAGER_READ), eager
+ * up to 4 KiB, Open MPI's vader eager limit: see shm_rndv_mode(). */
 #define SHM_EAGER_MAX ((size_t)65536)
+#define SHM_EAGER_READ ((size_t)4096)
 /* How far the published head may lag the consumer's tail (see the
  * ordering paragraph above): one largest record plus a wrap. */
 #define HEAD_LAG_MAX (2 * (REC_HDR + SHM_MAX_PACKET + 8))
@@ -378,23 +383,66 @@ static uint64_t now_ms(void)
 }
 
 /* How a message above the eager size moves (CANAL_ENGINE_SHM_RNDV):
- * "ring" (the default), the receiver answers the RTS with RTR and the
- * sender streams 64 KiB DATA packets through the ring into the receive
- * buffer: two copies, made by both sides at once; "read", the receiver
- * copies straight from the sender's buffer with process_vm_readv (one
- * copy, by the receiver alone, after pinning the sender's pages). AMD EPYC
- * host, 2026-11-26, osu_bw 128 KiB-4 MiB, 2 interleaved runs: ring
- * 23.4-25.1k MB/s, read 13.0-15.6k; a second set with Open MPI (which
- * reads) in the same runs, the host in its faster state: ring 52-65k,
- * read 11.5-15.6k, Open MPI 14.2-15.7k; osu_latency 1 MiB 44.5-45.1
- * against 71.2-79.2 us;
- * with a busy process beside: ring 11.6-15.2k, read 7.1-14.2k, Open MPI
- * 7.0-11.0k. "read" uses less CPU in all (one copy): a choice for a
- * machine whose cores have other work. */
-static bool rndv_read(void)
+ * "ring", the receiver answers the RTS with RTR and the sender streams
+ * 64 KiB DATA packets through the ring into the receive buffer: two
+ * copies, made by both sides at once; "read", the receiver copies straight
+ * from the sender's buffer with process_vm_readv (one copy, by the
+ * receiver alone, after pinning the sender's pages), messages above 4 KiB;
+ * "auto" (the default): read on Intel processors, the ring on others.
+ * Measured on this project's two hosts (2 vCPUs of a KVM VM each):
+ * - AMD EPYC, 2026-11-26, osu_bw 128 KiB-4 MiB, 2 interleaved runs: ring
+ *   23.4-25.1k MB/s, read 13.0-15.6k; a second set with Open MPI (which
+ *   reads) in the same runs, the host in its faster state: ring 52-65k,
+ *   read 11.5-15.6k, Open MPI 14.2-15.7k; osu_latency 1 MiB 44.5-45.1
+ *   against 71.2-79.2 us; with a busy process beside: ring 11.6-15.2k,
+ *   read 7.1-14.2k, Open MPI 7.0-11.0k.
+ * - Intel Xeon, 2026-11-28, 5 interleaved runs, median one-way us, ring
+ *   (eager to 64 KiB) / read (eager to 4 KiB) / Open MPI vader: 8 KiB
+ *   1.96 / 1.44 / 1.82, 16 KiB 3.29 / 1.77 / 2.22, 64 KiB 9.38 / 4.25 /
+ *   4.53, 256 KiB 23.5 / 12.8 / 13.2, 1 MiB 94.2 / 66.1 / 68.4; osu_bw (3
+ *   runs, MB/s) 64 KiB 14.2k / 18.1k / 13.9k, 256 KiB 13.2k / 21.7k /
+ *   21.3k, 4 MiB 12.4k / 10.6k / 11.0k, 8 KiB 12.6k / 8.2k / 4.3k. There
+ *   the second copy, of lines the other core has just written, is the
+ *   slow part.
+ * "read" uses less CPU everywhere (one copy): a choice for a machine whose
+ * cores have other work. Where the kernel refuses the read (ptrace rules:
+ * Yama's ptrace_scope 1 between sibling processes; seccomp), the
+ * receiver falls back to the ring at its first RTS, and the eager size
+ * goes back to 64 KiB for what this side sends (window.c). */
+static int vendor_is_intel(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0, &a, &b, &c, &d))
+		return 0;
+	/* "GenuineIntel" in EBX, EDX, ECX. */
+	return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+#else
+	return 0;
+#endif
+}
+
+int canal__shm_rndv_mode(void)
 {
 	const char *v = getenv("CANAL_ENGINE_SHM_RNDV");
-	return v && strcmp(v, "read") == 0;
+	if (!v || !*v || !strcmp(v, "auto"))
+		return vendor_is_intel();
+	if (!strcmp(v, "ring"))
+		return 0;
+	if (!strcmp(v, "read"))
+		return 1;
+	return -EINVAL;
+}
+
+/* The caps that follow from the mode (the session refused an invalid one). */
+static void set_rndv_caps(struct canal__driver_caps *c)
+{
+	bool read = canal__shm_rndv_mode() == 1;
+	c->read_peer_memory = read;
+	c->eager_max = read ? SHM_EAGER_READ : SHM_EAGER_MAX;
+	c->eager_max_noread = SHM_EAGER_MAX;
+	c->eager_accept_max = SHM_EAGER_MAX;
+	c->rts_min = SHM_EAGER_READ;
 }
 
 /* Maps a segment with its pages present and writable in this process's
@@ -508,7 +556,7 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 	d->base.ops = &shm_ops;
 	d->base.peer_pid = ppid;
 	d->base.caps.max_packet = SHM_MAX_PACKET;
-	d->base.caps.eager_max = SHM_EAGER_MAX;
+	set_rndv_caps(&d->base.caps);
 	d->base.caps.gather = false;
 	d->base.caps.flush_noop = true;
 	d->tx = &h->ring[side];
@@ -522,7 +570,6 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 	/* With "read", assumed until a read fails (EPERM under some
 	 * sandboxes): then the schedule layer turns it off and uses the ring
 	 * (RTR + DATA). */
-	d->base.caps.read_peer_memory = rndv_read();
 	*out = &d->base;
 	return 0;
 fail:
@@ -577,10 +624,9 @@ static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
 	d->base.ops = &shm_ops;
 	d->base.peer_pid = peer_pid;
 	d->base.caps.max_packet = SHM_MAX_PACKET;
-	d->base.caps.eager_max = SHM_EAGER_MAX;
+	set_rndv_caps(&d->base.caps);
 	d->base.caps.gather = false;
 	d->base.caps.flush_noop = true;
-	d->base.caps.read_peer_memory = rndv_read();
 	d->tx = &h->ring[side];
 	d->rx = &h->ring[1 - side];
 	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
