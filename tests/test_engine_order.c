@@ -4,7 +4,7 @@
  * data arrives, any-gate receives, probe, and pack/unpack with express
  * pieces; over both drivers and both strategies. Then on shm: ranks whose
  * CANAL_ENGINE_SHM_RNDV differ (ring, read, auto: eager sizes of 64 and
- * 4 KiB side by side), and a rank whose process_vm_readv is refused
+ * 8 KiB side by side), and a rank whose process_vm_readv is refused
  * (seccomp: EPERM, as Yama's ptrace rules give) while the others read. */
 #include "engine_job.h"
 
@@ -34,7 +34,7 @@ static size_t msg_size(int i)
 	if (i % 41 == 7)                     /* both sides of the eager size */
 		return 65536 + (size_t)(i / 41 % 2); /* of shm and TCP (64 KiB) */
 	if (i % 43 == 9)                     /* and of shm's with the read */
-		return 4096 + (size_t)(i / 43 % 2);  /* (4 KiB) */
+		return 8192 + (size_t)(i / 43 % 2);  /* (8 KiB) */
 	return 8 + (size_t)(i * 13) % 300;
 }
 

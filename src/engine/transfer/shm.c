@@ -94,10 +94,10 @@
  * runs against the previous 16 KiB: osu_latency 32 KiB 3.71-3.88 ->
  * 2.57-2.64 us, 64 KiB 5.76-6.08 -> 4.90-5.11 (Open MPI 4.19, 6.17);
  * osu_bw 32 KiB 7.4-10.4k -> 23.6-25.3k MB/s, 64 KiB 9.8-12.9k ->
- * 21.0-21.7k (Open MPI 9.1k, 11.7k). With the read (SHM_EAGER_READ), eager
- * up to 4 KiB, Open MPI's vader eager limit: see shm_rndv_mode(). */
+ * 21.0-21.7k (Open MPI 9.1k, 11.7k). With the read (SHM_EAGER_READ),
+ * eager up to 8 KiB: see shm_rndv_mode(). */
 #define SHM_EAGER_MAX ((size_t)65536)
-#define SHM_EAGER_READ ((size_t)4096)
+#define SHM_EAGER_READ ((size_t)8192)
 /* How far the published head may lag the consumer's tail (see the
  * ordering paragraph above): one largest record plus a wrap. */
 #define HEAD_LAG_MAX (2 * (REC_HDR + SHM_MAX_PACKET + 8))
@@ -387,7 +387,7 @@ static uint64_t now_ms(void)
  * 64 KiB DATA packets through the ring into the receive buffer: two
  * copies, made by both sides at once; "read", the receiver copies straight
  * from the sender's buffer with process_vm_readv (one copy, by the
- * receiver alone, after pinning the sender's pages), messages above 4 KiB;
+ * receiver alone, after pinning the sender's pages), messages above 8 KiB;
  * "auto" (the default): read on Intel processors, the ring on others.
  * Measured on this project's two hosts (2 vCPUs of a KVM VM each):
  * - AMD EPYC, 2026-11-26, osu_bw 128 KiB-4 MiB, 2 interleaved runs: ring
@@ -403,7 +403,10 @@ static uint64_t now_ms(void)
  *   runs, MB/s) 64 KiB 14.2k / 18.1k / 13.9k, 256 KiB 13.2k / 21.7k /
  *   21.3k, 4 MiB 12.4k / 10.6k / 11.0k, 8 KiB 12.6k / 8.2k / 4.3k. There
  *   the second copy, of lines the other core has just written, is the
- *   slow part.
+ *   slow part. The read's eager size, 5 interleaved runs, 4 / 8 / 16 KiB:
+ *   osu_bw 8 KiB 4.7k / 11.5k / 12.3k MB/s, 16 KiB 7.0k / 11.9k / 12.8k;
+ *   osu_latency 8 KiB 1.92 / 1.90 / 1.88 us, 16 KiB 2.42 / 1.90 / 3.24:
+ *   8 KiB.
  * "read" uses less CPU everywhere (one copy): a choice for a machine whose
  * cores have other work. Where the kernel refuses the read (ptrace rules:
  * Yama's ptrace_scope 1 between sibling processes; seccomp), the
