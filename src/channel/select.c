@@ -184,7 +184,10 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		}
 		if (timeout_ns == 0)
 			return -EAGAIN;
-		if (canal_now_ns() >= deadline)
+		/* No clock read without a deadline: a task's select that
+		 * parks every round spent 6 % of its CPU time here (perf,
+		 * select_rx at capacity 1 on tasks). */
+		if (deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
 			return -ETIMEDOUT;
 
 		/* Announce on synchronous channels, then register on every
