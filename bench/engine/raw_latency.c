@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	struct canal__driver *drv[2] = { NULL, NULL }, *d;
 	int err = !strcmp(driver, "tcp")
 			  ? canal__tcp_connect_all(dir, NULL, rank, 2, 30000, 0, drv)
-			  : canal__shm_connect(dir, rank, peer, 30000, &drv[peer]);
+			  : canal__shm_connect(dir, rank, peer, 30000, false, &drv[peer]);
 	if (err)
 		die("connect", err);
 	d = drv[peer];

@@ -79,8 +79,15 @@
  * process_vm_readv (eager size 8 KiB). $CANAL_ENGINE_SHM_RNDV chooses:
  * "ring", "read", or "auto" (unset: read on Intel processors, the ring on
  * others, after measurements on each: docs/ENGINE.md); other values: open
- * fails with -EINVAL. Ranks may differ. Where the kernel refuses the read
- * (EPERM: Yama's ptrace_scope, seccomp) the receiver uses the ring.
+ * fails with -EINVAL; read once, at open. Ranks may differ. Where the
+ * kernel refuses the read (EPERM: Yama's ptrace_scope, seccomp) the
+ * receiver uses the ring, and its peer then sends to it as the ring does.
+ * Above the eager size a send completes only once the receiver has
+ * posted its receive and taken the data, and a sender that dies before
+ * that loses the message: two processes that each wait for their send
+ * before posting their receive work only below the eager size (8 KiB by
+ * default on Intel processors, 64 KiB elsewhere and on TCP), as with
+ * MPI's standard sends.
  */
 #ifndef CANAL_ENGINE_H
 #define CANAL_ENGINE_H

@@ -241,7 +241,7 @@ static int mixed_rails(struct canal__xchg *x, bool shm, bool ucx, bool tcp,
 	for (int gi = 0; shm && gi < x->size && !err; gi++)
 		if (gi != x->rank)
 			err = canal__shm_connect(x->dir, x->rank, gi, timeout,
-						 &kshm[gi]);
+						 false, &kshm[gi]); /* rails never read */
 #ifdef CANAL_HAVE_UCX
 	if (!err && ucx)
 		err = canal__ucx_connect_all(x, timeout, false, kucx);
@@ -329,12 +329,16 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	 * (every rank alike; 0 or 1). */
 	const char *nv = env_str("CANAL_ENGINE_UCX_NATIVE", "1");
 	bool native = ucx && kinds == 1 && strcmp(nv, "0") != 0;
+	/* shm's rendezvous (CANAL_ENGINE_SHM_RNDV), read once here: every
+	 * gate of the session, lazy ones included, keeps it. */
+	int shm_mode = shm ? canal__shm_rndv_mode() : 0;
+	bool shm_read = shm_mode == 1;
 	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
 	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller")) ||
 	    (!lazy && strcmp(connect, "eager")) ||
 	    (ucx && strcmp(nv, "0") && strcmp(nv, "1")) ||
-	    (shm && canal__shm_rndv_mode() < 0)) {
+	    (shm && shm_mode < 0)) {
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}
@@ -451,14 +455,14 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			 * (transfer/lazy.c); open only waits for the peers'
 			 * inboxes. */
 			err = canal__lazy_open(dir, rank, size, timeout,
-					       &e->lazy);
+					       shm_read, &e->lazy);
 		} else {
 			/* Peers in increasing rank everywhere: the pairwise
 			 * waits cannot form a cycle. */
 			for (int gi = 0; gi < size && !err; gi++)
 				if (gi != rank)
 					err = canal__shm_connect(dir, rank, gi,
-								 timeout,
+								 timeout, shm_read,
 								 &drv[gi]);
 		}
 		for (int gi = 0; gi < size && drv; gi++)

@@ -46,6 +46,10 @@ enum canal__piece_kind {
 /* RTS: the data follows by the driver's bulk transfer under cookie_s (no
  * RTR, DATA or FIN); only on a driver with caps.bulk. */
 #define PIECE_FLAG_BULK 2u
+/* RTR: the receiver will not read the sender's memory (its read was
+ * refused, or it moves large messages through the ring): the sender stops
+ * putting its address in RTS and uses caps.eager_max_noread (shm). */
+#define PIECE_FLAG_NOREAD 4u
 
 struct canal__piece_hdr {
 	uint8_t kind, flags;

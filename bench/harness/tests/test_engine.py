@@ -92,13 +92,17 @@ def test_ucx_rows_and_target():
     assert pt[2:4] == ["--test", "latency"]
     assert "ucx_perftest" not in {i.name for i in engine.implementations("bibw")}
     C = engine.Cell
-    rows = {r[0]: r for r in engine.checks({"canal ucx": {8: C([0.5]), 64: C([1.0])},
-                                            "ucx_perftest": {8: C([0.48]), 64: C([0.5])}})}
-    assert rows["canal ucx latency at 8 B <= 1.1 x ucx_perftest"][2] == "met"
-    assert rows["canal ucx latency at 64 B <= 1.1 x ucx_perftest"][2] == "MISSED"
-    # With the perftest-loop row present, the target is checked on it
-    # alone (not on the osu loop's row, which would pass here).
     loop = engine.UCX_PERFTEST_LOOP
+    rows = {r[0]: r for r in engine.checks({loop: {8: C([0.5]), 64: C([1.0])},
+                                            "ucx_perftest": {8: C([0.48]), 64: C([0.5])}})}
+    assert rows[f"{loop} latency at 8 B <= 1.1 x ucx_perftest"][2] == "met"
+    assert rows[f"{loop} latency at 64 B <= 1.1 x ucx_perftest"][2] == "MISSED"
+    # The osu loop's row never stands in for the perftest loop's.
+    rows = {r[0]: r for r in engine.checks({"canal ucx": {8: C([0.5])},
+                                            "ucx_perftest": {8: C([0.5])}})}
+    assert rows[f"{loop} latency at 8 B <= 1.1 x ucx_perftest"][1:] == ["-", "not measured"]
+    # The target is checked on the perftest loop's row alone (not on the
+    # osu loop's, which would pass here).
     pl = engine.command("/b", impls[loop], [])
     assert pl[-2:] == ["--loop", "perftest"] and "ucx" in pl
     assert loop not in {i.name for i in engine.implementations("bw")}

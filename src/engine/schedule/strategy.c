@@ -37,7 +37,8 @@
  * pieces early (its next receive depends on them), and a large piece
  * behind them in the same packet makes it wait for the large piece's
  * bytes, and then find that piece unexpected. Measured, page requests of
- * 64 KiB pages on shm (`seed_patterns page --page-bytes 65536`: found flag
+ * 64 KiB pages on shm with the ring's 64 KiB eager size
+ * (`seed_patterns page --page-bytes 65536`: found flag
  * express, then the page, eager; the default 65 KiB page is an RTS): the
  * reply as one packet 7.8-9.0 us per 3 pages, one packet per piece
  * 6.3-7.0, the express packet kept short 6.2-6.3. On TCP the second

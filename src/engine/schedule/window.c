@@ -118,7 +118,7 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		h.kind = PIECE_RTS;
 		h.len = (uint32_t)r->len;
 		h.a = r->cookie;
-		h.b = caps->read_peer_memory ? (uint64_t)(uintptr_t)r->buf : 0;
+		h.b = caps->rts_address ? (uint64_t)(uintptr_t)r->buf : 0;
 		if (caps->bulk && r->len >= caps->bulk_min) {
 			h.flags |= PIECE_FLAG_BULK;
 			h.b = 0;
@@ -206,14 +206,18 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 		/* Not allowed here (ptrace rules, seccomp): use the ring. A
 		 * bad address is caught by the sender's own checks: it only
 		 * sends DATA within its buffer. */
-		if (err == -EPERM || err == -ENOSYS) {
+		if (err == -EPERM || err == -ENOSYS)
 			d->caps.read_peer_memory = false;
-			if (d->caps.eager_max_noread)
-				d->caps.eager_max = d->caps.eager_max_noread;
-		}
 	}
-	struct canal__piece_hdr rtr = { .kind = PIECE_RTR, .a = rts->a,
-					.b = r->cookie };
+	/* An address this side will not read (refused, or its mode is the
+	 * ring): NOREAD tells the sender, which then sends to us as the ring
+	 * does (eager to its larger size, no address). */
+	struct canal__piece_hdr rtr = {
+		.kind = PIECE_RTR,
+		.flags = rts->b && !d->caps.read_peer_memory ? PIECE_FLAG_NOREAD : 0,
+		.a = rts->a,
+		.b = r->cookie
+	};
 	/* DATA pieces are accepted only for a receive in this state. */
 	r->rndv_wait = true;
 	return enqueue_control(g, &rtr);
@@ -347,6 +351,11 @@ static int dispatch(struct canal_engine *e, int gi,
 			return -EPROTO;
 		}
 		r->rndv_wait = false;
+		if ((h->flags & PIECE_FLAG_NOREAD) && g->drv->caps.rts_address) {
+			g->drv->caps.rts_address = false;
+			if (g->drv->caps.eager_max_noread)
+				g->drv->caps.eager_max = g->drv->caps.eager_max_noread;
+		}
 		return send_data(g, r, h->b);
 	case PIECE_DATA:
 		r = canal__req_lookup(e, h->a, gi, REQ_RECV);

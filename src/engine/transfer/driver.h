@@ -26,9 +26,14 @@ struct canal__driver_caps {
 	size_t eager_max;        /* messages above go by rendezvous */
 	bool gather;             /* send() gathers an iovec without a copy of
 				  * its own (writev) */
-	bool read_peer_memory;   /* process_vm_readv of the peer works */
-	size_t eager_max_noread; /* eager_max once read_peer_memory has
-				  * turned out refused (0: unchanged) */
+	bool read_peer_memory;   /* receiving: an RTS that carries the
+				  * sender's address is read with
+				  * process_vm_readv (off once refused) */
+	bool rts_address;        /* sending: RTS carry this side's buffer
+				  * address, for the peer to read (off once
+				  * the peer answers RTR with NOREAD) */
+	size_t eager_max_noread; /* eager_max once the peer does not read
+				  * (0: unchanged) */
 	/* What the peer may send, when it may choose another eager size than
 	 * this side (shm: each process's CANAL_ENGINE_SHM_RNDV, a refused
 	 * read): EAGER pieces up to eager_accept_max, RTS pieces above
@@ -117,16 +122,18 @@ struct canal__driver {
 int canal__shm_rndv_mode(void);
 
 /* shm.c: connect to peer through a segment in dir (the lower rank creates
- * it). Blocks up to timeout_ms. */
+ * it). Blocks up to timeout_ms. read: messages above the eager size by
+ * process_vm_readv (canal__shm_rndv_mode() == 1, worked out once at open),
+ * else through the ring. */
 int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
-		       struct canal__driver **out);
+		       bool read, struct canal__driver **out);
 
 /* shm.c: the lazy connection: create the pair's segment, or attach to the
  * one the peer created; never waits for the peer (lazy.c rings its inbox).
- * peer_pid (from the peer's inbox) is watched for death from now on.
- * 0, -EPROTO (a file there that is not a segment), or an errno. */
+ * peer_pid (from the peer's inbox) is watched for death from now on; read
+ * as for canal__shm_connect. 0, -EPROTO (a file there that is not a segment), or an errno. */
 int canal__shm_attach(const char *dir, int rank, int peer, pid_t peer_pid,
-		      struct canal__driver **out);
+		      bool read, struct canal__driver **out);
 
 /* tcp.c: listen on bind_addr (port chosen by the kernel) and publish the
  * port in dir; connect to every lower rank, accept every higher one.

@@ -62,6 +62,7 @@ struct canal__lazy {
 	struct inbox_file **box;    /* [size]: box[rank] is ours */
 	int *pidfd;                 /* [size], -1 where none */
 	uint32_t seen;              /* our count when last looked at */
+	bool shm_read;              /* the session's shm rendezvous mode */
 };
 
 static size_t inbox_len(int size)
@@ -159,11 +160,12 @@ static int inbox_map(struct canal__lazy *z, int peer, uint64_t deadline)
 }
 
 int canal__lazy_open(const char *dir, int rank, int size, int timeout_ms,
-		     struct canal__lazy **out)
+		     bool shm_read, struct canal__lazy **out)
 {
 	struct canal__lazy *z = calloc(1, sizeof *z);
 	if (!z)
 		return -ENOMEM;
+	z->shm_read = shm_read;
 	z->rank = rank;
 	z->size = size;
 	snprintf(z->dir, sizeof z->dir, "%s", dir);
@@ -196,7 +198,7 @@ int canal__lazy_connect(struct canal_engine *e, int gi)
 	if (!z)
 		return -ENOTCONN; /* not a lazy session: cannot happen */
 	int err = canal__shm_attach(z->dir, z->rank, gi,
-				    (pid_t)z->box[gi]->pid, &g->drv);
+				    (pid_t)z->box[gi]->pid, z->shm_read, &g->drv);
 	if (err)
 		return canal__gate_fail(e, gi, err, "peer %d: cannot connect: %s",
 					gi, strerror(-err));

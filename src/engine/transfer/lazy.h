@@ -13,7 +13,7 @@ struct canal__lazy;
  * up to timeout_ms: 0, -ETIMEDOUT, -EPROTO (a peer's inbox is not one of
  * ours), -ENOMEM or an errno. */
 int canal__lazy_open(const char *dir, int rank, int size, int timeout_ms,
-		     struct canal__lazy **out);
+		     bool shm_read, struct canal__lazy **out);
 void canal__lazy_close(struct canal__lazy *z);
 /* Give gate gi its driver if it has none, and ring the peer: 0, or the
  * gate's error (a failed attach closes the gate). Never waits. */

@@ -523,7 +523,7 @@ static size_t rail_eager_max(const struct canal__driver *s)
 	if (s->caps.bulk)
 		return s->caps.max_packet - 256;
 	/* Rails never read the peer's memory: the eager size of the driver
-	 * without it (shm's ring: 64 KiB, not the read's 4 KiB). */
+	 * without it (shm's ring: 64 KiB, not the read's 8 KiB). */
 	return s->caps.eager_max_noread ? s->caps.eager_max_noread
 					: s->caps.eager_max;
 }
@@ -551,6 +551,7 @@ int canal__rails_new(struct canal__driver **subs, int n,
 	}
 	d->base.caps.max_packet -= 8; /* our header (TCP leaves 256 spare) */
 	d->base.caps.read_peer_memory = false;
+	d->base.caps.rts_address = false;
 	d->base.caps.eager_max_noread = 0;
 	d->base.caps.eager_accept_max = 0; /* one eager size, both sides */
 	d->base.caps.rts_min = 0;

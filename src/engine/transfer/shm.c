@@ -95,7 +95,7 @@
  * 2.57-2.64 us, 64 KiB 5.76-6.08 -> 4.90-5.11 (Open MPI 4.19, 6.17);
  * osu_bw 32 KiB 7.4-10.4k -> 23.6-25.3k MB/s, 64 KiB 9.8-12.9k ->
  * 21.0-21.7k (Open MPI 9.1k, 11.7k). With the read (SHM_EAGER_READ),
- * eager up to 8 KiB: see shm_rndv_mode(). */
+ * eager up to 8 KiB: see canal__shm_rndv_mode(). */
 #define SHM_EAGER_MAX ((size_t)65536)
 #define SHM_EAGER_READ ((size_t)8192)
 /* How far the published head may lag the consumer's tail (see the
@@ -410,8 +410,9 @@ static uint64_t now_ms(void)
  * "read" uses less CPU everywhere (one copy): a choice for a machine whose
  * cores have other work. Where the kernel refuses the read (ptrace rules:
  * Yama's ptrace_scope 1 between sibling processes; seccomp), the
- * receiver falls back to the ring at its first RTS, and the eager size
- * goes back to 64 KiB for what this side sends (window.c). */
+ * receiver falls back to the ring at its first RTS and answers NOREAD;
+ * the sender then uses the ring's 64 KiB eager size to that peer
+ * (window.c). The mode is read once per session, at open. */
 static int vendor_is_intel(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -437,11 +438,11 @@ int canal__shm_rndv_mode(void)
 	return -EINVAL;
 }
 
-/* The caps that follow from the mode (the session refused an invalid one). */
-static void set_rndv_caps(struct canal__driver_caps *c)
+/* The caps that follow from the mode. */
+static void set_rndv_caps(struct canal__driver_caps *c, bool read)
 {
-	bool read = canal__shm_rndv_mode() == 1;
 	c->read_peer_memory = read;
+	c->rts_address = read;
 	c->eager_max = read ? SHM_EAGER_READ : SHM_EAGER_MAX;
 	c->eager_max_noread = SHM_EAGER_MAX;
 	c->eager_accept_max = SHM_EAGER_MAX;
@@ -475,7 +476,7 @@ static void *map_segment(int fd, size_t len)
 }
 
 int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
-		       struct canal__driver **out)
+		       bool read, struct canal__driver **out)
 {
 	int lo = rank < peer ? rank : peer, hi = rank < peer ? peer : rank;
 	int side = rank == lo ? 0 : 1;
@@ -559,7 +560,7 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 	d->base.ops = &shm_ops;
 	d->base.peer_pid = ppid;
 	d->base.caps.max_packet = SHM_MAX_PACKET;
-	set_rndv_caps(&d->base.caps);
+	set_rndv_caps(&d->base.caps, read);
 	d->base.caps.gather = false;
 	d->base.caps.flush_noop = true;
 	d->tx = &h->ring[side];
@@ -594,7 +595,7 @@ fail:
  * in the ring. Sides stay by rank (the lower rank's ring is ring 0).
  */
 static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
-			 struct canal__driver **out)
+			 bool read, struct canal__driver **out)
 {
 	size_t map_len = HEADER_BYTES + 2 * RING_BYTES;
 	struct stat st;
@@ -627,7 +628,7 @@ static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
 	d->base.ops = &shm_ops;
 	d->base.peer_pid = peer_pid;
 	d->base.caps.max_packet = SHM_MAX_PACKET;
-	set_rndv_caps(&d->base.caps);
+	set_rndv_caps(&d->base.caps, read);
 	d->base.caps.gather = false;
 	d->base.caps.flush_noop = true;
 	d->tx = &h->ring[side];
@@ -640,7 +641,7 @@ static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
 }
 
 int canal__shm_attach(const char *dir, int rank, int peer, pid_t peer_pid,
-		      struct canal__driver **out)
+		      bool read, struct canal__driver **out)
 {
 	int lo = rank < peer ? rank : peer, hi = rank < peer ? peer : rank;
 	int side = rank == lo ? 0 : 1;
@@ -650,7 +651,7 @@ int canal__shm_attach(const char *dir, int rank, int peer, pid_t peer_pid,
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int fd = open(path, O_RDWR | O_CLOEXEC);
 		if (fd >= 0) {
-			int err = shm_attach_fd(fd, side, false, peer_pid, out);
+			int err = shm_attach_fd(fd, side, false, peer_pid, read, out);
 			close(fd);
 			if (!err)
 				unlink(path); /* both sides have it now */
@@ -667,7 +668,7 @@ int canal__shm_attach(const char *dir, int rank, int peer, pid_t peer_pid,
 		if (ftruncate(fd, (off_t)(HEADER_BYTES + 2 * RING_BYTES)) < 0)
 			err = -errno;
 		if (!err)
-			err = shm_attach_fd(fd, side, true, peer_pid, out);
+			err = shm_attach_fd(fd, side, true, peer_pid, read, out);
 		close(fd);
 		if (!err && link(tmp, path) == 0) {
 			unlink(tmp);
