@@ -14,7 +14,10 @@
  *  - the driver refusing a bulk send (a plain send and a pack's piece:
  *    completed once, with the gate's error; -ECONNRESET, not -EPROTO);
  *  - (shm) a flood of RTS pieces for messages nobody receives: cut off
- *    at twice the credit window, as unexpected eager data is.
+ *    at twice the credit window, as unexpected eager data is;
+ *  - (shm) rendezvous modes meeting: a ring receiver answers an RTS that
+ *    carries an address with RTR + NOREAD, and a reading sender that gets
+ *    one goes eager to 64 KiB, without its address, on that gate.
  * And: with UCX_RNDV_THRESH set by the user the UCX driver has no bulk
  * (its tags would not be safe: a transfer could go eager) and takes
  * messages up to 1 MiB in packets; without it, bulk from 8448 bytes.
@@ -331,6 +334,87 @@ static void thresh_case(bool user_thresh)
 	unsetenv("UCX_RNDV_THRESH");
 }
 
+/* The first piece of kind `kind` rank 0 sends the fake (10 s at most),
+ * progressing rank 0 meanwhile; other pieces are dropped. */
+static struct canal__piece_hdr fake_wait_piece(struct pair *p, unsigned kind)
+{
+	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
+	while (canal_now_ns() < deadline) {
+		canal_engine_progress(p->e);
+		const unsigned char *pkt;
+		size_t len;
+		int r = p->fake->ops->recv(p->fake, &pkt, &len);
+		CHECK(r >= 0);
+		if (r == 0)
+			continue;
+		struct canal__piece_hdr found = { 0 };
+		for (size_t off = 0; off < len;) {
+			struct canal__piece_hdr h;
+			unsigned hl = canal__piece_decode(pkt + off, len - off, &h);
+			CHECK(hl > 0);
+			if (h.kind == kind && !found.kind)
+				found = h;
+			off += hl + (canal__piece_has_payload(h.kind) ? h.len : 0);
+		}
+		p->fake->ops->release(p->fake);
+		if (found.kind)
+			return found;
+	}
+	fprintf(stderr, "no piece of kind %u from rank 0\n", kind);
+	abort();
+}
+
+/* shm's rendezvous modes meet (CANAL_ENGINE_SHM_RNDV): a receiver that
+ * will not read answers an RTS carrying an address with RTR + NOREAD; a
+ * reading sender that gets it stops sending its address and goes eager up
+ * to the ring's 64 KiB on that gate. */
+static void shm_noread(void)
+{
+	enum { N = 20000 }; /* above the read's 8 KiB eager size, below 64 KiB */
+	static unsigned char buf[N];
+	struct pair p;
+	/* A ring receiver, an RTS with an address. */
+	setenv("CANAL_ENGINE_SHM_RNDV", "ring", 1);
+	pair_open(&p, "shm");
+	CHECK_EQ(p.e->gates[1].drv->caps.eager_max, (size_t)65536);
+	struct canal__piece_hdr h = { .kind = PIECE_RTS, .tag = 1, .seq = 0,
+				      .len = N, .a = 5, .b = (uintptr_t)buf };
+	unsigned char pkt[64];
+	fake_send(&p, pkt, canal__piece_encode(&h, pkt));
+	struct canal_engine_req *r;
+	CHECK_EQ(canal_engine_irecv(p.e, 1, 1, buf, N, &r), 0);
+	struct canal__piece_hdr rtr = fake_wait_piece(&p, PIECE_RTR);
+	CHECK_EQ(rtr.a, (uint64_t)5);
+	CHECK(rtr.flags & PIECE_FLAG_NOREAD);
+	pair_close(&p);
+	printf("shm: a ring receiver answers an address with NOREAD\n");
+
+	/* A reading sender told NOREAD. */
+	setenv("CANAL_ENGINE_SHM_RNDV", "read", 1);
+	pair_open(&p, "shm");
+	struct canal__driver_caps *c = &p.e->gates[1].drv->caps;
+	CHECK_EQ(c->eager_max, (size_t)8192);
+	CHECK(c->rts_address);
+	CHECK_EQ(canal_engine_isend(p.e, 1, 1, buf, N, 0, &r), 0);
+	struct canal__piece_hdr rts = fake_wait_piece(&p, PIECE_RTS);
+	CHECK_EQ(rts.len, (uint32_t)N);
+	CHECK_EQ(rts.b, (uint64_t)(uintptr_t)buf);
+	struct canal__piece_hdr no = { .kind = PIECE_RTR, .flags = PIECE_FLAG_NOREAD,
+				       .a = rts.a, .b = 7 };
+	fake_send(&p, pkt, canal__piece_encode(&no, pkt));
+	(void)fake_wait_piece(&p, PIECE_DATA);
+	CHECK_EQ(c->eager_max, (size_t)65536);
+	CHECK(!c->rts_address);
+	struct canal_engine_req *r2;
+	CHECK_EQ(canal_engine_isend(p.e, 1, 1, buf, N, 0, &r2), 0);
+	struct canal__piece_hdr eager = fake_wait_piece(&p, PIECE_EAGER);
+	CHECK_EQ(eager.len, (uint32_t)N);
+	CHECK(!p.e->gates[1].error);
+	pair_close(&p);
+	unsetenv("CANAL_ENGINE_SHM_RNDV");
+	printf("shm: a reading sender told NOREAD goes eager to 64 KiB\n");
+}
+
 int main(void)
 {
 	/* Every gate connected at open: the fake writes through its driver
@@ -343,6 +427,7 @@ int main(void)
 	setenv("UCX_MEM_EVENTS", "no", 0);
 #endif
 	rts_flood();
+	shm_noread();
 	bulk_rts_without_bulk("shm");
 	bulk_rts_without_bulk("tcp");
 	if (!job_have_ucx()) {
