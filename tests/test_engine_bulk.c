@@ -3,9 +3,10 @@
  * the data by UCX's rendezvous between the users' buffers) against a peer
  * that breaks the protocol. As in test_engine_fuzz, rank 0 is a real
  * session and rank 1 a session of the same process whose driver is used
- * raw (it never progresses as an engine). Each case must end with rank
- * 0's gate to 1 closed with -EPROTO naming peer 1, its requests failed
- * with that error, and no crash (ASan in CI):
+ * raw (it never progresses as an engine). Each case of a broken protocol
+ * must end with rank 0's gate to 1 closed with -EPROTO naming peer 1, its
+ * requests failed with that error, and no crash (ASan in CI); the shm
+ * modes' case (last below) keeps the gate open:
  *  - a FIN, or an RTR, for a send that goes by bulk transfer (it would
  *    complete the send while UCX still reads its buffer);
  *  - a bulk transfer longer, or shorter, than its RTS said;
@@ -16,8 +17,12 @@
  *  - (shm) a flood of RTS pieces for messages nobody receives: cut off
  *    at twice the credit window, as unexpected eager data is;
  *  - (shm) rendezvous modes meeting: a ring receiver answers an RTS that
- *    carries an address with RTR + NOREAD, and a reading sender that gets
- *    one goes eager to 64 KiB, without its address, on that gate.
+ *    carries an address with RTR + NOREAD (one without, plainly), a
+ *    reading receiver whose read is refused (seccomp, in a child) too, and
+ *    a reading sender that gets NOREAD goes eager to 64 KiB, without its
+ *    address, on that gate (a plain RTR changes nothing; on TCP NOREAD
+ *    is ignored). Caller-mode sessions: the caps are read without the
+ *    session lock because no progress thread runs.
  * And: with UCX_RNDV_THRESH set by the user the UCX driver has no bulk
  * (its tags would not be safe: a transfer could go eager) and takes
  * messages up to 1 MiB in packets; without it, bulk from 8448 bytes.
@@ -411,8 +416,98 @@ static void shm_noread(void)
 	CHECK_EQ(eager.len, (uint32_t)N);
 	CHECK(!p.e->gates[1].error);
 	pair_close(&p);
-	unsetenv("CANAL_ENGINE_SHM_RNDV");
 	printf("shm: a reading sender told NOREAD goes eager to 64 KiB\n");
+
+	/* A read that fails for another reason (here EFAULT: an address the
+	 * peer does not map) also answers NOREAD, and reading goes on. */
+	pair_open(&p, "shm");
+	struct canal__piece_hdr bad = { .kind = PIECE_RTS, .tag = 1, .seq = 0,
+					.len = N, .a = 13, .b = 8 };
+	fake_send(&p, pkt, canal__piece_encode(&bad, pkt));
+	CHECK_EQ(canal_engine_irecv(p.e, 1, 1, buf, N, &r), 0);
+	rtr = fake_wait_piece(&p, PIECE_RTR);
+	CHECK_EQ(rtr.a, (uint64_t)13);
+	CHECK(rtr.flags & PIECE_FLAG_NOREAD);
+	CHECK(p.e->gates[1].drv->caps.read_peer_memory);
+	pair_close(&p);
+	printf("shm: a read that faults answers NOREAD\n");
+
+	/* A plain RTR (the peer read nothing, but did not say NOREAD: an
+	 * older peer) changes nothing; nor does an RTS without an address
+	 * get NOREAD from a ring receiver. */
+	pair_open(&p, "shm");
+	c = &p.e->gates[1].drv->caps;
+	CHECK_EQ(canal_engine_isend(p.e, 1, 1, buf, N, 0, &r), 0);
+	rts = fake_wait_piece(&p, PIECE_RTS);
+	struct canal__piece_hdr plain = { .kind = PIECE_RTR, .a = rts.a, .b = 7 };
+	fake_send(&p, pkt, canal__piece_encode(&plain, pkt));
+	(void)fake_wait_piece(&p, PIECE_DATA);
+	CHECK_EQ(c->eager_max, (size_t)8192);
+	CHECK(c->rts_address);
+	pair_close(&p);
+	setenv("CANAL_ENGINE_SHM_RNDV", "ring", 1);
+	pair_open(&p, "shm");
+	struct canal__piece_hdr bare = { .kind = PIECE_RTS, .tag = 1, .seq = 0,
+					 .len = 100000, .a = 9, .b = 0 };
+	fake_send(&p, pkt, canal__piece_encode(&bare, pkt));
+	static unsigned char big[100000];
+	CHECK_EQ(canal_engine_irecv(p.e, 1, 1, big, sizeof big, &r), 0);
+	rtr = fake_wait_piece(&p, PIECE_RTR);
+	CHECK_EQ(rtr.a, (uint64_t)9);
+	CHECK(!(rtr.flags & PIECE_FLAG_NOREAD));
+	pair_close(&p);
+	unsetenv("CANAL_ENGINE_SHM_RNDV");
+	printf("shm: a plain RTR changes nothing; an RTS without address gets no NOREAD\n");
+
+	/* A reading receiver whose read the kernel refuses (seccomp, in a
+	 * child) answers NOREAD and stops reading that peer. */
+	fflush(NULL);
+	pid_t child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		if (!job_refuse_reads())
+			_exit(77);
+		setenv("CANAL_ENGINE_SHM_RNDV", "read", 1);
+		pair_open(&p, "shm");
+		CHECK(p.e->gates[1].drv->caps.read_peer_memory);
+		struct canal__piece_hdr a = { .kind = PIECE_RTS, .tag = 1, .seq = 0,
+					      .len = N, .a = 11,
+					      .b = (uintptr_t)buf };
+		fake_send(&p, pkt, canal__piece_encode(&a, pkt));
+		CHECK_EQ(canal_engine_irecv(p.e, 1, 1, buf, N, &r), 0);
+		rtr = fake_wait_piece(&p, PIECE_RTR);
+		CHECK_EQ(rtr.a, (uint64_t)11);
+		CHECK(rtr.flags & PIECE_FLAG_NOREAD);
+		CHECK(!p.e->gates[1].drv->caps.read_peer_memory);
+		pair_close(&p);
+		fflush(NULL);
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(child, &st, 0) == child);
+	CHECK(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		printf("shm: refused read SKIPPED (no seccomp filter here)\n");
+	else
+		CHECK_EQ(WEXITSTATUS(st), 0);
+	if (WEXITSTATUS(st) == 0)
+		printf("shm: a refused read answers NOREAD and stops reading\n");
+
+	/* NOREAD means nothing on TCP (no reads, no address): ignored. */
+	pair_open(&p, "tcp");
+	c = &p.e->gates[1].drv->caps;
+	size_t tcp_eager = c->eager_max;
+	CHECK_EQ(canal_engine_isend(p.e, 1, 1, big, sizeof big, 0, &r), 0);
+	rts = fake_wait_piece(&p, PIECE_RTS);
+	CHECK_EQ(rts.b, (uint64_t)0);
+	struct canal__piece_hdr no2 = { .kind = PIECE_RTR, .flags = PIECE_FLAG_NOREAD,
+					.a = rts.a, .b = 7 };
+	fake_send(&p, pkt, canal__piece_encode(&no2, pkt));
+	(void)fake_wait_piece(&p, PIECE_DATA);
+	CHECK_EQ(c->eager_max, tcp_eager);
+	CHECK(!p.e->gates[1].error);
+	pair_close(&p);
+	printf("tcp: NOREAD ignored\n");
 }
 
 int main(void)

@@ -85,9 +85,10 @@
  * Above the eager size a send completes only once the receiver has
  * posted its receive and taken the data, and a sender that dies before
  * that loses the message: two processes that each wait for their send
- * before posting their receive work only below the eager size (8 KiB by
- * default on Intel processors, 64 KiB elsewhere and on TCP), as with
- * MPI's standard sends.
+ * before posting their receive work only below the eager size, as with
+ * MPI's standard sends. The eager size is per gate and may grow during
+ * the session (shm: 8 KiB while reading, 64 KiB once the peer says it
+ * does not read; TCP 64 KiB; UCX 8 KiB): rely on 8 KiB at most.
  */
 #ifndef CANAL_ENGINE_H
 #define CANAL_ENGINE_H

@@ -381,12 +381,12 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 		return 0;
 	/* Shared queues: re-check every CANAL__SHARED_RECHECK_NS, in case a
 	 * notifier died before its wake-up. */
-	uint64_t dl = deadline;
+	bool any_shared = false;
 	for (unsigned k = 0; k < n; k++) {
 		words[k] = &queues[k]->seq;
-		if (shared[k])
-			dl = sleep_limit(true, dl);
+		any_shared |= shared[k];
 	}
+	uint64_t dl = sleep_limit(any_shared, deadline);
 	int w = p->ops->wait_many(p->self, words, keys, shared, n, dl);
 	if (w == -ETIMEDOUT && dl != deadline)
 		w = 0;

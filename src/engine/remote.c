@@ -86,7 +86,8 @@ enum { FIN_NORMAL = 0, FIN_STOPPED = 1, FIN_ERROR = 2 };
 /* Elements per DATA message: up to this many bytes (half the TCP
  * driver's 64 KiB eager size: one copy, no rendezvous; on shm reading the
  * peer's memory, above its 8 KiB eager size, a batch goes by
- * process_vm_readv: one copy too), at least one. */
+ * process_vm_readv, one copy too, unless the peer does not read), at least
+ * one. */
 #define BATCH_BYTES 32768
 /* Idle hub: spin this long after the last event, then sleep in steps
  * doubling from 16 us to 1 ms. */

@@ -203,18 +203,20 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
 			return 0;
 		}
-		/* Not allowed here (ptrace rules, seccomp): use the ring. A
-		 * bad address is caught by the sender's own checks: it only
+		/* Not allowed here (ptrace rules, seccomp), or no such
+		 * process (another pid namespace): use the ring from now on.
+		 * A bad address is caught by the sender's own checks: it only
 		 * sends DATA within its buffer. */
-		if (err == -EPERM || err == -ENOSYS)
+		if (err == -EPERM || err == -ENOSYS || err == -ESRCH)
 			d->caps.read_peer_memory = false;
 	}
-	/* An address this side will not read (refused, or its mode is the
-	 * ring): NOREAD tells the sender, which then sends to us as the ring
-	 * does (eager to its larger size, no address). */
+	/* An address this side did not read (its read failed, whatever the
+	 * reason, or its mode is the ring): NOREAD tells the sender, which
+	 * then sends to us as the ring does (eager to its larger size, no
+	 * address): the pair converges instead of failing a read per RTS. */
 	struct canal__piece_hdr rtr = {
 		.kind = PIECE_RTR,
-		.flags = rts->b && !d->caps.read_peer_memory ? PIECE_FLAG_NOREAD : 0,
+		.flags = rts->b ? PIECE_FLAG_NOREAD : 0,
 		.a = rts->a,
 		.b = r->cookie
 	};
