@@ -271,6 +271,46 @@ static void bad_arguments(void)
 		unsetenv("CANAL_ENGINE_SHM_RNDV");
 }
 
+/* Messages around shm's read limit (1 MiB: above, the ring even when
+ * reading), both ways at once, content and order checked. */
+static int big_body(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size, (void)arg;
+	static const size_t sizes[] = { (size_t)1 << 20, ((size_t)1 << 20) + 1,
+					(size_t)3 << 20, 20000 };
+	enum { NBIG = sizeof sizes / sizeof sizes[0] };
+	int peer = 1 - rank;
+	unsigned char *out[NBIG], *in[NBIG];
+	struct canal_engine_req *sr[NBIG], *rr[NBIG];
+	for (int i = 0; i < NBIG; i++) {
+		out[i] = malloc(sizes[i]);
+		in[i] = malloc((size_t)3 << 20);
+		CHECK(out[i] && in[i]);
+		fill(out[i], sizes[i], rank, 2, i);
+		CHECK_EQ(canal_engine_irecv(e, peer, 2, in[i], (size_t)3 << 20, &rr[i]), 0);
+	}
+	for (int i = 0; i < NBIG; i++)
+		CHECK_EQ(canal_engine_isend(e, peer, 2, out[i], sizes[i], 0, &sr[i]), 0);
+	for (int i = 0; i < NBIG; i++) {
+		struct canal_engine_status st;
+		CHECK_EQ(canal_engine_wait(e, rr[i], &st), 0);
+		CHECK_EQ(st.len, sizes[i]);
+		CHECK(check_msg(in[i], sizes[i], peer, 2, i));
+	}
+	for (int i = 0; i < NBIG; i++) {
+		CHECK_EQ(canal_engine_wait(e, sr[i], NULL), 0);
+		free(out[i]);
+		free(in[i]);
+	}
+	return 0;
+}
+
+static void all_read(int rank)
+{
+	(void)rank;
+	setenv("CANAL_ENGINE_SHM_RNDV", "read", 1);
+}
+
 /* Rank r's shm rendezvous: read, ring, auto in turn. */
 static void mixed_rndv(int rank)
 {
@@ -357,6 +397,12 @@ int main(void)
 	if (!refusable)
 		printf("skipped: the refused-read jobs (no seccomp filter for "
 		       "this architecture or kernel)\n");
+	void (*big_modes[])(int) = { all_read, mixed_rndv };
+	for (int m = 0; m < 2; m++) {
+		struct job j = { 2, "shm", "default", 60, -1, big_modes[m] };
+		CHECK_EQ(job_run(&j, big_body, NULL), 0);
+		printf("shm, 1-3 MiB messages, %s: ok\n", m ? "read and ring" : "read");
+	}
 	for (int n = 2; n <= 3; n++) {
 		struct job j = { n, "shm", "default", 60, -1, mixed_rndv };
 		CHECK_EQ(job_run(&j, body, NULL), 0);

@@ -76,7 +76,7 @@
  * the pair's ring; above, by rendezvous, either through the ring again
  * (64 KiB chunks, both sides copying at once; eager size 64 KiB) or copied
  * once by the receiver straight from the sender's buffer with
- * process_vm_readv (eager size 8 KiB). $CANAL_ENGINE_SHM_RNDV chooses:
+ * process_vm_readv (eager size 8 KiB; above 1 MiB the ring again). $CANAL_ENGINE_SHM_RNDV chooses:
  * "ring", "read", or "auto" (unset: read on Intel processors, the ring on
  * others, after measurements on each: docs/ENGINE.md); other values: open
  * fails with -EINVAL; read once, at open. Ranks may differ. Where the

@@ -118,7 +118,10 @@ int canal__sched_send(struct canal_engine *e, int gi,
 		h.kind = PIECE_RTS;
 		h.len = (uint32_t)r->len;
 		h.a = r->cookie;
-		h.b = caps->rts_address ? (uint64_t)(uintptr_t)r->buf : 0;
+		h.b = caps->rts_address &&
+				      (!caps->read_max || r->len <= caps->read_max)
+			      ? (uint64_t)(uintptr_t)r->buf
+			      : 0;
 		if (caps->bulk && r->len >= caps->bulk_min) {
 			h.flags |= PIECE_FLAG_BULK;
 			h.b = 0;

@@ -32,6 +32,8 @@ struct canal__driver_caps {
 	bool rts_address;        /* sending: RTS carry this side's buffer
 				  * address, for the peer to read (off once
 				  * the peer answers RTR with NOREAD) */
+	size_t read_max;         /* ... for messages up to this size (0: no
+				  * limit); larger ones go by RTR + DATA */
 	size_t eager_max_noread; /* eager_max once the peer does not read
 				  * (0: unchanged) */
 	/* What the peer may send, when it may choose another eager size than
