@@ -395,7 +395,8 @@ static uint64_t now_ms(void)
  * 64 KiB DATA packets through the ring into the receive buffer: two
  * copies, made by both sides at once; "read", the receiver copies straight
  * from the sender's buffer with process_vm_readv (one copy, by the
- * receiver alone, after pinning the sender's pages), messages above 8 KiB;
+ * receiver alone, after pinning the sender's pages), messages above 8 KiB
+ * up to SHM_READ_MAX (1 MiB; larger ones through the ring);
  * "auto" (the default): read on Intel processors, the ring on others.
  * Measured on this project's two hosts (2 vCPUs of a KVM VM each):
  * - AMD EPYC, 2026-11-26, osu_bw 128 KiB-4 MiB, 2 interleaved runs: ring
