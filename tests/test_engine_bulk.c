@@ -114,8 +114,9 @@ static void expect_proto(struct pair *p, const char *what)
 	printf("%s: -EPROTO (%s)\n", what, why);
 }
 
-/* The RTS of rank 0's bulk send, read raw by the fake: its cookie. */
-static uint64_t fake_read_rts(struct pair *p)
+/* The first piece of kind `kind` rank 0 sends the fake (10 s at most),
+ * progressing rank 0 meanwhile; other pieces are dropped. */
+static struct canal__piece_hdr fake_wait_piece(struct pair *p, unsigned kind)
 {
 	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
 	while (canal_now_ns() < deadline) {
@@ -126,23 +127,29 @@ static uint64_t fake_read_rts(struct pair *p)
 		CHECK(r >= 0);
 		if (r == 0)
 			continue;
-		uint64_t cookie = 0;
+		struct canal__piece_hdr found = { 0 };
 		for (size_t off = 0; off < len;) {
 			struct canal__piece_hdr h;
 			unsigned hl = canal__piece_decode(pkt + off, len - off, &h);
 			CHECK(hl > 0);
-			if (h.kind == PIECE_RTS) {
-				CHECK(h.flags & PIECE_FLAG_BULK);
-				cookie = h.a;
-			}
+			if (h.kind == kind && !found.kind)
+				found = h;
 			off += hl + (canal__piece_has_payload(h.kind) ? h.len : 0);
 		}
 		p->fake->ops->release(p->fake);
-		if (cookie)
-			return cookie;
+		if (found.kind)
+			return found;
 	}
-	CHECK(!"no RTS from rank 0");
-	return 0;
+	fprintf(stderr, "no piece of kind %u from rank 0\n", kind);
+	abort();
+}
+
+/* The RTS of rank 0's bulk send, read raw by the fake: its cookie. */
+static uint64_t fake_read_rts(struct pair *p)
+{
+	struct canal__piece_hdr h = fake_wait_piece(p, PIECE_RTS);
+	CHECK(h.flags & PIECE_FLAG_BULK);
+	return h.a;
 }
 
 #define BIG ((size_t)100000)
@@ -337,36 +344,6 @@ static void thresh_case(bool user_thresh)
 	       c->eager_max);
 	pair_close(&p);
 	unsetenv("UCX_RNDV_THRESH");
-}
-
-/* The first piece of kind `kind` rank 0 sends the fake (10 s at most),
- * progressing rank 0 meanwhile; other pieces are dropped. */
-static struct canal__piece_hdr fake_wait_piece(struct pair *p, unsigned kind)
-{
-	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
-	while (canal_now_ns() < deadline) {
-		canal_engine_progress(p->e);
-		const unsigned char *pkt;
-		size_t len;
-		int r = p->fake->ops->recv(p->fake, &pkt, &len);
-		CHECK(r >= 0);
-		if (r == 0)
-			continue;
-		struct canal__piece_hdr found = { 0 };
-		for (size_t off = 0; off < len;) {
-			struct canal__piece_hdr h;
-			unsigned hl = canal__piece_decode(pkt + off, len - off, &h);
-			CHECK(hl > 0);
-			if (h.kind == kind && !found.kind)
-				found = h;
-			off += hl + (canal__piece_has_payload(h.kind) ? h.len : 0);
-		}
-		p->fake->ops->release(p->fake);
-		if (found.kind)
-			return found;
-	}
-	fprintf(stderr, "no piece of kind %u from rank 0\n", kind);
-	abort();
 }
 
 /* shm's rendezvous modes meet (CANAL_ENGINE_SHM_RNDV): a receiver that
