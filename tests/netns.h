@@ -126,6 +126,36 @@ static inline int netns_link(int a, int b, int net, bool impair)
 	return 0;
 }
 
+/* Wait until dev[i] is up (carrier) in namespace i, for i in 0..n-1, at
+ * most 5 s: UCX lists only the devices that are up. */
+static inline void netns_wait_up(int n, const char *const *dev)
+{
+	for (int k = 0; k < 500; k++) {
+		int up = 0;
+		for (int i = 0; i < n; i++)
+			up += sh("ip -n %s link show %s | grep -q 'state UP'",
+				 netns_names[i], dev[i]) == 0;
+		if (up == n)
+			return;
+		usleep(10000);
+	}
+}
+
+/* Make the calling process a host of its own: a UTS namespace with the
+ * hostname canal-host-<i>. The ranks of these tests share the machine's
+ * pid and memory, and by default its hostname, which makes the engine
+ * take them for one host (UCX's driver then watches the peers' pids and
+ * keeps UCX's cheaper error mode). 0, or -1 (errno) when the kernel
+ * refuses. */
+static inline int netns_own_host(int i)
+{
+	char name[32];
+	snprintf(name, sizeof name, "canal-host-%d", i);
+	if (unshare(CLONE_NEWUTS) != 0)
+		return -1;
+	return sethostname(name, strlen(name));
+}
+
 /* Move the calling process (single-threaded) into namespace i, with a
  * private mount namespace whose /sys shows namespace i's devices (as
  * `ip netns exec` does: UCX finds its network devices in /sys). */

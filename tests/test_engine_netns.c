@@ -1,15 +1,16 @@
-/* test_engine_netns.c - the engine between two "hosts" (issue 16): two
- * network namespaces joined by a veth pair whose ends delay every packet
- * and drop some (tc netem delay 5ms loss 1%, or where the kernel has no
- * netem a tbf rate limit and nftables dropping 1% of TCP segments: see
- * netns.h). Over TCP, and over UCX
+/* test_engine_netns.c - the engine between "hosts" (issue 16): network
+ * namespaces joined by veth pairs whose ends delay every packet and drop
+ * some (tc netem delay 5ms loss 1%, or where the kernel has no netem a tbf
+ * rate limit and nftables dropping 1% of TCP segments: see netns.h), each
+ * rank in a UTS namespace of its own with its own hostname (a different
+ * host for the engine, too). Over TCP, and over UCX
  * with UCX_TLS=tcp (UCX would otherwise use shared memory: the namespaces
  * share the machine's memory), each rank binds its namespace's address
  * (given as the interface's name on one side, as the subnet on the
  * other) and the exchange of remote_traffic.h must be exactly once and in order
- * per tag. Root only; skips with the reason when namespaces cannot be
- * made. Bounded (60 s per job); the namespaces are deleted whatever
- * happens (the body runs in a child). */
+ * per tag. Root only; skips with the reason when namespaces or hostnames
+ * cannot be made. Bounded (60 s per job); the namespaces are deleted
+ * whatever happens (the body runs in a child). */
 #include "netns.h"
 #include "remote_traffic.h"
 
@@ -23,6 +24,10 @@ static int rank_main(int rank, const char *dir)
 {
 	if (netns_enter(rank) != 0) {
 		perror("setns");
+		return 3;
+	}
+	if (netns_own_host(rank) != 0) {
+		perror("unshare(CLONE_NEWUTS), sethostname");
 		return 3;
 	}
 	/* The two forms one setting can give every host (ifaddr.h): rank 0
@@ -60,13 +65,7 @@ static int body(void)
 	}
 	/* Both ends up (carrier) before the engine is asked to use them:
 	 * UCX lists only devices that are up. */
-	for (int i = 0; i < 500; i++) {
-		if (sh("ip -n %s link show cv1a | grep -q 'state UP' && "
-		       "ip -n %s link show cv1b | grep -q 'state UP'",
-		       netns_names[0], netns_names[1]) == 0)
-			break;
-		usleep(10000);
-	}
+	netns_wait_up(2, (const char *const[]){ "cv1a", "cv1b" });
 	const char *drivers[] = { "tcp", "ucx" };
 	for (int k = 0; k < (have_ucx ? 2 : 1); k++) {
 		drv = drivers[k];
@@ -109,6 +108,17 @@ int main(void)
 	have_ucx = WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	if (geteuid() != 0) {
 		printf("test_engine_netns: SKIP: needs root (ip netns add)\n");
+		return 77;
+	}
+	/* A hostname per rank (netns_own_host): tried in a child. */
+	p = fork();
+	CHECK(p >= 0);
+	if (p == 0)
+		_exit(netns_own_host(0) == 0 ? 0 : 1);
+	CHECK(waitpid(p, &st, 0) == p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		printf("test_engine_netns: SKIP: cannot give a process its own "
+		       "hostname here (unshare(CLONE_NEWUTS), sethostname)\n");
 		return 77;
 	}
 	netns_reap_stale();
