@@ -299,11 +299,11 @@ static int native_cases(struct canal_engine *e, int rank, int size, void *arg)
 	return 0;
 }
 
-/* Ranks that disagree on UCX's matching (CANAL_ENGINE_UCX_NATIVE) would
- * never match each other's messages: open fails with -EPROTO on both. */
-static void mixed_modes(void)
+/* Two ranks whose open must fail with want, rank r with var set to
+ * value[r]. */
+static void open_fails(const char *var, const char *const value[2], int want)
 {
-	char dir[] = "/tmp/canal-test-ucx-mixed.XXXXXX";
+	char dir[] = "/tmp/canal-test-ucx-open.XXXXXX";
 	CHECK(mkdtemp(dir));
 	pid_t p[2];
 	fflush(NULL);
@@ -312,12 +312,12 @@ static void mixed_modes(void)
 		CHECK(p[r] >= 0);
 		if (p[r] == 0) {
 			alarm(30);
-			setenv("CANAL_ENGINE_UCX_NATIVE", r ? "0" : "1", 1);
+			setenv(var, value[r], 1);
 			struct canal_engine *e;
 			int err = job_open(dir, r, 2, "ucx", "default", &e);
 			if (!err)
 				canal_engine_close(e);
-			_exit(err == -EPROTO ? 0 : 1);
+			_exit(err == want ? 0 : 1);
 		}
 	}
 	for (int r = 0; r < 2; r++) {
@@ -341,6 +341,16 @@ static void run_all(void)
 	struct job k = { .n = 2, .driver = "ucx", .strategy = "default",
 			 .timeout_s = 30, .killed_rank = 1 };
 	CHECK_EQ(job_run(&k, crash, NULL), 0);
+	/* UCX's peer failure detection forced on one host (by default only
+	 * toward other hosts: test_engine_netns); UCX then runs over TCP.
+	 * With UCX's matching only: on the packet path over UCX's TCP the
+	 * dead peer's last packet is lost 3-5 times in 10, whatever the
+	 * error mode (not covered, docs/ENGINE.md). */
+	if (!strcmp(getenv("CANAL_ENGINE_UCX_NATIVE"), "1")) {
+		setenv("CANAL_UCX_ERR_MODE", "peer", 1);
+		CHECK_EQ(job_run(&k, crash, NULL), 0);
+		unsetenv("CANAL_UCX_ERR_MODE");
+	}
 	CHECK_EQ(job_run(&k, last_words, NULL), 0);
 	printf("test_engine_ucx: last words of a peer that died: ok\n");
 	struct job b = { .n = 2, .driver = "ucx", .strategy = "default",
@@ -383,7 +393,13 @@ int main(void)
 	printf("test_engine_ucx: the engine's packets\n");
 	setenv("CANAL_ENGINE_UCX_NATIVE", "0", 1);
 	run_all();
-	mixed_modes();
+	/* Ranks that disagree on UCX's matching would never match each
+	 * other's messages: open fails with -EPROTO on both. */
+	open_fails("CANAL_ENGINE_UCX_NATIVE", (const char *const[]){ "1", "0" },
+		   -EPROTO);
 	printf("test_engine_ucx: ranks that disagree on the matching: -EPROTO\n");
+	open_fails("CANAL_UCX_ERR_MODE", (const char *const[]){ "Peer", "1" },
+		   -EINVAL);
+	printf("test_engine_ucx: CANAL_UCX_ERR_MODE neither peer nor none: -EINVAL\n");
 	TEST_DONE("test_engine_ucx");
 }

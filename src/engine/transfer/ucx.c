@@ -32,12 +32,22 @@
  * "ucx" (exchange.h: files in the launch directory or PMIx; mode 'n' when
  * the session's messages go by UCX's matching, ucx_native.c, else 'p':
  * every rank must agree, or open fails with -EPROTO), fences, and creates
- * an endpoint to each peer's address. With CANAL_UCX_ERR_MODE=peer the
- * endpoints ask for peer failure detection (UCP_ERR_HANDLING_MODE_PEER,
- * which restricts UCX to transports that detect failures: TCP, verbs);
- * the error callback marks the driver, health() then reports the peer
- * dead. Without it, health() still sees a dead peer on the same host (a
- * pidfd of the peer becomes readable; kill(pid, 0) where pidfd_open fails).
+ * an endpoint to each peer's address.
+ *
+ * Peer failure: an endpoint to a peer on another host (another hostname)
+ * asks for UCX's failure detection (UCP_ERR_HANDLING_MODE_PEER): its
+ * error callback marks the driver, health() then reports the peer dead,
+ * and UCX fails the transfers under way with it, those of receives the
+ * engine cannot tie to the peer included (an any-gate receive UCX has
+ * matched to the peer's rendezvous: docs/ENGINE.md, "UCX's own
+ * matching"). An endpoint on the same host does not (UCP_ERR_HANDLING_
+ * MODE_NONE): in UCX 1.13 the peer mode excludes the shared-memory
+ * transports (8 B one-way 0.5 -> 17 us here), and health() sees a dead
+ * peer of this host by its pid (a pidfd that becomes readable; kill(pid,
+ * 0) where pidfd_open fails). CANAL_UCX_ERR_MODE=peer or none makes every
+ * endpoint alike; another value fails open with -EINVAL. An endpoint that
+ * UCX refuses in the peer mode is made in the other (a transport without
+ * failure detection).
  *
  * Threading: none; the session's one-thread-at-a-time rule covers the
  * worker (created UCS_THREAD_MODE_SINGLE).
@@ -675,6 +685,26 @@ static int ctx_new(int rank, bool native, struct ucx_ctx **out)
 	return 0;
 }
 
+/* CANAL_UCX_ERR_MODE: unset or empty, "peer" or "none"; else -EINVAL
+ * and a line saying so. */
+static int err_mode_choice(int rank, enum ucx_err_choice *out)
+{
+	const char *v = getenv("CANAL_UCX_ERR_MODE");
+	if (!v || !*v)
+		*out = UCX_ERR_BY_HOST;
+	else if (!strcmp(v, "peer"))
+		*out = UCX_ERR_PEER;
+	else if (!strcmp(v, "none"))
+		*out = UCX_ERR_NONE;
+	else {
+		fprintf(stderr, "canal engine: ucx: rank %d: CANAL_UCX_ERR_MODE"
+				"=%s: not peer or none (unset: peer toward "
+				"other hosts, none on this one)\n", rank, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int hexval(int ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -743,9 +773,10 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	d->c = c;
 	/* Peer failure detection costs the shared-memory transports in UCX
 	 * 1.13 (UCX then picks TCP: 8 B one-way 17 us instead of 0.5 us
-	 * here), so it is asked for only with CANAL_UCX_ERR_MODE=peer. */
-	const char *mode = getenv("CANAL_UCX_ERR_MODE");
-	bool peer_mode = mode && strcmp(mode, "peer") == 0;
+	 * here): asked for toward other hosts, where they cannot serve and
+	 * nothing else sees the peer die (header comment). */
+	bool peer_mode = c->err_choice == UCX_ERR_PEER ||
+			 (c->err_choice == UCX_ERR_BY_HOST && !d->same_host);
 	ucp_ep_params_t ep = {
 		.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
 			      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -777,10 +808,15 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 			   bool native, struct canal__driver **drivers)
 {
 	uint64_t deadline = canal__now_ms() + (uint64_t)timeout_ms;
-	struct ucx_ctx *c;
-	int err = ctx_new(x->rank, native, &c);
+	enum ucx_err_choice choice;
+	int err = err_mode_choice(x->rank, &choice);
 	if (err)
 		return err;
+	struct ucx_ctx *c;
+	err = ctx_new(x->rank, native, &c);
+	if (err)
+		return err;
+	c->err_choice = choice;
 	ucp_address_t *addr;
 	size_t alen;
 	char *val = NULL;

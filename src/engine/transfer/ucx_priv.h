@@ -95,6 +95,15 @@ extern struct canal__ucx_api canal__ucx_api;
 #define UCX_MAX_IOV 64
 #define UCX_CLOSE_MS 1000
 
+/* Which endpoints ask UCX for peer failure detection
+ * (UCP_ERR_HANDLING_MODE_PEER): CANAL_UCX_ERR_MODE, read once per
+ * session (ucx.c, err_mode_choice). */
+enum ucx_err_choice {
+	UCX_ERR_BY_HOST, /* unset: peers on other hosts only */
+	UCX_ERR_PEER,    /* "peer": every peer */
+	UCX_ERR_NONE,    /* "none": no peer */
+};
+
 struct ucx_ctx {
 	ucp_context_h ctx;
 	ucp_worker_h worker;
@@ -103,6 +112,7 @@ struct ucx_ctx {
 	bool bulk;  /* our rendezvous threshold is in force */
 	bool native; /* the engine's messages are UCP tagged messages
 		      * (ucx_native.c): no packets, UCX's own thresholds */
+	enum ucx_err_choice err_choice;
 };
 
 struct ucx_slot {
