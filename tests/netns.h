@@ -126,6 +126,34 @@ static inline int netns_link(int a, int b, int net, bool impair)
 	return 0;
 }
 
+/* A star: namespaces 0..n-1 ("hosts") joined by a bridge in namespace sw
+ * ("the switch"), as test_launch_hosts.sh does for canal-launch -H. Host
+ * i's end is called cs<net> in every host (one UCX_NET_DEVICES for all)
+ * and has 10.201.<net>.<i+1>; impaired (delay, loss) on the hosts' ends
+ * when impair, so every host's sending is shaped. */
+static inline int netns_star(int sw, int n, int net, bool impair)
+{
+	char dev[16];
+	snprintf(dev, sizeof dev, "cs%d", net);
+	if (sh("ip -n %s link add br%d type bridge", netns_names[sw], net) ||
+	    sh("ip -n %s link set br%d up", netns_names[sw], net))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (sh("ip -n %s link add %s type veth peer name cs%dp%d netns %s",
+		       netns_names[i], dev, net, i, netns_names[sw]) ||
+		    sh("ip -n %s link set cs%dp%d master br%d", netns_names[sw],
+		       net, i, net) ||
+		    sh("ip -n %s link set cs%dp%d up", netns_names[sw], net, i) ||
+		    sh("ip -n %s addr add 10.201.%d.%d/24 dev %s", netns_names[i],
+		       net, i + 1, dev) ||
+		    sh("ip -n %s link set %s up", netns_names[i], dev))
+			return -1;
+		if (impair && netns_impair(netns_names[i], dev))
+			return -1;
+	}
+	return 0;
+}
+
 /* Wait until dev[i] is up (carrier) in namespace i, for i in 0..n-1, at
  * most 5 s: UCX lists only the devices that are up. */
 static inline void netns_wait_up(int n, const char *const *dev)
