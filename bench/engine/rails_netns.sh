@@ -24,25 +24,8 @@ size=${SIZE:-4194304}
 # warm-up window.
 iters=${ITERS:-3}
 bw=$build/bench/engine/osu_bw
-if [ "$(id -u)" != 0 ]; then echo "rails_netns: needs root (network namespaces)"; exit 77; fi
-for t in ip tc; do
-  command -v $t >/dev/null || { echo "rails_netns: no '$t' (apt install iproute2)"; exit 77; }
-done
-[ -x "$bw" ] || { echo "rails_netns: no $bw (make build first)"; exit 77; }
-
-A=canal-rb-$$-a
-B=canal-rb-$$-b
-dir=$(mktemp -d /tmp/canal-rails.XXXXXX)
-cleanup() {
-  ip netns del "$A" 2>/dev/null || true
-  ip netns del "$B" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-ip netns add "$A"
-ip netns add "$B"
-ip -n "$A" link set lo up
-ip -n "$B" link set lo up
+. "$(dirname "$0")/netns_pair.sh"
+netns_pair rails_netns canal-rb "$bw" tc
 for i in 1 2; do
   r=$rate; [ $i = 2 ] && r=$rate2
   ip link add "ra$i" netns "$A" type veth peer name "rb$i" netns "$B"
