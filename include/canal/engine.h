@@ -65,8 +65,14 @@
  * its receive is posted, without the engine's credit limit); after
  * -EMSGSIZE what the receive buffer holds is not defined (UCX's
  * rendezvous writes nothing); a receive that UCX had matched to a large
- * message when its sender died may still be written by UCX until the
- * session closes, after its request has failed.
+ * message when its sender died fails when UCX fails that transfer, with
+ * -ECONNRESET, an any-gate one too while other gates are open (UCX sees
+ * a peer on another host die by its peer failure detection, asked for
+ * toward other hosts only: on one host it would cost UCX's shared-memory
+ * transports; $CANAL_UCX_ERR_MODE=peer asks for it toward every peer,
+ * none toward none, other values fail open with -EINVAL), and may still
+ * be written by UCX until the session closes, after its request has
+ * failed.
  * $CANAL_ENGINE_UCX_NATIVE=0 carries them as packets through the
  * engine's layers instead (1 or unset: UCX's matching; other values:
  * open fails with -EINVAL); every rank of a job must choose alike (open
@@ -207,7 +213,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  * Returns 0 and *out, or:
  *   -EINVAL     bad rank/size, unknown driver, strategy, connect or
  *               progress mode, no directory, a bad bind list, a bad
- *               $CANAL_ENGINE_UCX_NATIVE or (shm) $CANAL_ENGINE_SHM_RNDV;
+ *               $CANAL_ENGINE_UCX_NATIVE, (shm) $CANAL_ENGINE_SHM_RNDV
+ *               or (ucx) $CANAL_UCX_ERR_MODE;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
  *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
  *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr);

@@ -40,11 +40,12 @@
  * and UCX fails the transfers under way with it, those of receives the
  * engine cannot tie to the peer included (an any-gate receive UCX has
  * matched to the peer's rendezvous: docs/ENGINE.md, "UCX's own
- * matching"). An endpoint on the same host does not (UCP_ERR_HANDLING_
- * MODE_NONE): in UCX 1.13 the peer mode excludes the shared-memory
- * transports (8 B one-way 0.5 -> 17 us here), and health() sees a dead
- * peer of this host by its pid (a pidfd that becomes readable; kill(pid,
- * 0) where pidfd_open fails). CANAL_UCX_ERR_MODE=peer or none makes every
+ * matching"). An endpoint on the same host does not
+ * (UCP_ERR_HANDLING_MODE_NONE): in UCX 1.13 the peer mode excludes the
+ * shared-memory transports (UCX then runs over TCP: 8 B one-way 10 times
+ * slower or more, docs/ENGINE.md, near the UCX_TLS table), and health()
+ * sees a dead peer of this host by its pid (a pidfd that becomes
+ * readable; kill(pid, 0) where pidfd_open fails). CANAL_UCX_ERR_MODE=peer or none makes every
  * endpoint alike; another value fails open with -EINVAL. An endpoint that
  * UCX refuses in the peer mode is made in the other (a transport without
  * failure detection).
@@ -772,9 +773,8 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	d->peer = peer;
 	d->c = c;
 	/* Peer failure detection costs the shared-memory transports in UCX
-	 * 1.13 (UCX then picks TCP: 8 B one-way 17 us instead of 0.5 us
-	 * here): asked for toward other hosts, where they cannot serve and
-	 * nothing else sees the peer die (header comment). */
+	 * 1.13: asked for toward other hosts only, where they cannot serve
+	 * and nothing else sees the peer die (header comment). */
 	bool peer_mode = c->err_choice == UCX_ERR_PEER ||
 			 (c->err_choice == UCX_ERR_BY_HOST && !d->same_host);
 	ucp_ep_params_t ep = {
