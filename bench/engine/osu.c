@@ -88,12 +88,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int peer = 1 - rank;
-	char *sbuf = malloc(max_size ? max_size : 1);
-	char *rbuf = malloc(max_size ? max_size : 1);
+	char *sbuf = osu_buffer(max_size, 'a');
+	char *rbuf = osu_buffer(max_size, 'b');
 	if (!sbuf || !rbuf)
 		return 1;
-	memset(sbuf, 'a', max_size);
-	memset(rbuf, 'b', max_size);
 	if (rank == 0) {
 		printf("# OSU-style %s Test (canal engine, driver %s, strategy %s)\n",
 		       OSU_KIND == 0 ? "Latency" : OSU_KIND == 1 ? "Bandwidth"

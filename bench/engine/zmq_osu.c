@@ -68,7 +68,9 @@ int main(int argc, char **argv)
 		if (zmq_connect(s, ep) != 0)
 			die("connect");
 	}
-	char *sbuf = calloc(1, max_size), *rbuf = calloc(1, max_size), ack[4] = { 0 };
+	char *sbuf = osu_buffer(max_size, 0), *rbuf = osu_buffer(max_size, 0), ack[4] = { 0 };
+	if (!sbuf || !rbuf)
+		die("out of memory");
 	if (rank == 0)
 		printf("# OSU-style %s Test (ZeroMQ PAIR over %s)\n# Size  %s\n",
 		       OSU_KIND == 0 ? "Latency" : "Bandwidth", transport,

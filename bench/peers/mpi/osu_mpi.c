@@ -7,6 +7,7 @@
  * OSU_KIND: 0 latency, 1 bw, 2 bibw.
  *   mpirun -n 2 --mca btl self,vader mpi_osu_latency [--max-size B] ...
  */
+#include "../../engine/osu_common.h" /* osu_buffer: aligned as OSU's */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +43,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int peer = 1 - rank;
-	char *sbuf = malloc(max_size), *rbuf = malloc(max_size);
-	memset(sbuf, 'a', max_size);
-	memset(rbuf, 'b', max_size);
+	char *sbuf = osu_buffer(max_size, 'a'), *rbuf = osu_buffer(max_size, 'b');
+	if (!sbuf || !rbuf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
 	if (rank == 0) {
 		printf("# OSU-style %s Test (MPI)\n# Size  %s\n",
 		       OSU_KIND == 0 ? "Latency" : OSU_KIND == 1 ? "Bandwidth" : "Bi-Directional Bandwidth",
