@@ -126,6 +126,17 @@ void canal__ucx_ctx_unref(struct ucx_ctx *c)
 	free(c);
 }
 
+unsigned canal__ucx_worker_drain(struct ucx_ctx *c)
+{
+	unsigned total = 0, k;
+	for (int i = 0; i < UCX_DRAIN_ROUNDS; i++) {
+		if ((k = ucp_worker_progress(c->worker)) == 0)
+			break;
+		total += k;
+	}
+	return total;
+}
+
 static int ucx_fail(struct ucx_driver *d, ucs_status_t st)
 {
 	if (!d->failed)
