@@ -130,7 +130,11 @@ struct ucx_driver {
 	struct ucx_ctx *c;
 	ucp_ep_h ep;
 	int peer;
-	ucs_status_t failed; /* set by the endpoint's error callback */
+	ucs_status_t failed; /* the link broke (the endpoint's error
+			      * callback, an operation, health() seeing the
+			      * peer's pid gone): reported by health(), and
+			      * by recv() once it has handed out what the
+			      * peer delivered (ucx.c, "A broken link") */
 	struct ucx_slot slot[UCX_SLOTS];
 	unsigned busy;
 	unsigned char *in;
