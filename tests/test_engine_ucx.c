@@ -6,9 +6,16 @@
  * killed by SIGKILL fails its gate (named) instead of hanging; large
  * messages (truncation, late receives, a sender that dies mid-transfer);
  * any-gate receives, packs, probe; ranks that disagree on the matching
- * refused at open. Skips when canal was built without UCX. */
+ * refused at open; over UCX's TCP (UCX_TLS=tcp, both error modes) a dead
+ * peer's last messages are all received. Skips when canal was built
+ * without UCX. */
 #include "engine_job.h"
 #include "remote_traffic.h"
+
+#include <poll.h>
+
+#include "../src/engine/internal.h"
+#include "../src/engine/transfer/driver.h"
 
 /* UCX's own matching (the default; CANAL_ENGINE_UCX_NATIVE=0: the
  * engine's packets), as the jobs' ranks inherit it. */
@@ -26,25 +33,40 @@ static int traffic(struct canal_engine *e, int rank, int size, void *arg)
 	return remote_traffic(e, 30, 1);
 }
 
-/* Rank 1 sends one message and dies (SIGKILL); rank 0's next receive
- * fails with -ECONNRESET (the peer's pid is gone: same host) and the
- * gate's message names the peer; then rank 0 can still close. */
+/* Progress until the gate's driver has handed every packet to UCX: a
+ * send on the packet path completes once the driver holds it, maybe in
+ * a slot while UCX still connects (over TCP, a round trip with the
+ * peer), and a sender killed sooner guarantees nothing about what it
+ * held (UCX's matching: a completed send is UCX's already). */
+static void until_handed_over(struct canal_engine *e, int gate)
+{
+	struct canal__driver *d = e->gates[gate].drv;
+	while (!d->ops->idle(d))
+		canal_engine_progress(e);
+}
+
+/* Rank 1 sends one message and dies (SIGKILL); rank 0 gets it, then its
+ * next receive fails with -ECONNRESET (the peer's pid is gone: same
+ * host; or UCX's endpoint error) and the gate's message names the peer;
+ * then rank 0 can still close. Rank 1 first waits for rank 0's "go": a
+ * peer that dies while the other opens fails open. */
 static int crash(struct canal_engine *e, int rank, int size, void *arg)
 {
 	(void)size, (void)arg;
 	char buf[16] = "";
 	struct canal_engine_req *r;
 	if (rank == 1) {
-		if (canal_engine_isend(e, 0, 3, "last", 5, 0, &r) ||
+		if (canal_engine_irecv(e, 0, 2, buf, sizeof buf, &r) ||
+		    canal_engine_wait(e, r, NULL) ||
+		    canal_engine_isend(e, 0, 3, "last", 5, 0, &r) ||
 		    canal_engine_wait(e, r, NULL))
 			return 1;
-		/* Let it leave before dying: a killed sender guarantees
-		 * nothing about what it had not handed over. */
-		for (int i = 0; i < 1000; i++)
-			canal_engine_progress(e);
-		usleep(200000);
+		until_handed_over(e, 0);
 		raise(SIGKILL);
 	}
+	if (canal_engine_isend(e, 1, 2, "go", 3, 0, &r) ||
+	    canal_engine_wait(e, r, NULL))
+		return 5;
 	if (canal_engine_irecv(e, 1, 3, buf, sizeof buf, &r) ||
 	    canal_engine_wait(e, r, NULL) || strcmp(buf, "last") != 0)
 		return 2;
@@ -115,6 +137,72 @@ static int last_words(struct canal_engine *e, int rank, int size, void *arg)
 		err = canal_engine_wait(e, r, NULL);
 	CHECK_EQ(err, -ECONNRESET);
 	CHECK_EQ(canal_engine_probe(e, CANAL_ENGINE_ANY_GATE, 3, NULL), -ECONNRESET);
+	return 0;
+}
+
+/* Last burst: rank 1 sends BURST small messages and dies at once, while
+ * rank 0 does not progress (it waits for rank 1's exit on a pidfd), so
+ * that everything lies in rank 0's socket or UCX when UCX or the health
+ * check first sees the peer dead. Rank 0 then receives them all, once,
+ * in order; the next receive fails with -ECONNRESET. Over UCX's TCP in
+ * its NONE error mode UCX reports the endpoint failed before it hands
+ * out the data it read: the packet driver once dropped what it had not
+ * taken yet (18 runs in 20 failed). BURST stays within TCP's initial
+ * congestion window (10 segments, one per packet): each packet is in
+ * rank 0's kernel once rank 1's UCX has written it. More could still
+ * wait in the dead sender's kernel, where the reset that UCX's next
+ * write to the closed connection draws destroys them. */
+#define BURST 8
+static int last_burst(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size, (void)arg;
+	struct canal_engine_req *r;
+	char m[8];
+	if (rank == 1) {
+		/* connected both ways before the burst: rank 0 stops
+		 * progressing once it has "ready" */
+		CHECK_EQ(canal_engine_irecv(e, 0, 2, m, sizeof m, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		CHECK_EQ(canal_engine_isend(e, 0, 2, "ready", 6, 0, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		until_handed_over(e, 0);
+		for (int i = 0; i < BURST; i++) {
+			snprintf(m, sizeof m, "b%d", i);
+			CHECK_EQ(canal_engine_isend(e, 0, 3, m, 3, 0, &r), 0);
+			CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		}
+		until_handed_over(e, 0);
+		raise(SIGKILL);
+	}
+	CHECK_EQ(canal_engine_isend(e, 1, 2, "go", 3, 0, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(canal_engine_irecv(e, 1, 2, m, sizeof m, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(strcmp(m, "ready"), 0);
+	int pidfd = (int)syscall(SYS_pidfd_open, e->gates[1].drv->peer_pid, 0);
+	CHECK(pidfd >= 0);
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	CHECK_EQ(poll(&p, 1, -1), 1); /* rank 1 has exited */
+	close(pidfd);
+	for (int i = 0; i < BURST; i++) {
+		char want[8];
+		snprintf(want, sizeof want, "b%d", i);
+		memset(m, 0, sizeof m);
+		int err = canal_engine_irecv(e, 1, 3, m, sizeof m, &r);
+		if (err == 0)
+			err = canal_engine_wait(e, r, NULL);
+		if (err || strcmp(m, want) != 0) {
+			char why[160] = "";
+			canal_engine_gate_error(e, 1, why, sizeof why);
+			fprintf(stderr, "last_burst: message %d of %d: %d '%s' (%s)\n",
+				i, BURST, err, m, why);
+			return 2;
+		}
+	}
+	int err = canal_engine_irecv(e, 1, 3, m, sizeof m, &r);
+	if (err == 0)
+		err = canal_engine_wait(e, r, NULL);
+	CHECK_EQ(err, -ECONNRESET);
 	return 0;
 }
 
@@ -328,6 +416,22 @@ static void open_fails(const char *var, const char *const value[2], int want)
 	job_rmdir(dir);
 }
 
+/* Each rank's UCX over TCP, in the NONE error mode (the default on one
+ * host) or the PEER one (failure detection). */
+static void tcp_none(int rank)
+{
+	(void)rank;
+	setenv("UCX_TLS", "tcp", 1);
+	setenv("CANAL_UCX_ERR_MODE", "none", 1);
+}
+
+static void tcp_peer(int rank)
+{
+	(void)rank;
+	setenv("UCX_TLS", "tcp", 1);
+	setenv("CANAL_UCX_ERR_MODE", "peer", 1);
+}
+
 static void run_all(void)
 {
 	const char *strategies[] = { "default", "aggregate" };
@@ -341,16 +445,16 @@ static void run_all(void)
 	struct job k = { .n = 2, .driver = "ucx", .strategy = "default",
 			 .timeout_s = 30, .killed_rank = 1 };
 	CHECK_EQ(job_run(&k, crash, NULL), 0);
-	/* UCX's peer failure detection forced on one host (by default only
-	 * toward other hosts: test_engine_netns); UCX then runs over TCP.
-	 * With UCX's matching only: on the packet path over UCX's TCP the
-	 * dead peer's last packet is lost 3-5 times in 10, whatever the
-	 * error mode (not covered, docs/ENGINE.md). */
-	if (!strcmp(getenv("CANAL_ENGINE_UCX_NATIVE"), "1")) {
-		setenv("CANAL_UCX_ERR_MODE", "peer", 1);
-		CHECK_EQ(job_run(&k, crash, NULL), 0);
-		unsetenv("CANAL_UCX_ERR_MODE");
+	/* Over UCX's TCP, without and with UCX's peer failure detection
+	 * (by default only toward other hosts: test_engine_netns). */
+	void (*const tcp_modes[2])(int) = { tcp_none, tcp_peer };
+	for (int m = 0; m < 2; m++) {
+		struct job kt = k;
+		kt.before_open = tcp_modes[m];
+		CHECK_EQ(job_run(&kt, crash, NULL), 0);
+		CHECK_EQ(job_run(&kt, last_burst, NULL), 0);
 	}
+	printf("test_engine_ucx: over UCX's TCP, a dead peer's last messages: ok\n");
 	CHECK_EQ(job_run(&k, last_words, NULL), 0);
 	printf("test_engine_ucx: last words of a peer that died: ok\n");
 	struct job b = { .n = 2, .driver = "ucx", .strategy = "default",

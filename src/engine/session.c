@@ -11,9 +11,9 @@
  * progress thread of progress.c (each under the session lock, a no-op
  * without the thread); a runtime task would call the same function. One round polls each gate's
  * driver (bounded), then pushes its window; every HEALTH_EVERY rounds it
- * asks the drivers whether their peers are alive (a pidfd poll on shm):
- * the dead peer's ring is drained once more (it may have written its last
- * messages before dying), then the gate is failed.
+ * asks the drivers whether their peers are alive (a pidfd poll on shm
+ * and UCX): what the dead peer delivered is drained once more (its last
+ * messages, in shm's ring or UCX's worker), then the gate is failed.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -497,11 +497,13 @@ static void check_health(struct canal_engine *e)
 					 gi, g->drv->why);
 		} else if (h < 0) {
 			/* What the dead peer had delivered is taken first:
-			 * its ring drained (packets), or UCX's worker
-			 * progressed until idle (UCX's matching: each
-			 * message then goes to the receive posted for it,
-			 * or stays UCX's, handed out after the gate
-			 * closes). */
+			 * its packets polled until the driver has none
+			 * left (driver.h, recv(): shm's ring; UCX's worker,
+			 * which recv() progresses until idle before it
+			 * reports the error), or UCX's worker progressed
+			 * until idle (UCX's matching: each message then
+			 * goes to the receive posted for it, or stays
+			 * UCX's, handed out after the gate closes). */
 			if (e->native)
 				canal__ucx_native_drain(e->native);
 			while (!e->native && !g->error &&

@@ -72,7 +72,15 @@ struct canal__driver_ops {
 	int (*flush)(struct canal__driver *d);
 	/* Next received packet: 1 with *pkt and *len (valid until release()), 0
 	 * when none, or a negative errno (-ECONNRESET: the peer went away,
-	 * -EPROTO: malformed framing; the reason in the driver's message). */
+	 * -EPROTO: malformed framing; the reason in the driver's message).
+	 * A dead peer's packets are not lost: once health() has reported it
+	 * dead, or the link broke, recv() still hands out, in order, every
+	 * packet the peer had delivered (without waiting for it), and only
+	 * then returns its error, or 0 meaning that nothing more will come
+	 * (the session drains a dead peer's gate up to its first poll
+	 * without a packet). The gate fails on the first error any
+	 * operation returns: a driver may hold a broken link's error back
+	 * from its other operations until recv() reports it (ucx.c). */
 	int (*recv)(struct canal__driver *d, const unsigned char **pkt,
 		    size_t *len);
 	void (*release)(struct canal__driver *d);

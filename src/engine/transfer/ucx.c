@@ -50,6 +50,20 @@
  * UCX refuses in the peer mode is made in the other (a transport without
  * failure detection).
  *
+ * A broken link loses nothing the peer had delivered. Its first sign (the
+ * endpoint's error callback, an operation that fails, health() seeing
+ * the pid gone) is latched in failed, and reported by recv() only: once
+ * failed, recv() still hands out what the worker holds from the peer
+ * (the posted receive, then the unexpected queue), and when nothing is
+ * left it progresses the worker until idle (canal__ucx_worker_drain:
+ * bounded, no waiting for the peer; over TCP the peer's last bytes may
+ * still be in the socket) and looks again; only then does it report the
+ * error. Meanwhile send() says -EAGAIN, flush() 0, and bulk transfers
+ * stay under way (one started on a broken link is held, not started):
+ * the session fails the gate on the first error any of them returns, and
+ * would drop the packets not taken yet. health() reports the death at
+ * once: the session then drains the gate by recv() before failing it.
+ *
  * Threading: none; the session's one-thread-at-a-time rule covers the
  * worker (created UCS_THREAD_MODE_SINGLE).
  */
@@ -126,17 +140,35 @@ void canal__ucx_ctx_unref(struct ucx_ctx *c)
 	free(c);
 }
 
-static int ucx_fail(struct ucx_driver *d, ucs_status_t st)
+unsigned canal__ucx_worker_drain(struct ucx_ctx *c)
+{
+	unsigned total = 0, k;
+	for (int i = 0; i < UCX_DRAIN_ROUNDS; i++) {
+		if ((k = ucp_worker_progress(c->worker)) == 0)
+			break;
+		total += k;
+	}
+	return total;
+}
+
+/* The link broke: latched, reported by recv() (header comment). */
+static void link_broken(struct ucx_driver *d, ucs_status_t st)
 {
 	if (!d->failed)
 		d->failed = st;
+}
+
+/* Report the broken link: its errno, the reason in why. */
+static int ucx_fail(struct ucx_driver *d, ucs_status_t st)
+{
+	link_broken(d, st);
 	snprintf(d->base.why, sizeof d->base.why, "ucx: %s",
 		 ucs_status_string(st));
 	return st == UCS_ERR_NO_MEMORY ? -ENOMEM : -ECONNRESET;
 }
 
 /* Retire the completed sends; a send that failed breaks the link. */
-static int reap(struct ucx_driver *d)
+static void reap(struct ucx_driver *d)
 {
 	for (int i = 0; i < UCX_SLOTS && d->busy; i++) {
 		struct ucx_slot *s = &d->slot[i];
@@ -149,26 +181,23 @@ static int reap(struct ucx_driver *d)
 		s->req = NULL;
 		d->busy--;
 		if (st != UCS_OK)
-			return ucx_fail(d, st);
+			link_broken(d, st);
 	}
-	return 0;
 }
 
 static int ucx_flush(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (d->failed)
-		return ucx_fail(d, d->failed);
 	/* Nothing in a slot: nothing of ours to push (a send taken at once
 	 * is UCX's). The worker is progressed by recv() in the same round:
 	 * one call per idle round instead of two (a waiter's round is
-	 * shorter, so it sees an arrival sooner). */
-	if (d->busy == 0)
+	 * shorter, so it sees an arrival sooner). A broken link: nothing
+	 * will leave, and recv() reports it. */
+	if (d->busy == 0 || d->failed)
 		return 0;
 	ucp_worker_progress(d->c->worker);
-	if (d->failed)
-		return ucx_fail(d, d->failed);
-	return reap(d);
+	reap(d);
+	return 0;
 }
 
 static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
@@ -178,7 +207,7 @@ static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
 	if (total > UCX_MAX_PACKET || n > UCX_MAX_IOV)
 		return -EMSGSIZE;
 	if (d->failed)
-		return ucx_fail(d, d->failed);
+		return -EAGAIN; /* for ever: recv() reports the broken link */
 	ucp_tag_t tag = (ucp_tag_t)d->c->rank;
 	if (total <= UCX_IMM_MAX && d->busy == 0) {
 		/* Only when nothing is in flight: a packet must not overtake
@@ -225,12 +254,14 @@ static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
 			ucp_request_free(r);
 			return 0;
 		}
-		if (st != UCS_ERR_NO_RESOURCE)
-			return ucx_fail(d, st);
+		if (st != UCS_ERR_NO_RESOURCE) {
+			link_broken(d, st);
+			return -EAGAIN;
+		}
 	}
-	int err = reap(d);
-	if (err)
-		return err;
+	reap(d);
+	if (d->failed)
+		return -EAGAIN;
 	struct ucx_slot *s = NULL;
 	for (int i = 0; i < UCX_SLOTS && !s; i++)
 		if (!d->slot[i].req)
@@ -256,8 +287,10 @@ static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
 	ucs_status_ptr_t r = ucp_tag_send_nbx(d->ep, s->buf, total, tag, &p);
 	if (r == NULL)
 		return 0;
-	if (UCS_PTR_IS_ERR(r))
-		return ucx_fail(d, UCS_PTR_STATUS(r));
+	if (UCS_PTR_IS_ERR(r)) {
+		link_broken(d, UCS_PTR_STATUS(r));
+		return -EAGAIN;
+	}
 	s->req = r;
 	d->busy++;
 	return 0;
@@ -304,17 +337,20 @@ static int ucx_recv(struct canal__driver *d_, const unsigned char **pkt,
 		    size_t *len)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (d->failed)
-		return ucx_fail(d, d->failed);
 	if (!d->posted) {
 		int err = post_recv(d);
 		if (err)
 			return err;
 	}
 	if (!d->rdone) {
-		ucp_worker_progress(d->c->worker);
+		/* A broken link: the peer's packets still in the worker or
+		 * its socket are taken before the error (header comment). */
+		if (d->failed)
+			canal__ucx_worker_drain(d->c);
+		else
+			ucp_worker_progress(d->c->worker);
 		if (!d->rdone)
-			return 0;
+			return d->failed ? ucx_fail(d, d->failed) : 0;
 	}
 	if (d->rreq) {
 		ucp_request_free(d->rreq);
@@ -340,9 +376,9 @@ static void ucx_release(struct canal__driver *d_)
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	d->have = false;
 	/* The next receive goes out now, before the peer's next packet can
-	 * arrive (an error here is found again by the next recv()). */
-	if (!d->failed)
-		(void)post_recv(d);
+	 * arrive (an error here is found again by the next recv()); on a
+	 * broken link too: it takes what UCX holds from the dead peer. */
+	(void)post_recv(d);
 }
 
 /* The receive posted at release() completed at once: a packet is here. */
@@ -355,12 +391,11 @@ static bool ucx_buffered(struct canal__driver *d_)
 static bool ucx_idle(struct canal__driver *d_)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
-	if (d->busy) {
+	if (d->busy && !d->failed) {
 		ucp_worker_progress(d->c->worker);
-		if (reap(d) < 0)
-			return true; /* broken: nothing more will leave */
+		reap(d);
 	}
-	return d->busy == 0;
+	return d->busy == 0 || d->failed; /* broken: nothing more will leave */
 }
 
 static int ucx_health(struct canal__driver *d_)
@@ -434,7 +469,8 @@ static void ucx_close(struct canal__driver *d_)
  * the receiver's, by UCX's rendezvous (zero-copy: cma on one host, RDMA
  * where there is a card), matched by the tag of (sender rank, id). */
 struct ucx_bulk {
-	void *req;       /* UCX's request, or NULL once it completed */
+	void *req;       /* UCX's request; NULL: held, not started (a broken
+			  * link: recv() reports it, bulk_cancel frees it) */
 	bool done;
 	ucs_status_t st;
 	size_t len;      /* receive: bytes that arrived */
@@ -471,26 +507,24 @@ static ucp_tag_t bulk_tag(int rank, uint64_t id)
 	return UCX_BULK_BIT | (ucp_tag_t)rank << 48 | (id & UCX_BULK_ID_MASK);
 }
 
+/* r: UCX's answer to the start of b, or the status of a link already
+ * broken (not started). A failed start breaks the link; b is then held
+ * (header comment). */
 static int bulk_start(struct ucx_driver *d, ucs_status_ptr_t r,
 		      struct ucx_bulk *b, void **h)
 {
-	if (UCS_PTR_IS_ERR(r)) {
-		bulk_free(b);
-		return ucx_fail(d, UCS_PTR_STATUS(r));
-	}
-	b->req = r;
+	if (UCS_PTR_IS_ERR(r))
+		link_broken(d, UCS_PTR_STATUS(r));
+	else
+		b->req = r;
 	*h = b;
 	return 0;
 }
 
 /* A new handle and the request parameters both directions share (a
- * callback on b, always through a request); 0, or the link's error or
- * -ENOMEM. */
-static int bulk_new(struct ucx_driver *d, struct ucx_bulk **b,
-		    ucp_request_param_t *p)
+ * callback on b, always through a request); 0 or -ENOMEM. */
+static int bulk_new(struct ucx_bulk **b, ucp_request_param_t *p)
 {
-	if (d->failed)
-		return ucx_fail(d, d->failed);
 	*b = calloc(1, sizeof **b);
 	if (!*b)
 		return -ENOMEM;
@@ -509,13 +543,15 @@ static int ucx_bulk_send(struct canal__driver *d_, uint64_t id,
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	struct ucx_bulk *b;
 	ucp_request_param_t p;
-	int err = bulk_new(d, &b, &p);
+	int err = bulk_new(&b, &p);
 	if (err)
 		return err;
 	p.cb.send = bulk_send_done;
-	return bulk_start(d, ucp_tag_send_nbx(d->ep, buf, len,
-					      bulk_tag(d->c->rank, id), &p),
-			  b, h);
+	ucs_status_ptr_t r = d->failed ? UCS_STATUS_PTR(d->failed)
+				       : ucp_tag_send_nbx(d->ep, buf, len,
+							  bulk_tag(d->c->rank, id),
+							  &p);
+	return bulk_start(d, r, b, h);
 }
 
 /* The receive of exactly len bytes: UCX then reports a bulk longer than
@@ -531,7 +567,7 @@ static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	struct ucx_bulk *b;
 	ucp_request_param_t p;
-	int err = bulk_new(d, &b, &p);
+	int err = bulk_new(&b, &p);
 	if (err)
 		return err;
 	p.cb.recv = bulk_recv_done;
@@ -562,40 +598,39 @@ static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
 		dst = b->iov;
 		count = n;
 	}
-	return bulk_start(d, ucp_tag_recv_nbx(d->c->worker, (void *)dst, count,
-					      bulk_tag(d->peer, id),
-					      ~(ucp_tag_t)0, &p),
-			  b, h);
+	ucs_status_ptr_t r = d->failed ? UCS_STATUS_PTR(d->failed)
+				       : ucp_tag_recv_nbx(d->c->worker, (void *)dst,
+							  count, bulk_tag(d->peer, id),
+							  ~(ucp_tag_t)0, &p);
+	return bulk_start(d, r, b, h);
 }
-
-static void ucx_bulk_cancel(struct canal__driver *d_, void *h);
 
 static int ucx_bulk_test(struct canal__driver *d_, void *h, size_t *len)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	struct ucx_bulk *b = h;
-	if (!b->done) {
-		if (!d->failed)
-			return 0;
-		/* The link broke under it: end it here, as a cancel. */
-		ucx_bulk_cancel(d_, h);
-		return ucx_fail(d, d->failed);
-	}
+	/* Under way, or held: a broken link, here or seen by UCX in this
+	 * transfer, is reported by recv() (header comment), and the gate's
+	 * failure then cancels b. */
+	if (!b->done)
+		return 0;
 	ucs_status_t st = b->st;
+	if (st != UCS_OK && st != UCS_ERR_MESSAGE_TRUNCATED) {
+		link_broken(d, st);
+		return 0;
+	}
 	if (len)
 		*len = b->len;
 	ucp_request_free(b->req);
 	bulk_free(b);
-	if (st == UCS_ERR_MESSAGE_TRUNCATED)
-		return -EMSGSIZE;
-	return st == UCS_OK ? 1 : ucx_fail(d, st);
+	return st == UCS_OK ? 1 : -EMSGSIZE;
 }
 
 static void ucx_bulk_cancel(struct canal__driver *d_, void *h)
 {
 	struct ucx_driver *d = (struct ucx_driver *)d_;
 	struct ucx_bulk *b = h;
-	if (!b->done && b->recv) {
+	if (b->req && !b->done && b->recv) {
 		/* A receive not matched yet ends at once; one under way ends
 		 * when UCX is done writing (a second at most: a peer that
 		 * stalls mid-transfer keeps it, and it is then dropped by
@@ -609,7 +644,8 @@ static void ucx_bulk_cancel(struct canal__driver *d_, void *h)
 	}
 	/* Once freed, UCX calls no callback for it (ucp_request_free): b
 	 * goes too. */
-	ucp_request_free(b->req);
+	if (b->req)
+		ucp_request_free(b->req);
 	bulk_free(b);
 }
 

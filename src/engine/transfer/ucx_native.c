@@ -32,11 +32,6 @@
 
 #define NATIVE_BIT ((ucp_tag_t)1 << 62)
 #define RANK_MASK ((ucp_tag_t)0xffffffffu)
-/* An abort progresses the worker while it has work, at most this many
- * times, for a receive under way to end (data or error) before it is
- * dropped: bounded work, no waiting for a peer. */
-#define ABORT_ROUNDS 4096
-
 struct canal__native {
 	struct ucx_ctx *c;
 	int size, rank;
@@ -128,13 +123,7 @@ int canal__ucx_native_new(struct canal__driver **drivers, int size, int rank,
 
 unsigned canal__ucx_native_drain(struct canal__native *n)
 {
-	unsigned total = 0, k;
-	for (int i = 0; i < ABORT_ROUNDS; i++) {
-		if ((k = ucp_worker_progress(n->c->worker)) == 0)
-			break;
-		total += k;
-	}
-	return total;
+	return canal__ucx_worker_drain(n->c);
 }
 
 void canal__ucx_native_free(struct canal__native *n)
@@ -240,7 +229,8 @@ void canal__ucx_native_abort(struct canal__native *n,
 	 * a dead peer never ends: not waited for. */
 	if (!op->send) {
 		ucp_request_cancel(n->c->worker, h);
-		for (int i = 0; op->live && i < ABORT_ROUNDS; i++)
+		/* while the worker has work: bounded, no waiting */
+		for (int i = 0; op->live && i < UCX_DRAIN_ROUNDS; i++)
 			if (ucp_worker_progress(n->c->worker) == 0)
 				break;
 	}

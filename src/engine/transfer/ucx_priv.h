@@ -94,6 +94,10 @@ extern struct canal__ucx_api canal__ucx_api;
 #define UCX_SHORT_MAX 1024 /* smaller ones are sent contiguous */
 #define UCX_MAX_IOV 64
 #define UCX_CLOSE_MS 1000
+/* A drain progresses the worker until it has nothing left to do, at most
+ * this many times: bounded work, no waiting for a peer (ucx.c,
+ * canal__ucx_worker_drain; ucx_native.c's aborts). */
+#define UCX_DRAIN_ROUNDS 4096
 
 /* Which endpoints ask UCX for peer failure detection
  * (UCP_ERR_HANDLING_MODE_PEER): CANAL_UCX_ERR_MODE, read once per
@@ -126,7 +130,11 @@ struct ucx_driver {
 	struct ucx_ctx *c;
 	ucp_ep_h ep;
 	int peer;
-	ucs_status_t failed; /* set by the endpoint's error callback */
+	ucs_status_t failed; /* the link broke (the endpoint's error
+			      * callback, an operation, health() seeing the
+			      * peer's pid gone): reported by health(), and
+			      * by recv() once it has handed out what the
+			      * peer delivered (ucx.c, "A broken link") */
 	struct ucx_slot slot[UCX_SLOTS];
 	unsigned busy;
 	unsigned char *in;
@@ -148,5 +156,11 @@ struct ucx_driver {
 /* Drop a reference to c (the drivers' and the native object's): the last
  * one destroys the worker and the context. */
 void canal__ucx_ctx_unref(struct ucx_ctx *c);
+
+/* Progress c's worker until it has nothing left to do (at most
+ * UCX_DRAIN_ROUNDS times, never waiting for a peer): what a dead peer
+ * had delivered is then matched to the receives posted for it or queued
+ * as unexpected. The number of events. */
+unsigned canal__ucx_worker_drain(struct ucx_ctx *c);
 
 #endif /* CANAL_ENGINE_UCX_PRIV_H */
