@@ -100,9 +100,8 @@ static void raw_hop(struct canal__driver *from, struct canal__driver *to,
 static void raw_native_done(struct canal__native_op *op, int err,
 			    const struct canal__native_info *info)
 {
-	(void)info;
+	(void)op, (void)info;
 	check(err, "native op");
-	op->cap = 0; /* the receive's mark: ended */
 }
 
 static void raw_native_hop(struct canal__native *from, struct canal__native *to,
@@ -114,10 +113,12 @@ static void raw_native_hop(struct canal__native *from, struct canal__native *to,
 	check(canal__ucx_native_recv(to, from_rank, 1, rbuf, n, &r), "recv");
 	int k = canal__ucx_native_send(from, to_rank, 1, sbuf, n, &s);
 	check(k, "send");
-	while (r.live)
+	/* Both workers, until both ends are done: a send may need its own
+	 * side's progress (a rendezvous, a send UCX queued). */
+	while (r.live || (k == 0 && s.live)) {
 		canal__ucx_native_progress(to);
-	while (k == 0 && s.live)
 		canal__ucx_native_progress(from);
+	}
 }
 
 static int cmp(const void *a, const void *b)

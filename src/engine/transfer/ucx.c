@@ -45,8 +45,14 @@
  * shared-memory transports (UCX then runs over TCP: 8 B one-way 10 times
  * slower or more, docs/ENGINE.md, near the UCX_TLS table), and health()
  * sees a dead peer of this host by its pid (a pidfd that becomes
- * readable; kill(pid, 0) where pidfd_open fails). CANAL_UCX_ERR_MODE=peer or none makes every
- * endpoint alike; another value fails open with -EINVAL. An endpoint that
+ * readable; kill(pid, 0) where pidfd_open fails). "Another host" is
+ * another hostname: two machines with one hostname (cloned VMs) are taken
+ * for one host, and peers on one host in other PID namespaces are watched
+ * by a pid that is not theirs (not handled yet: a boot id and the PID
+ * namespace would tell them apart). CANAL_UCX_ERR_MODE=peer or none makes
+ * every endpoint alike; another value fails open with -EINVAL (that rank
+ * fails before publishing its address: the others wait for it until
+ * their connect timeout). An endpoint that
  * UCX refuses in the peer mode is made in the other (a transport without
  * failure detection).
  *
