@@ -3,6 +3,9 @@
  *    strategies, the exchange of remote_traffic.h exactly once and in
  *    order per tag, and both rails carried bytes; the same over rails of
  *    two kinds (shm+tcp, ucx+tcp); bad rail and driver lists refused.
+ * 1b. A dead peer's last packets (fake rails, one process): rails whose
+ *    health() says the peer died still hand out what they hold, once
+ *    each, before the gate's error; nothing is sent on them meanwhile.
  * 2. Two network namespaces joined by two veth pairs (root; skipped with
  *    the reason otherwise): after the first round of the exchange the
  *    second link is pulled down (ip link set down) while the ranks go on;
@@ -119,6 +122,131 @@ static int run_loopback(void)
 	o.bind = "127.0.0.1,127.0.0.1";
 	CHECK_EQ(canal_engine_open(&o, &e), -EINVAL);
 	return 0;
+}
+
+/* A fake rail holding packets a dead peer delivered before dying: its
+ * health() reports the death; recv() hands them out, then end (0, as shm
+ * does, or an error, as ucx does). */
+struct fake_rail {
+	struct canal__driver base;
+	unsigned char pkt[2][16];
+	int n, next, end, health, sends, closed;
+};
+
+static int fake_send(struct canal__driver *d, const struct iovec *v, int n,
+		     size_t total)
+{
+	(void)v, (void)n, (void)total;
+	((struct fake_rail *)d)->sends++;
+	return 0;
+}
+static int fake_flush(struct canal__driver *d)
+{
+	(void)d;
+	return 0;
+}
+static int fake_recv(struct canal__driver *d, const unsigned char **pkt,
+		     size_t *len)
+{
+	struct fake_rail *f = (struct fake_rail *)d;
+	if (f->next == f->n)
+		return f->end;
+	*pkt = f->pkt[f->next];
+	*len = sizeof f->pkt[0];
+	return 1;
+}
+static void fake_release(struct canal__driver *d)
+{
+	((struct fake_rail *)d)->next++;
+}
+static bool fake_buffered(struct canal__driver *d)
+{
+	struct fake_rail *f = (struct fake_rail *)d;
+	return f->next < f->n;
+}
+static bool fake_idle(struct canal__driver *d)
+{
+	(void)d;
+	return true;
+}
+static int fake_health(struct canal__driver *d)
+{
+	return ((struct fake_rail *)d)->health;
+}
+static void fake_close(struct canal__driver *d)
+{
+	((struct fake_rail *)d)->closed++;
+}
+static const struct canal__driver_ops fake_ops = {
+	.name = "fake", .send = fake_send, .flush = fake_flush,
+	.recv = fake_recv, .release = fake_release,
+	.buffered = fake_buffered, .idle = fake_idle, .health = fake_health,
+	.close = fake_close,
+};
+
+static void run_dying_rails(void)
+{
+	for (int endk = 0; endk < 2; endk++) {
+		struct fake_rail f[2];
+		memset(f, 0, sizeof f);
+		struct canal__driver *subs[2];
+		for (int r = 0; r < 2; r++) {
+			f[r].base.ops = &fake_ops;
+			f[r].base.caps.max_packet = 4096;
+			f[r].base.caps.eager_max = 1024;
+			f[r].base.peer_pid = 1;
+			f[r].n = 2;
+			/* rail r holds the packets of sequence r and r + 2 */
+			for (int i = 0; i < 2; i++) {
+				uint64_t seq = htole64((uint64_t)(r + 2 * i));
+				memcpy(f[r].pkt[i], &seq, 8);
+				memset(f[r].pkt[i] + 8, 'a' + r + 2 * i, 8);
+			}
+			f[r].end = endk ? -ECONNRESET : 0;
+			f[r].health = -ECONNRESET; /* the peer is dead */
+			subs[r] = &f[r].base;
+		}
+		struct canal__driver *d;
+		CHECK_EQ(canal__rails_new(subs, 2, &d), 0);
+		/* The session's health check comes before any read. */
+		int h = d->ops->health(d);
+		CHECK(h == 0 || h == -ECONNRESET);
+		/* Nothing goes to a dead peer's rails meanwhile. */
+		char x[8] = { 0 };
+		struct iovec v = { x, sizeof x };
+		int s = d->ops->send(d, &v, 1, sizeof x);
+		CHECK(s == -EAGAIN || s == -ECONNRESET);
+		CHECK_EQ(f[0].sends + f[1].sends, 0);
+		int seen[4] = { 0 }, got = 0, r = 0;
+		for (int i = 0; i < 100; i++) {
+			const unsigned char *p;
+			size_t len;
+			r = d->ops->recv(d, &p, &len);
+			if (r < 0)
+				break;
+			if (r == 0)
+				continue;
+			CHECK_EQ(len, 8u);
+			CHECK(p[0] >= 'a' && p[0] <= 'd');
+			seen[p[0] - 'a']++;
+			got++;
+			d->ops->release(d);
+		}
+		/* Each of the four once, then the gate's error. */
+		CHECK_EQ(got, 4);
+		for (int k = 0; k < 4; k++)
+			CHECK_EQ(seen[k], 1);
+		CHECK_EQ(r, -ECONNRESET);
+		CHECK_EQ(d->ops->health(d), -ECONNRESET);
+		unsigned long long bytes;
+		bool dead;
+		for (int k = 0; k < 2; k++) {
+			CHECK_EQ(canal__rails_info(d, k, &bytes, &dead), 2);
+			CHECK(dead);
+		}
+		d->ops->close(d);
+		CHECK_EQ(f[0].closed + f[1].closed, 2);
+	}
 }
 
 /* Malformed rails frames (inside valid TCP framing) from rank 1: rank 0's
@@ -316,6 +444,8 @@ int main(void)
 	/* UCX's memory hooks (libucm) crash under ThreadSanitizer. */
 	setenv("UCX_MEM_EVENTS", "no", 0);
 #endif
+	run_dying_rails();
+	printf("test_engine_rails: a dead peer's rails read to their end: ok\n");
 	run_loopback();
 	printf("test_engine_rails: loopback two rails: ok\n");
 	run_malformed();

@@ -80,10 +80,8 @@ struct canal__driver_ops {
 	 * (the session drains a dead peer's gate up to its first poll
 	 * without a packet). The gate fails on the first error any
 	 * operation returns: a driver may hold a broken link's error back
-	 * from its other operations until recv() reports it (ucx.c). Not
-	 * kept yet by rails.c: a rail whose own health() fails is dropped
-	 * without being read to its end, so a dead peer's last packets on
-	 * that rail are lost (docs/ENGINE.md, "Several rails per gate"). */
+	 * from its other operations until recv() reports it (ucx.c); rails.c
+	 * reads a rail whose health() failed to its end before failing it. */
 	int (*recv)(struct canal__driver *d, const unsigned char **pkt,
 		    size_t *len);
 	void (*release)(struct canal__driver *d);

@@ -33,6 +33,13 @@
  * matches messages by their (gate, tag, seq) and rendezvous pieces by
  * cookie, so it does not need the packets in order.
  *
+ * A rail whose own health() reports the peer dead (a pidfd on shm, an
+ * endpoint error on UCX) is not failed at once: it takes no more sends
+ * and is read to its end first (recv() 0 or an error), so that what the
+ * peer delivered on it before dying reaches the engine (driver.h,
+ * recv()); only then is it failed. A silent TCP rail reads nothing and
+ * is failed at its first empty read.
+ *
  * Acknowledgement frame: u64 all-ones, u64 "every packet below this
  * arrived", then one u64 per rail: bytes received on it so far (frames of
  * every kind, as the sender counts bytes[]). Acknowledgements may overtake
@@ -84,6 +91,12 @@ struct rails_driver {
 	int n, live;
 	struct canal__driver *sub[RAILS_MAX];
 	bool dead[RAILS_MAX];
+	/* Its own health() said the peer is dead: nothing more is sent on
+	 * it, and it is read to its end (recv() 0 or an error), then failed
+	 * with dying_err, so that what the peer delivered on it before dying
+	 * is handed out (driver.h, recv()). Counted in live until then. */
+	bool dying[RAILS_MAX];
+	int dying_err[RAILS_MAX];
 	uint64_t bytes[RAILS_MAX];    /* sent on each rail (every frame) */
 	uint64_t acked_rx[RAILS_MAX]; /* the peer's received count, last ack */
 	uint64_t backlog[RAILS_MAX];  /* in flight at the last ack */
@@ -150,7 +163,7 @@ static int rail_order(const struct rails_driver *d, size_t total, int *order)
 	bool measured = true;
 	for (int k = 0; k < d->n; k++) {
 		int r = (d->rr_send + k) % d->n;
-		if (d->dead[r])
+		if (d->dead[r] || d->dying[r])
 			continue;
 		measured = measured && d->bw[r] > 0;
 		order[m++] = r;
@@ -237,7 +250,7 @@ static int rails_flush(struct canal__driver *d_)
 {
 	struct rails_driver *d = (struct rails_driver *)d_;
 	for (int r = 0; r < d->n; r++) {
-		if (d->dead[r])
+		if (d->dead[r] || d->dying[r])
 			continue;
 		int err = d->sub[r]->ops->flush(d->sub[r]);
 		if (err < 0)
@@ -382,6 +395,11 @@ static int rails_recv(struct canal__driver *d_, const unsigned char **pkt,
 			continue;
 		}
 		if (got == 0) {
+			if (d->dying[r]) { /* read to its end */
+				rail_fail(d, r, d->dying_err[r]);
+				if (!d->live)
+					return all_dead(d);
+			}
 			k++;
 			continue;
 		}
@@ -479,11 +497,14 @@ static int rails_health(struct canal__driver *d_)
 		return -ECONNRESET;
 	}
 	for (int r = 0; r < d->n; r++) {
-		if (d->dead[r])
+		if (d->dead[r] || d->dying[r])
 			continue;
 		int h = d->sub[r]->ops->health(d->sub[r]);
-		if (h < 0)
-			rail_fail(d, r, h);
+		if (h < 0) {
+			/* Not failed yet: recv() reads it to its end first. */
+			d->dying[r] = true;
+			d->dying_err[r] = h;
+		}
 	}
 	return d->live ? 0 : -ECONNRESET;
 }
