@@ -206,6 +206,69 @@ static int last_burst(struct canal_engine *e, int rank, int size, void *arg)
 	return 0;
 }
 
+/* Sends to a peer that died (the review of 2026-11-29: a broken link holds
+ * its error back from send() until recv() reports it, and a bulk transfer
+ * started on it is held): rank 1 dies after the handshake; rank 0, once
+ * it has seen the death (pidfd), sends small messages and a large one
+ * (a bulk transfer, 8448 B and more, on the packet path) to it. Every
+ * request ends (the job's timeout bounds it): a small one with 0 (UCX
+ * took it before the error was known) or -ECONNRESET, the large one
+ * with -ECONNRESET; then isend fails at once and the gate names the
+ * peer. */
+#define DEAD_SMALL 16
+#define BULK_LEN ((size_t)200000)
+static int send_to_dead(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size, (void)arg;
+	struct canal_engine_req *r;
+	char m[8];
+	if (rank == 1) {
+		CHECK_EQ(canal_engine_irecv(e, 0, 2, m, sizeof m, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		CHECK_EQ(canal_engine_isend(e, 0, 2, "ready", 6, 0, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		until_handed_over(e, 0);
+		raise(SIGKILL);
+	}
+	CHECK_EQ(canal_engine_isend(e, 1, 2, "go", 3, 0, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(canal_engine_irecv(e, 1, 2, m, sizeof m, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	int pidfd = (int)syscall(SYS_pidfd_open, e->gates[1].drv->peer_pid, 0);
+	CHECK(pidfd >= 0);
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	CHECK_EQ(poll(&p, 1, -1), 1); /* rank 1 has exited */
+	close(pidfd);
+	unsigned char *big = calloc(1, BULK_LEN);
+	CHECK(big != NULL);
+	struct canal_engine_req *q[DEAD_SMALL + 1];
+	int n = 0, err = 0;
+	for (int i = 0; i <= DEAD_SMALL && !err; i++) {
+		err = i == DEAD_SMALL
+			      ? canal_engine_isend(e, 1, 3, big, BULK_LEN, 0, &q[n])
+			      : canal_engine_isend(e, 1, 3, "x", 2, 0, &q[n]);
+		if (!err)
+			n++;
+	}
+	CHECK(err == 0 || err == -ECONNRESET);
+	for (int i = 0; i < n; i++) {
+		int w = canal_engine_wait(e, q[i], NULL);
+		bool large = err == 0 && i == n - 1;
+		if (large ? w != -ECONNRESET : w != 0 && w != -ECONNRESET) {
+			fprintf(stderr, "send_to_dead: send %d of %d: %d\n", i,
+				n, w);
+			free(big);
+			return 2;
+		}
+	}
+	free(big);
+	CHECK_EQ(canal_engine_isend(e, 1, 3, "x", 2, 0, &r), -ECONNRESET);
+	char why[160] = "";
+	CHECK_EQ(canal_engine_gate_error(e, 1, why, sizeof why), -ECONNRESET);
+	CHECK(why[0] != '\0');
+	return 0;
+}
+
 /* Bulk transfers (messages of 8448 B and more: the engine's RTS, the data
  * by UCX's rendezvous between the users' buffers): a receive buffer too
  * small fails with -EMSGSIZE and the message's length, and holds the
@@ -213,7 +276,6 @@ static int last_burst(struct canal_engine *e, int rank, int size, void *arg)
  * receive that is too small), the next message
  * on the gate still arrives whole; a receive posted before the data and
  * one posted long after it both complete with the right bytes. */
-#define BULK_LEN ((size_t)200000)
 static int bulk_cases(struct canal_engine *e, int rank, int size, void *arg)
 {
 	(void)size, (void)arg;
@@ -453,8 +515,11 @@ static void run_all(void)
 		kt.before_open = tcp_modes[m];
 		CHECK_EQ(job_run(&kt, crash, NULL), 0);
 		CHECK_EQ(job_run(&kt, last_burst, NULL), 0);
+		CHECK_EQ(job_run(&kt, send_to_dead, NULL), 0);
 	}
-	printf("test_engine_ucx: over UCX's TCP, a dead peer's last messages: ok\n");
+	CHECK_EQ(job_run(&k, send_to_dead, NULL), 0);
+	printf("test_engine_ucx: over UCX's TCP, a dead peer's last messages, "
+	       "sends to a dead peer: ok\n");
 	CHECK_EQ(job_run(&k, last_words, NULL), 0);
 	printf("test_engine_ucx: last words of a peer that died: ok\n");
 	struct job b = { .n = 2, .driver = "ucx", .strategy = "default",

@@ -251,6 +251,15 @@ void canal__req_native_abort(struct canal_engine_req *r, int error);
 int canal__gate_fail(struct canal_engine *e, int g, int error,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The health check of gate g (session.c), at once: if its driver says
+ * the peer is dead or the link broken, what the peer delivered is taken
+ * first, then the gate fails (canal__gate_fail) with the driver's error.
+ * Used by the periodic check, and by a send that UCX's matching refused
+ * because the endpoint failed (so that the caller's -ECONNRESET and
+ * canal_engine_gate_error() agree). Not from inside a request's own
+ * processing: failing a gate completes and may free requests. */
+void canal__gate_check(struct canal_engine *e, int g);
+
 static inline bool canal__gate_valid(const struct canal_engine *e, int g)
 {
 	return g >= 0 && g < e->size && g != e->rank;

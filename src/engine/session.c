@@ -479,6 +479,33 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	return 0;
 }
 
+void canal__gate_check(struct canal_engine *e, int gi)
+{
+	struct canal__gate *g = &e->gates[gi];
+	if (gi == e->rank || g->error || !g->drv)
+		return;
+	int h = g->drv->ops->health(g->drv);
+	if (h == -EPROTO) {
+		canal__gate_fail(e, gi, h, "peer %d: malformed frame: %s", gi,
+				 g->drv->why);
+	} else if (h < 0) {
+		/* What the dead peer had delivered is taken first: its
+		 * packets polled until the driver has none left (driver.h,
+		 * recv(): shm's ring; UCX's worker, which recv() progresses
+		 * until idle before it reports the error), or UCX's worker
+		 * progressed until idle (UCX's matching: each message then
+		 * goes to the receive posted for it, or stays UCX's, handed
+		 * out after the gate closes). */
+		if (e->native)
+			canal__ucx_native_drain(e->native);
+		while (!e->native && !g->error &&
+		       canal__sched_poll(e, gi, canal__collect_arrive) > 0)
+			;
+		canal__gate_fail(e, gi, h, "peer %d (pid %d) died", gi,
+				 (int)g->drv->peer_pid);
+	}
+}
+
 static void check_health(struct canal_engine *e)
 {
 	if (e->lazy) {
@@ -487,32 +514,8 @@ static void check_health(struct canal_engine *e)
 		canal__lazy_poll(e);
 		canal__lazy_health(e);
 	}
-	for (int gi = 0; gi < e->size; gi++) {
-		struct canal__gate *g = &e->gates[gi];
-		if (gi == e->rank || g->error || !g->drv)
-			continue;
-		int h = g->drv->ops->health(g->drv);
-		if (h == -EPROTO) {
-			canal__gate_fail(e, gi, h, "peer %d: malformed frame: %s",
-					 gi, g->drv->why);
-		} else if (h < 0) {
-			/* What the dead peer had delivered is taken first:
-			 * its packets polled until the driver has none
-			 * left (driver.h, recv(): shm's ring; UCX's worker,
-			 * which recv() progresses until idle before it
-			 * reports the error), or UCX's worker progressed
-			 * until idle (UCX's matching: each message then
-			 * goes to the receive posted for it, or stays
-			 * UCX's, handed out after the gate closes). */
-			if (e->native)
-				canal__ucx_native_drain(e->native);
-			while (!e->native && !g->error &&
-			       canal__sched_poll(e, gi, canal__collect_arrive) > 0)
-				;
-			canal__gate_fail(e, gi, h, "peer %d (pid %d) died", gi,
-					 (int)g->drv->peer_pid);
-		}
-	}
+	for (int gi = 0; gi < e->size; gi++)
+		canal__gate_check(e, gi);
 }
 
 int canal__engine_progress_once(struct canal_engine *e)

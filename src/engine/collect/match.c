@@ -388,6 +388,10 @@ EXPORT int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
 	 * may already have, by the fast path of canal__sched_send). */
 	if (!err && !(*req)->done && !e->native)
 		canal__sched_push(e, gate);
+	/* UCX's matching: a send refused on a failed endpoint fails its
+	 * gate now, not at the next health check. */
+	if (err == -ECONNRESET && e->native && canal__gate_valid(e, gate))
+		canal__gate_check(e, gate);
 	canal__engine_unlock(e);
 	return err;
 }

@@ -117,8 +117,14 @@ EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 	if (!p || p->unpack || !req)
 		return -EINVAL;
 	struct canal_engine *e = p->e;
+	int gate = p->gate; /* p is freed by pack_end */
 	canal__engine_lock(e);
 	int err = pack_end(p, req);
+	/* UCX's matching: a piece refused on a failed endpoint fails the
+	 * gate now (as canal_engine_isend). */
+	if (e->native && (err == -ECONNRESET ||
+			  (!err && (*req)->error == -ECONNRESET)))
+		canal__gate_check(e, gate);
 	canal__engine_unlock(e);
 	return err;
 }
