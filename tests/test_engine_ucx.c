@@ -9,10 +9,12 @@
  * refused at open; over UCX's TCP (UCX_TLS=tcp, both error modes) a dead
  * peer's last messages are all received. Skips when canal was built
  * without UCX. */
+#define _GNU_SOURCE /* unshare, CLONE_NEWPID */
 #include "engine_job.h"
 #include "remote_traffic.h"
 
 #include <poll.h>
+#include <sched.h>
 
 #include "../src/engine/internal.h"
 #include "../src/engine/transfer/driver.h"
@@ -269,6 +271,74 @@ static int send_to_dead(struct canal_engine *e, int rank, int size, void *arg)
 	return 0;
 }
 
+/* A peer in another PID namespace of this machine (a container's view):
+ * its pid means nothing here, so it must count as another host (UCX's
+ * peer failure detection, no pid check; transfer/ucx.c, host_token).
+ * Rank 1's process forks into a PID namespace of its own (root) and
+ * relays the end of the rank, which is pid 1 there and cannot be killed
+ * from inside (it exits 77 for "killed"); rank 0 gets its last message,
+ * then -ECONNRESET. Before host_token, rank 0 watched pid 1 of its own
+ * namespace (init, which never dies) and waited until the job's alarm. */
+#define PIDNS_KILLED 77
+static void pidns_rank1(int rank)
+{
+	if (rank != 1)
+		return;
+	if (unshare(CLONE_NEWPID) != 0) {
+		perror("unshare(CLONE_NEWPID)");
+		_exit(3);
+	}
+	pid_t c = fork();
+	if (c < 0)
+		_exit(3);
+	if (c == 0) {
+		alarm(30); /* the job's alarm is not inherited */
+		return;
+	}
+	int st;
+	while (waitpid(c, &st, 0) < 0)
+		if (errno != EINTR)
+			_exit(4);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == PIDNS_KILLED)
+		kill(getpid(), SIGKILL);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 4);
+}
+
+static int pidns_crash(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size, (void)arg;
+	struct canal_engine_req *r;
+	char m[8] = "";
+	if (rank == 1) {
+		CHECK_EQ(getpid(), 1);
+		CHECK_EQ(canal_engine_irecv(e, 0, 2, m, sizeof m, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		CHECK_EQ(canal_engine_isend(e, 0, 3, "last", 5, 0, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		until_handed_over(e, 0);
+		_exit(PIDNS_KILLED);
+	}
+	CHECK_EQ(canal_engine_isend(e, 1, 2, "go", 3, 0, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(canal_engine_irecv(e, 1, 3, m, sizeof m, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(strcmp(m, "last"), 0);
+	CHECK_EQ(canal_engine_irecv(e, 1, 3, m, sizeof m, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), -ECONNRESET);
+	return 0;
+}
+
+/* Can this process make PID namespaces (root, and not forbidden)? */
+static bool can_unshare_pid(void)
+{
+	pid_t p = fork();
+	if (p == 0)
+		_exit(unshare(CLONE_NEWPID) == 0 ? 0 : 1);
+	int st;
+	return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
 /* Bulk transfers (messages of 8448 B and more: the engine's RTS, the data
  * by UCX's rendezvous between the users' buffers): a receive buffer too
  * small fails with -EMSGSIZE and the message's length, and holds the
@@ -522,6 +592,16 @@ static void run_all(void)
 	       "sends to a dead peer: ok\n");
 	CHECK_EQ(job_run(&k, last_words, NULL), 0);
 	printf("test_engine_ucx: last words of a peer that died: ok\n");
+	if (can_unshare_pid()) {
+		struct job pn = k;
+		pn.before_open = pidns_rank1;
+		CHECK_EQ(job_run(&pn, pidns_crash, NULL), 0);
+		printf("test_engine_ucx: a peer in another PID namespace "
+		       "that died: ok\n");
+	} else {
+		printf("test_engine_ucx: a peer in another PID namespace: "
+		       "SKIPPED (cannot make PID namespaces: not root?)\n");
+	}
 	struct job b = { .n = 2, .driver = "ucx", .strategy = "default",
 			 .timeout_s = 30, .killed_rank = -1 };
 	CHECK_EQ(job_run(&b, bulk_cases, NULL), 0);

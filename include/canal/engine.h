@@ -69,7 +69,8 @@
  * -ECONNRESET, an any-gate one too while other gates are open (UCX sees
  * a peer on another host die by its peer failure detection, asked for
  * toward other hosts only: on one host it would cost UCX's shared-memory
- * transports; $CANAL_UCX_ERR_MODE=peer asks for it toward every peer,
+ * transports; another hostname, boot id or PID namespace is another
+ * host, so a peer in a container of this machine is one; $CANAL_UCX_ERR_MODE=peer asks for it toward every peer,
  * none toward none, other values fail open with -EINVAL), and may still
  * be written by UCX until the session closes, after its request has
  * failed.

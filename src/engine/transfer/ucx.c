@@ -46,10 +46,10 @@
  * slower or more, docs/ENGINE.md, near the UCX_TLS table), and health()
  * sees a dead peer of this host by its pid (a pidfd that becomes
  * readable; kill(pid, 0) where pidfd_open fails). "Another host" is
- * another hostname: two machines with one hostname (cloned VMs) are taken
- * for one host, and peers on one host in other PID namespaces are watched
- * by a pid that is not theirs (not handled yet: a boot id and the PID
- * namespace would tell them apart). CANAL_UCX_ERR_MODE=peer or none makes
+ * another hostname, boot id or PID namespace (host_token()): cloned VMs
+ * with one hostname differ by boot id, and a peer in another PID
+ * namespace of this machine (a container), whose pid means nothing here,
+ * counts as another host. CANAL_UCX_ERR_MODE=peer or none makes
  * every endpoint alike; another value fails open with -EINVAL (that rank
  * fails before publishing its address: the others wait for it until
  * their connect timeout). An endpoint that
@@ -757,11 +757,39 @@ static int hexval(int ch)
 	return -1;
 }
 
+/* This process's host as the peers compare it (no spaces): the
+ * hostname, the kernel's boot id and the inode of the PID namespace,
+ * "name|boot-id|pidns" ("-" or "?" for a part that cannot be read). Two
+ * machines with one hostname (cloned VMs) differ by boot id; a process in
+ * another PID namespace of this machine (a container) by the namespace,
+ * and its pid means nothing here: both count as other hosts (UCX's peer
+ * failure detection, no pid check). */
+static void host_token(char *buf, size_t n)
+{
+	char name[65] = "", boot[64] = "?", ns[64] = "";
+	if (gethostname(name, sizeof name - 1) != 0 || !name[0] ||
+	    strpbrk(name, " |"))
+		snprintf(name, sizeof name, "-");
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (f) {
+		if (!fgets(boot, sizeof boot, f))
+			snprintf(boot, sizeof boot, "?");
+		boot[strcspn(boot, " \n")] = '\0';
+		fclose(f);
+	}
+	ssize_t k = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+	ns[k > 0 ? k : 0] = '\0';
+	/* "pid:[4026531836]": the number */
+	const char *num = strchr(ns, '[');
+	snprintf(buf, n, "%s|%s|%.*s", name, boot[0] ? boot : "?",
+		 num ? (int)strcspn(num + 1, "]") : 1, num ? num + 1 : "?");
+}
+
 static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 		      struct canal__driver **out)
 {
 	int pid, pos = 0;
-	char host[256], me[256] = "", how = 0;
+	char host[256], how = 0;
 	if (sscanf(value, "%d %255s %c %n", &pid, host, &how, &pos) != 3 ||
 	    pos == 0 || (how != 'n' && how != 'p'))
 		return -EPROTO;
@@ -774,7 +802,7 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 			c->native ? "does not" : "does");
 		return -EPROTO;
 	}
-	gethostname(me, sizeof me - 1);
+	const char *me = c->host;
 	const char *hex = value + pos;
 	size_t hl = strlen(hex);
 	if (hl == 0 || hl % 2)
@@ -867,10 +895,8 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 		goto out;
 	}
 	val = malloc(CANAL__XCHG_MAX);
-	char me[256] = "";
-	gethostname(me, sizeof me - 1);
-	if (!me[0] || strchr(me, ' '))
-		snprintf(me, sizeof me, "-");
+	host_token(c->host, sizeof c->host);
+	const char *me = c->host;
 	if (!val || 300 + 2 * alen >= CANAL__XCHG_MAX) {
 		ucp_worker_release_address(c->worker, addr);
 		err = val ? -E2BIG : -ENOMEM;

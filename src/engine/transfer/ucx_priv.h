@@ -117,6 +117,8 @@ struct ucx_ctx {
 	bool native; /* the engine's messages are UCP tagged messages
 		      * (ucx_native.c): no packets, UCX's own thresholds */
 	enum ucx_err_choice err_choice;
+	char host[160]; /* this process's host_token() (ucx.c), published
+			 * with the address and compared with the peers' */
 };
 
 struct ucx_slot {
