@@ -47,6 +47,39 @@ static void until_handed_over(struct canal_engine *e, int gate)
 		canal_engine_progress(e);
 }
 
+/* The handshake before a peer's death (tag 2): rank 1 waits for rank
+ * 0's "go", answers "ready" and progresses until its driver has handed
+ * everything over; rank 0 sends "go" and takes "ready". Both ends are
+ * then connected both ways. */
+static void handshake(struct canal_engine *e, int rank)
+{
+	struct canal_engine_req *r;
+	char m[8] = "";
+	if (rank == 1) {
+		CHECK_EQ(canal_engine_irecv(e, 0, 2, m, sizeof m, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		CHECK_EQ(canal_engine_isend(e, 0, 2, "ready", 6, 0, &r), 0);
+		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+		until_handed_over(e, 0);
+		return;
+	}
+	CHECK_EQ(canal_engine_isend(e, 1, 2, "go", 3, 0, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(canal_engine_irecv(e, 1, 2, m, sizeof m, &r), 0);
+	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
+	CHECK_EQ(strcmp(m, "ready"), 0);
+}
+
+/* Rank 0: block (no progress of the engine) until rank 1 has exited. */
+static void until_dead(struct canal_engine *e)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, e->gates[1].drv->peer_pid, 0);
+	CHECK(pidfd >= 0);
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	CHECK_EQ(poll(&p, 1, -1), 1);
+	close(pidfd);
+}
+
 /* Rank 1 sends one message and dies (SIGKILL); rank 0 gets it, then its
  * next receive fails with -ECONNRESET (the peer's pid is gone: same
  * host; or UCX's endpoint error) and the gate's message names the peer;
@@ -160,14 +193,10 @@ static int last_burst(struct canal_engine *e, int rank, int size, void *arg)
 	(void)size, (void)arg;
 	struct canal_engine_req *r;
 	char m[8];
+	/* connected both ways before the burst: rank 0 stops progressing
+	 * once it has "ready" */
+	handshake(e, rank);
 	if (rank == 1) {
-		/* connected both ways before the burst: rank 0 stops
-		 * progressing once it has "ready" */
-		CHECK_EQ(canal_engine_irecv(e, 0, 2, m, sizeof m, &r), 0);
-		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-		CHECK_EQ(canal_engine_isend(e, 0, 2, "ready", 6, 0, &r), 0);
-		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-		until_handed_over(e, 0);
 		for (int i = 0; i < BURST; i++) {
 			snprintf(m, sizeof m, "b%d", i);
 			CHECK_EQ(canal_engine_isend(e, 0, 3, m, 3, 0, &r), 0);
@@ -176,16 +205,7 @@ static int last_burst(struct canal_engine *e, int rank, int size, void *arg)
 		until_handed_over(e, 0);
 		raise(SIGKILL);
 	}
-	CHECK_EQ(canal_engine_isend(e, 1, 2, "go", 3, 0, &r), 0);
-	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-	CHECK_EQ(canal_engine_irecv(e, 1, 2, m, sizeof m, &r), 0);
-	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-	CHECK_EQ(strcmp(m, "ready"), 0);
-	int pidfd = (int)syscall(SYS_pidfd_open, e->gates[1].drv->peer_pid, 0);
-	CHECK(pidfd >= 0);
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	CHECK_EQ(poll(&p, 1, -1), 1); /* rank 1 has exited */
-	close(pidfd);
+	until_dead(e);
 	for (int i = 0; i < BURST; i++) {
 		char want[8];
 		snprintf(want, sizeof want, "b%d", i);
@@ -223,24 +243,10 @@ static int send_to_dead(struct canal_engine *e, int rank, int size, void *arg)
 {
 	(void)size, (void)arg;
 	struct canal_engine_req *r;
-	char m[8];
-	if (rank == 1) {
-		CHECK_EQ(canal_engine_irecv(e, 0, 2, m, sizeof m, &r), 0);
-		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-		CHECK_EQ(canal_engine_isend(e, 0, 2, "ready", 6, 0, &r), 0);
-		CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-		until_handed_over(e, 0);
+	handshake(e, rank);
+	if (rank == 1)
 		raise(SIGKILL);
-	}
-	CHECK_EQ(canal_engine_isend(e, 1, 2, "go", 3, 0, &r), 0);
-	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-	CHECK_EQ(canal_engine_irecv(e, 1, 2, m, sizeof m, &r), 0);
-	CHECK_EQ(canal_engine_wait(e, r, NULL), 0);
-	int pidfd = (int)syscall(SYS_pidfd_open, e->gates[1].drv->peer_pid, 0);
-	CHECK(pidfd >= 0);
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	CHECK_EQ(poll(&p, 1, -1), 1); /* rank 1 has exited */
-	close(pidfd);
+	until_dead(e);
 	unsigned char *big = calloc(1, BULK_LEN);
 	CHECK(big != NULL);
 	struct canal_engine_req *q[DEAD_SMALL + 1];
