@@ -36,6 +36,7 @@
 
 #include <canal/task.h>
 
+#include "base/clock.h"
 #include "runtime/io.h" /* CANAL__RS_*, the stream (white box) */
 
 #include <arpa/inet.h>
@@ -565,6 +566,9 @@ static void test_f(void)
 
 static int sv_g[TASKS_G][2];
 static _Atomic int g_left;
+/* For the watchdog's report (g_main): each reader's stream and bytes. */
+static struct canal_io_rstream *_Atomic g_stream[TASKS_G];
+static _Atomic uint64_t g_got[TASKS_G];
 
 static void *writer_g(void *arg)
 {
@@ -597,6 +601,7 @@ static void reader_g(void *arg)
 	int k = (int)(intptr_t)arg;
 	struct canal_io_rstream *s;
 	CHECK_EQ(canal_io_rstream_open(sv_g[k][0], &s), 0);
+	atomic_store(&g_stream[k], s);
 	uint64_t got = 0, seed = (uint64_t)k + 1;
 	uint8_t b[700];
 	for (;;) {
@@ -608,12 +613,36 @@ static void reader_g(void *arg)
 		for (ssize_t i = 0; i < n; i++)
 			CHECK_EQ(b[i], pattern(got + (uint64_t)i, (unsigned)k));
 		got += (uint64_t)n;
+		atomic_store(&g_got[k], got);
 		if (check_rand64(&seed) % 4 == 0)
 			canal_yield();
 	}
 	CHECK_EQ(got, BYTES_G);
+	atomic_store(&g_stream[k], NULL);
 	CHECK_EQ(canal_io_rstream_close(s), 0);
 	atomic_fetch_sub(&g_left, 1);
+}
+
+/* G has not ended in 2 minutes: say where each unfinished reader is
+ * (the stream's state read from another task: racy, for the report
+ * only), then abort. */
+static void g_report(void)
+{
+	for (int k = 0; k < TASKS_G; k++) {
+		struct canal_io_rstream *s = atomic_load(&g_stream[k]);
+		if (!s)
+			continue;
+		fprintf(stderr,
+			"G: reader %d got %llu of %u, %d bytes in its socket; "
+			"stream armed %d capped %d fallback %d fed %d starved "
+			"%d eof %d err %d waiting %d wgot %zu kept %u\n",
+			k, (unsigned long long)atomic_load(&g_got[k]), BYTES_G,
+			in_socket(sv_g[k][0]), s->armed, s->capped,
+			s->fallback, s->fed, s->starved, s->eof, s->err,
+			s->waiting, s->wgot, s->hcount);
+	}
+	fprintf(stderr, "G: not done after 120 s\n");
+	abort();
 }
 
 static void g_main(void *arg)
@@ -625,8 +654,12 @@ static void g_main(void *arg)
 	for (int k = 0; k < TASKS_G; k++)
 		CHECK_EQ(canal_spawn(reader_g, (void *)(intptr_t)k), 0);
 	pthread_t w = spawn(writer_g, NULL);
-	while (atomic_load(&g_left) > 0)
+	uint64_t t0 = canal_now_ns();
+	while (atomic_load(&g_left) > 0) {
 		canal_sleep_ns(1000000);
+		if (canal_now_ns() - t0 > 120000000000ull)
+			g_report(); /* aborts */
+	}
 	join(w);
 	for (int k = 0; k < TASKS_G; k++) {
 		close(sv_g[k][0]);
