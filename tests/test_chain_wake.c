@@ -42,7 +42,7 @@ static void *sleep_on(void *arg)
 	struct sleeper *s = arg;
 	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
 	const struct canal__wait_cond c = { flag_set, flag_set, s->flag,
-					    CANAL__WAIT_PLAIN };
+					    CANAL__WAIT_PLAIN, NULL };
 	int r;
 	do
 		r = canal__wait(s->q, s->shared, &c, s->deadline);
@@ -286,7 +286,7 @@ static void *model_consumer(void *arg)
 {
 	struct model *m = arg;
 	const struct canal__wait_cond c = { model_ready, model_ready, m,
-					    CANAL__WAIT_PLAIN };
+					    CANAL__WAIT_PLAIN, NULL };
 	for (;;) {
 		uint32_t n = atomic_load_explicit(&m->items,
 						  memory_order_seq_cst);

@@ -24,10 +24,17 @@
  *  - a sending end closed with a timeout that runs out: -ETIMEDOUT, the
  *    elements that had crossed are still received, then -EPIPE;
  *  - ends opened differently (element size; both ends sending): -EPROTO on
- *    both sides, users woken with -EPIPE, a message saying what differs.
+ *    both sides, users woken with -EPIPE, a message saying what differs;
+ *  - a ping-pong of PINGS round trips (one remote channel each way, one
+ *    thread per process, each value echoed + 1): every reply right; with
+ *    caller progress on, waiting threads ran hub rounds themselves, with
+ *    it off (CANAL_REMOTE_CALLER_PROGRESS=0) none did.
+ * Everything runs twice per driver, caller progress on and off.
  * Pass/fail never depends on timing (the job's alarm bounds the time). */
 #include "engine_job.h"
 #include "remote_stress.h"
+
+#include "engine/internal.h" /* canal__remote_hub_rounds */
 
 #include <canal/remote.h>
 #include <stdint.h>
@@ -341,12 +348,55 @@ static int bad_input(struct canal_engine *e, struct canal_remote_hub *hub,
 	return 0;
 }
 
+/* ---- ping-pong, and who ran the rounds ---- */
+
+#define PINGS 2000
+
+static int ping_pong(struct canal_remote_hub *hub, int rank, bool callers)
+{
+	int peer = 1 - rank;
+	struct canal_remote *out, *in;
+	CHECK_EQ(canal_remote_open(hub, peer, rank ? 21 : 20, CANAL_REMOTE_SEND,
+				   sizeof(uint64_t), 16, &out), 0);
+	CHECK_EQ(canal_remote_open(hub, peer, rank ? 20 : 21, CANAL_REMOTE_RECV,
+				   sizeof(uint64_t), 16, &in), 0);
+	uint64_t c0, t0, c1, t1;
+	canal__remote_hub_rounds(hub, &c0, &t0);
+	struct canal_chan *o = canal_remote_chan(out), *i = canal_remote_chan(in);
+	uint64_t v = 0;
+	for (uint64_t k = 0; k < PINGS; k++) {
+		if (rank == 0) {
+			v = 2 * k;
+			CHECK_EQ(canal_send(o, &v), 0);
+			CHECK_EQ(canal_recv(i, &v), 0);
+			CHECK_EQ(v, 2 * k + 1);
+		} else {
+			CHECK_EQ(canal_recv(i, &v), 0);
+			CHECK_EQ(v, 2 * k);
+			v++;
+			CHECK_EQ(canal_send(o, &v), 0);
+		}
+	}
+	canal__remote_hub_rounds(hub, &c1, &t1);
+	if (callers)
+		CHECK(c1 > c0);
+	else
+		CHECK_EQ(c1, c0);
+	CHECK_EQ(canal_close(o), 0);
+	CHECK_EQ(canal_recv(i, &v), -EPIPE);
+	CHECK_EQ(canal_remote_close(out, 20000000000), 0);
+	CHECK_EQ(canal_remote_close(in, 20000000000), 0);
+	return 0;
+}
+
 static int body(struct canal_engine *e, int rank, int size, void *arg)
 {
 	(void)size;
-	(void)arg;
+	bool callers = *(const bool *)arg;
+	setenv("CANAL_REMOTE_CALLER_PROGRESS", callers ? "1" : "0", 1);
 	struct canal_remote_hub *hub;
 	CHECK_EQ(canal_remote_hub_start(e, &hub), 0);
+	CHECK_EQ(ping_pong(hub, rank, callers), 0);
 	CHECK_EQ(bad_input(e, hub, rank), 0);
 	CHECK_EQ(stress(hub, rank), 0);
 	CHECK_EQ(bound(hub, rank), 0);
@@ -369,10 +419,14 @@ int main(void)
 	if (ndrivers == 2)
 		printf("canal built without UCX: shm and tcp only\n");
 	for (int d = 0; d < ndrivers; d++) {
-		struct job j = { 2, drivers[d], "default", 100, -1, NULL };
-		CHECK_EQ(job_run(&j, body, NULL), 0);
-		printf("%s: ok\n", drivers[d]);
-		fflush(stdout);
+		for (int c = 1; c >= 0; c--) {
+			bool callers = c;
+			struct job j = { 2, drivers[d], "default", 100, -1, NULL };
+			CHECK_EQ(job_run(&j, body, &callers), 0);
+			printf("%s, caller progress %s: ok\n", drivers[d],
+			       callers ? "on" : "off");
+			fflush(stdout);
+		}
 	}
 	TEST_DONE("test_remote_channel");
 }

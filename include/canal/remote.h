@@ -30,9 +30,10 @@
  * canal_try_send() then fails with -EAGAIN, canal_send() blocks. How: the
  * sending end's local channel holds s = C / 2 elements, the receiving
  * end's r = C - s; the receiving hub grants the sending hub r credits and
- * gives one back for each element a local receiver has taken (seen from
- * the local channel's length), and the sending hub takes an element from
- * its local channel only against a credit. So canal_chan_capacity() of
+ * gives back one for each element a local receiver has taken (seen from
+ * the local channel's length; sent together once the sender holds at most
+ * half of r, or none), and the sending hub takes an element from its
+ * local channel only against a credit. So canal_chan_capacity() of
  * either local channel says its share (s or r), not C. Capacity 1 is
  * accepted and behaves as 2 (each side needs one slot); capacity 0
  * (synchronous, a rendezvous per element across the network) is refused.
@@ -64,6 +65,19 @@
  * for 200 us after the last event (CANAL_REMOTE_SPIN_US changes it), then
  * sleeps in growing steps up to 1 ms: an element sent to an idle channel
  * may wait up to that long to leave or to be seen arriving.
+ *
+ * Caller progress. A plain thread blocked on a local channel of the hub
+ * (canal_recv and its timed and batch forms on an empty receiving end,
+ * canal_send into a full sending end) does the hub's work itself while it
+ * waits, for up to the hub's spin time (200 us) after the last event, and
+ * the hub thread stands aside meanwhile: the reply of a ping-pong is taken
+ * from the network and handed over by the thread that waits for it, and
+ * the element it sent just before leaves in the same rounds, with no
+ * thread hand-off on the way. Then it sleeps as on any channel and the
+ * hub thread takes over at once. Not for tasks of <canal/task.h> (they
+ * park at once) nor for canal_select (both leave the work to the hub
+ * thread). CANAL_REMOTE_CALLER_PROGRESS=0 in the environment when the hub
+ * starts turns it off.
  */
 #ifndef CANAL_REMOTE_H
 #define CANAL_REMOTE_H

@@ -212,6 +212,41 @@ static bool yield_phase(const struct canal__parker *p, bool (*done)(void *),
 	}
 }
 
+/*
+ * The hook phase (wait.h, struct canal__wait_hook): poll the party that
+ * feeds the queue until the condition holds (true), or until budget_ns
+ * pass without a poll that did something, or the deadline (false). Polls
+ * back to back while something happened in the last CANAL_YIELD_NS (a
+ * reply on its way), then yields the CPU between polls: with two vCPUs
+ * the peer process's thread, or our own party's, may need this one.
+ */
+static bool hook_phase(const struct canal__parker *p,
+		       const struct canal__wait_cond *c, uint64_t deadline_ns)
+{
+	const struct canal__wait_hook *h = c->hook;
+	h->begin(h->arg);
+	uint64_t last = canal_now_ns();
+	for (;;) {
+		int act = h->poll(h->arg);
+		if (c->ready(c->arg)) {
+			h->end(h->arg, true);
+			note_progress();
+			return true;
+		}
+		uint64_t now = canal_now_ns();
+		if (act > 0)
+			last = now;
+		if (now - last >= h->budget_ns || now >= deadline_ns)
+			break;
+		if (now - last >= CANAL_YIELD_NS)
+			p->ops->yield(p->self);
+		else
+			canal__cpu_relax();
+	}
+	h->end(h->arg, false);
+	return false;
+}
+
 /* Busy-wait budget of phase 2: 2^0 + ... + 2^(SPIN_ROUNDS-1) pauses, a few
  * microseconds, shorter than a futex round trip. */
 #define SPIN_ROUNDS 8
@@ -288,6 +323,8 @@ int canal__wait(struct canal_waitq *q, bool shared,
 			return 0;
 		goto park;
 	}
+	if (c->hook && hook_phase(p, c, deadline))
+		return 0;
 	bool spin = canal__spin_pays();
 	if (!waiters && spin) {
 		for (unsigned i = 1; i <= QUIET_SPINS; i++) {

@@ -377,11 +377,43 @@ enum canal__wait_kind {
 	CANAL__WAIT_ACK,
 };
 
+/*
+ * A progress hook: a waiter that can itself make its condition come true.
+ * Some queues are fed by a party that only polls (canal's remote
+ * channels: a hub thread moving elements between the engine and the
+ * local channel). A thread blocked on such a queue runs that party's
+ * round itself instead of waiting for it to be scheduled, as an MPI
+ * library progresses its transfers inside MPI_Wait: no thread hand-off
+ * on the way.
+ *   begin(arg)          once, before the first poll (the party may stand
+ *                       aside while someone polls for it);
+ *   poll(arg)           one round, never blocking: > 0 when it did
+ *                       something, 0 when not (or when it could not run
+ *                       now: another thread runs the round);
+ *   end(arg, satisfied) once, after the last poll: satisfied when the
+ *                       waiter's condition came true (it is likely back
+ *                       soon), false when it gives up polling (the party
+ *                       must take over at once: the waiter is going to
+ *                       sleep, and only the party can make it ready).
+ * The hook phase (wait.c) runs before every other phase, for threads only
+ * (a task parks at once: a round can take its loop's thread for long), and
+ * lasts until budget_ns pass without a poll that did something, or the
+ * deadline; the ordinary phases follow it.
+ */
+struct canal__wait_hook {
+	void (*begin)(void *arg);
+	int (*poll)(void *arg);
+	void (*end)(void *arg, bool satisfied);
+	void *arg;
+	uint64_t budget_ns;
+};
+
 struct canal__wait_cond {
 	bool (*ready)(void *arg);
 	bool (*probe)(void *arg);
 	void *arg;
 	enum canal__wait_kind kind;
+	const struct canal__wait_hook *hook; /* NULL: none */
 };
 
 int canal__wait(struct canal_waitq *q, bool shared,

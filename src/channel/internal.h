@@ -178,6 +178,10 @@ struct canal_chan {
 	_Atomic uint32_t damaged;
 	_Atomic uint32_t attach_id;
 	_Atomic uint32_t attach_pid;
+	/* Thread channels: the progress hook of the party that feeds the
+	 * channel (hook.h), or NULL. Written once before the channel is
+	 * handed to its users, read-only after. */
+	const struct canal__wait_hook *hook;
 };
 
 /* ------------------------------------------------------------------ */

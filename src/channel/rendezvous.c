@@ -87,7 +87,7 @@ int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 			    bool try_only, bool *select)
 {
 	const struct canal__wait_cond c = { demand_ready, demand_ready, ch,
-					    CANAL__WAIT_DEMAND };
+					    CANAL__WAIT_DEMAND, NULL };
 	bool counted = false;
 	int ret;
 
@@ -169,7 +169,7 @@ int canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos,
 			 uint64_t deadline)
 {
 	struct ack_wait a = { ch, pos };
-	const struct canal__wait_cond c = { acked, acked, &a, CANAL__WAIT_ACK };
+	const struct canal__wait_cond c = { acked, acked, &a, CANAL__WAIT_ACK, NULL };
 
 	while (!acked(&a)) {
 		if (canal__wait(&ch->st->ack_wq, ch->shared, &c, deadline) ==

@@ -435,13 +435,13 @@ bool canal__ring_probe_recv(struct canal_chan *ch)
 int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline)
 {
 	const struct canal__wait_cond c = { can_send, probe_send, ch,
-					    CANAL__WAIT_PLAIN };
+					    CANAL__WAIT_PLAIN, ch->hook };
 	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
 }
 
 int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline)
 {
 	const struct canal__wait_cond c = { can_recv, can_recv, ch,
-					    CANAL__WAIT_PLAIN };
+					    CANAL__WAIT_PLAIN, ch->hook };
 	return canal__wait(&ch->st->recv_wq, ch->shared, &c, deadline);
 }

@@ -190,7 +190,11 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	/* First poll as a try operation does (the slot, not tail: see
 	 * canal__ring_claim_recv), QUIET_SPINS times: the cheapest wait for an
 	 * element that is on its way. */
-	unsigned polls = try_only || !canal__spin_pays() ? 0 : QUIET_SPINS;
+	/* (A channel with a progress hook polls through it instead: its
+	 * elements come only from the hook's party, hook.h.) */
+	unsigned polls = try_only || ch->hook || !canal__spin_pays()
+				 ? 0
+				 : QUIET_SPINS;
 	/* A task (it never polls) that comes here has just found no
 	 * element: canal_recv's fast path failed, or a synchronous receive
 	 * announced itself, which no sender can have answered yet while

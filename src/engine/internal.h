@@ -265,4 +265,10 @@ static inline bool canal__gate_valid(const struct canal_engine *e, int g)
 	return g >= 0 && g < e->size && g != e->rank;
 }
 
+/* remote.c: the rounds run so far by threads waiting on the hub's local
+ * channels (caller progress) and by the hub's own thread, for tests. */
+struct canal_remote_hub;
+void canal__remote_hub_rounds(struct canal_remote_hub *hub,
+			      uint64_t *by_callers, uint64_t *by_thread);
+
 #endif /* CANAL_ENGINE_INTERNAL_H */

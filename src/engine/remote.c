@@ -55,12 +55,19 @@
  *
  * Who wakes whom: users blocked on a local channel are woken by the
  * channel itself when the hub pushes into it, takes from it or closes it.
- * Nobody wakes the hub: it polls, spinning (yielding the CPU each idle
- * pass) for spin_ns after the last event, then napping 16 us doubling to
- * 1 ms. Closers and hub_stop poll the same way for an end to finish.
+ * Before they sleep, they run the hub's rounds themselves (caller
+ * progress, below: the round is the same code under the same mutex, taken
+ * with a trylock), while the hub thread stands aside. The hub thread is
+ * woken only by a caller that gives up polling; otherwise it polls,
+ * spinning (yielding the CPU each idle pass) for spin_ns after the last
+ * event, then napping 16 us doubling to 1 ms. Closers and hub_stop poll
+ * the same way for an end to finish.
  */
 #define _GNU_SOURCE
 #include "internal.h"
+
+#include "base/wait.h"
+#include "channel/hook.h"
 
 #include <canal/remote.h>
 
@@ -94,6 +101,11 @@ enum { FIN_NORMAL = 0, FIN_STOPPED = 1, FIN_ERROR = 2 };
 #define SPIN_NS_DEFAULT 200000ull
 #define SLEEP_MIN_US 16
 #define SLEEP_MAX_US 1000
+/* Caller progress (below): after a caller's wait ended with its element,
+ * the hub thread stays aside this long (the caller is likely back, as in
+ * a ping-pong); while callers poll, it looks up every STANDBY_STEP_NS. */
+#define CALLER_GRACE_NS 50000ull
+#define STANDBY_STEP_NS 200000ull
 
 struct send_slot {
 	struct canal_engine_req *req;
@@ -140,6 +152,17 @@ struct canal_remote_hub {
 	pthread_t thread;
 	struct canal__list chans;
 	uint64_t spin_ns;
+	/* Caller progress: threads in a hook phase on one of the hub's
+	 * local channels, when the last one left satisfied (0: it gave
+	 * up), where the hub thread stands aside, and the hook itself
+	 * (installed on every local channel unless turned off). */
+	atomic_uint callers;
+	_Atomic uint64_t caller_end_ns;
+	_Atomic uint64_t caller_round_ns; /* a caller's last round */
+	struct canal_waitq standby;
+	struct canal__wait_hook hook;
+	bool caller_progress; /* CANAL_REMOTE_CALLER_PROGRESS, default 1 */
+	uint64_t caller_rounds, thread_rounds; /* under the lock (tests) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -526,11 +549,15 @@ static int recv_end_step(struct canal_remote *r)
 		r->fin_sent = true;
 		act++;
 	}
-	/* Give back the credits of the elements users took; one credit
-	 * message in flight at a time besides the hello (the next one
-	 * carries all that accumulated meanwhile). */
+	/* Give back the credits of the elements users took, once the
+	 * sender holds at most half the window as far as this end knows
+	 * (granted - received: what it has not used, or has in flight) -
+	 * a credit message per half window instead of one per element,
+	 * which in a ping-pong doubled the messages; and always when it has
+	 * none. One credit message in flight at a time besides the hello
+	 * (the next one carries all that accumulated meanwhile). */
 	if (!r->fin_sent && !r->fin_received && r->hello_sent && r->ch &&
-	    r->ctrl_count < 2) {
+	    r->ctrl_count < 2 && 2 * (r->granted - r->received) <= r->window) {
 		uint64_t len = canal_chan_len(r->ch);
 		uint64_t consumed = r->pushed > len ? r->pushed - len : 0;
 		if (consumed > r->returned) {
@@ -570,27 +597,146 @@ static void remote_free(struct canal_remote *r)
 /* The hub                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Every channel's step, under the lock: how many things happened.
+ * Channels whose closer left and whose exchange is over are freed here. */
+static int hub_steps(struct canal_remote_hub *hub)
+{
+	int act = 0;
+	struct canal__list *l, *next;
+	for (l = hub->chans.next; l != &hub->chans; l = next) {
+		next = l->next;
+		struct canal_remote *r =
+			canal__container_of(l, struct canal_remote, link);
+		act += remote_step(r);
+		if (r->finished && r->detached) {
+			canal__list_remove(&r->link);
+			remote_free(r);
+		}
+	}
+	return act;
+}
+
+/* One round, under the lock: the channels' steps (elements sent since
+ * the last round leave at once: an isend goes out when the window lets
+ * it), the engine's progress, and the steps again if it brought
+ * something, so that what arrived is handed over in this round (one
+ * progress call, a system call on TCP, per round and no more). */
+static int hub_round(struct canal_remote_hub *hub)
+{
+	int act = hub_steps(hub);
+	if (canal_engine_progress(hub->e) > 0)
+		act += 1 + hub_steps(hub);
+	return act;
+}
+
+/*
+ * Caller progress. A user thread blocked on a local channel of the hub
+ * (a receive from an empty R end, a send into a full S end) runs the hub's
+ * rounds itself (the channel's progress hook, channel/hook.h), so that a
+ * ping-pong crosses no thread: the reply is taken from the engine and
+ * pushed into the local channel by the thread that waits for it, and the
+ * element it sent before is pushed to the engine by the same rounds. The
+ * hub thread stands aside meanwhile (it would only take a CPU that a
+ * caller or the peer process needs), and takes over at once when a caller
+ * gives up polling to sleep, since then only the hub can wake it.
+ *
+ * callers counts the threads between the hook's begin and end; a caller
+ * whose wait ended with its element stores the time in caller_end_ns, and
+ * the hub stays aside CALLER_GRACE_NS more (it is likely back). A caller
+ * that gives up stores 0 there, then leaves (callers--), then notifies
+ * standby: the notifier of wait.h's protocol (N1 = the seq_cst RMW of
+ * callers, N2 = waitq_notify), the hub thread its waiter (prepare, then
+ * seq_cst loads of callers and caller_end_ns, then sleep). The hub's
+ * sleep is bounded by STANDBY_STEP_NS, and by the grace's end: a caller
+ * that left satisfied wakes nobody, so the hub looks again by itself.
+ * Callers that ran no round for a step (preempted, or kept off the lock)
+ * do not keep it aside: caller_round_ns, a relaxed hint (a stale read
+ * costs one round or one step).
+ */
+static void caller_begin(void *arg)
+{
+	struct canal_remote_hub *hub = arg;
+	atomic_store_explicit(&hub->caller_round_ns, canal_now_ns(),
+			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&hub->callers, 1, memory_order_seq_cst);
+}
+
+static int caller_poll(void *arg)
+{
+	struct canal_remote_hub *hub = arg;
+	/* The hub thread, a closer or another caller has the round: the
+	 * wait layer polls again. */
+	if (atomic_load_explicit(&hub->waiters, memory_order_relaxed) ||
+	    pthread_mutex_trylock(&hub->lock) != 0)
+		return 0;
+	int act = hub_round(hub);
+	hub->caller_rounds++;
+	pthread_mutex_unlock(&hub->lock);
+	atomic_store_explicit(&hub->caller_round_ns, canal_now_ns(),
+			      memory_order_relaxed);
+	return act;
+}
+
+static void caller_end(void *arg, bool satisfied)
+{
+	struct canal_remote_hub *hub = arg;
+	atomic_store_explicit(&hub->caller_end_ns,
+			      satisfied ? canal_now_ns() : 0,
+			      memory_order_seq_cst);
+	if (atomic_fetch_sub_explicit(&hub->callers, 1,
+				      memory_order_seq_cst) == 1 &&
+	    !satisfied)
+		waitq_notify(&hub->standby, 1, false);
+}
+
+/* Until when the hub thread stands aside (0: it does not). */
+static uint64_t standby_until(struct canal_remote_hub *hub, uint64_t now)
+{
+	if (atomic_load_explicit(&hub->callers, memory_order_seq_cst)) {
+		/* Callers that run no round (preempted, or kept off the lock
+		 * by a closer) do not hold the other channels back longer
+		 * than a step. */
+		uint64_t last = atomic_load_explicit(&hub->caller_round_ns,
+						     memory_order_relaxed);
+		return now < last + STANDBY_STEP_NS ? now + STANDBY_STEP_NS
+						    : 0;
+	}
+	uint64_t end = atomic_load_explicit(&hub->caller_end_ns,
+					    memory_order_seq_cst);
+	return end && now - end < CALLER_GRACE_NS ? end + CALLER_GRACE_NS : 0;
+}
+
+/* Stand aside while callers poll: true if the hub slept. */
+static bool stand_aside(struct canal_remote_hub *hub)
+{
+	uint64_t now = canal_now_ns();
+	if (!standby_until(hub, now))
+		return false;
+	uint32_t key = waitq_prepare(&hub->standby);
+	uint64_t until = standby_until(hub, now);
+	/* (A stop stored just after this load waits for the sleep's
+	 * bound: hub_stop's notify may come before the prepare.) */
+	if (until && !atomic_load_explicit(&hub->stop, memory_order_acquire))
+		waitq_sleep(&hub->standby, key, false, until);
+	waitq_finish(&hub->standby);
+	return until != 0;
+}
+
 static void *hub_main(void *arg)
 {
 	struct canal_remote_hub *hub = arg;
 	uint64_t last_event = canal_now_ns();
 	unsigned nap = 0;
 	while (!atomic_load_explicit(&hub->stop, memory_order_acquire)) {
-		int act = 0;
-		pthread_mutex_lock(&hub->lock);
-		struct canal__list *l, *next;
-		for (l = hub->chans.next; l != &hub->chans; l = next) {
-			next = l->next;
-			struct canal_remote *r =
-				canal__container_of(l, struct canal_remote, link);
-			act += remote_step(r);
-			if (r->finished && r->detached) {
-				canal__list_remove(&r->link);
-				remote_free(r);
-			}
+		if (stand_aside(hub)) {
+			/* Taking over: spin as after an event. */
+			last_event = canal_now_ns();
+			nap = 0;
+			continue;
 		}
-		if (canal_engine_progress(hub->e) > 0)
-			act++;
+		pthread_mutex_lock(&hub->lock);
+		int act = hub_round(hub);
+		hub->thread_rounds++;
 		pthread_mutex_unlock(&hub->lock);
 		while (atomic_load_explicit(&hub->waiters, memory_order_relaxed))
 			sched_yield();
@@ -628,6 +774,15 @@ EXPORT int canal_remote_hub_start(struct canal_engine *e,
 	const char *spin = getenv("CANAL_REMOTE_SPIN_US");
 	if (spin && *spin)
 		hub->spin_ns = strtoull(spin, NULL, 10) * 1000ull;
+	const char *cp = getenv("CANAL_REMOTE_CALLER_PROGRESS");
+	hub->caller_progress = !(cp && strcmp(cp, "0") == 0);
+	hub->hook = (struct canal__wait_hook){
+		.begin = caller_begin,
+		.poll = caller_poll,
+		.end = caller_end,
+		.arg = hub,
+		.budget_ns = hub->spin_ns ? hub->spin_ns : SPIN_NS_DEFAULT,
+	};
 	int err = pthread_create(&hub->thread, NULL, hub_main, hub);
 	if (err) {
 		pthread_mutex_destroy(&hub->lock);
@@ -665,12 +820,22 @@ EXPORT int canal_remote_hub_stop(struct canal_remote_hub *hub)
 		sleep_us(200);
 	}
 	atomic_store_explicit(&hub->stop, true, memory_order_release);
+	waitq_notify(&hub->standby, 1, false);
 	pthread_join(hub->thread, NULL);
 	/* Zombies still there have a receive posted into their buffer: it
 	 * must outlive the session's requests, so it is left allocated. */
 	pthread_mutex_destroy(&hub->lock);
 	free(hub);
 	return 0;
+}
+
+void canal__remote_hub_rounds(struct canal_remote_hub *hub,
+			      uint64_t *by_callers, uint64_t *by_thread)
+{
+	hub_enter(hub);
+	*by_callers = hub->caller_rounds;
+	*by_thread = hub->thread_rounds;
+	pthread_mutex_unlock(&hub->lock);
 }
 
 EXPORT void canal_remote_hub_lock(struct canal_remote_hub *hub)
@@ -733,6 +898,8 @@ EXPORT int canal_remote_open(struct canal_remote_hub *hub, int gate,
 		r->ch = canal_chan_create(elt_size, local_cap, 0);
 		if (!r->ch)
 			err = -errno;
+		else if (hub->caller_progress)
+			err = canal__chan_set_hook(r->ch, &hub->hook);
 	}
 	if (err) {
 		remote_free(r);

@@ -1,17 +1,21 @@
 """Remote channels (issue 16): round trip and messages/s of 8-byte elements
 through a remote channel (canal/remote.h: a local channel at each end, a
-hub thread forwarding through the engine) beside the engine's own
-isend/irecv ping-pong and a bare blocking TCP ping-pong on loopback
-(TCP_NODELAY, one write and one read per message; its stream is one
-write(8) per message). One program, bench/engine/remote_pingpong, runs all
-three in the same run; ZeroMQ PAIR over tcp:// (bench/engine/zmq_osu_latency
+hub thread forwarding through the engine; a thread blocked on a local
+channel does the hub's work itself) beside the engine's own isend/irecv
+ping-pong and two bare TCP ping-pongs on loopback (TCP_NODELAY, one write
+and one read per message): one with blocking reads (its stream is one
+write(8) per message), one reading with MSG_DONTWAIT in a busy loop, as
+latency-minded code does (a blocking read's wake-up can cost 20-45 us on
+these VMs, and canal polls). One program, bench/engine/remote_pingpong,
+runs them all in the same run; ZeroMQ PAIR over tcp:// (bench/engine/zmq_osu_latency
 and zmq_osu_bw at 8 B, under canal-launch: round trip = 2 x the OSU one-way
 latency, messages/s = its bandwidth / 8 B, windows of 64 messages) runs
 between them. The runs are repeated (interleaved) and the tables give the
 median with the spread (min-max) of the runs.
 Ranks pinned to CPUs 0 and 1 (--pin 1), as canal-launch pins them.
 
-Target of issue 16: remote channel round trip <= 1.2 x bare TCP.
+Target of issue 16: remote channel round trip <= 1.2 x bare TCP, judged
+against the faster of the two bare ping-pongs (by median).
 Environment: CANAL_REMOTE_REPS overrides the number of repetitions.
 """
 from __future__ import annotations
@@ -26,7 +30,7 @@ from . import report, stats
 PROG = "bench/engine/remote_pingpong"
 TARGET = 1.2
 
-_LINE = re.compile(r"^(bare tcp|engine|remote)\s+rtt_us\s+([0-9.]+)\s+\[[^\]]*\]\s+"
+_LINE = re.compile(r"^(bare tcp poll|bare tcp|engine|remote)\s+rtt_us\s+([0-9.]+)\s+\[[^\]]*\]\s+"
                    r"msgs_per_s\s+([0-9.]+)\s*$")
 
 
@@ -72,6 +76,18 @@ def zmq_run(build_dir: str, iters: str, timeout: float) -> Tuple[float, float]:
     return 2 * out[0], out[1] * 1e6 / 8
 
 
+def best_bare(rtt: Dict[Tuple[str, str], List[float]]) -> Tuple[str, List[float]]:
+    """The faster (lower median round trip) of the bare TCP ping-pongs
+    measured over TCP: (its name for the tables, its runs), or ("", [])."""
+    found = [(stats.median(v), name, v) for name, v in
+             (("bare TCP", rtt.get(("tcp", "bare tcp"))),
+              ("bare TCP, polling", rtt.get(("tcp", "bare tcp poll")))) if v]
+    if not found:
+        return "", []
+    _, name, runs = min(found, key=lambda f: f[0])
+    return name, runs
+
+
 def run(build_dir: str, mode: str) -> str:
     quick = mode == "quick"
     reps = int(os.environ.get("CANAL_REMOTE_REPS", "3" if quick else "7"))
@@ -114,19 +130,20 @@ def run(build_dir: str, mode: str) -> str:
                     raw_rows.append([drv, method, rep + 1, us, mps])
     rows = []
     for drv in ("tcp", "shm"):
-        for method in ("bare tcp", "zeromq", "engine", "remote"):
+        for method in ("bare tcp", "bare tcp poll", "zeromq", "engine", "remote"):
             if (drv, method) in rtt:
                 r = rate.get((drv, method))
                 rows.append([drv, method, stats.fmt_spread(rtt[(drv, method)], lambda x: f"{x:.2f}"),
                              stats.fmt_spread(r, lambda x: f"{x / 1e6:.2f} M") if r else "-"])
     md.append(report.markdown_table(["driver", "method", "round trip (us)", "messages/s"], rows))
-    bare, remote = rtt.get(("tcp", "bare tcp")), rtt.get(("tcp", "remote"))
+    bare_name, bare = best_bare(rtt)
+    remote = rtt.get(("tcp", "remote"))
     if bare and remote:
         ratio = stats.median(remote) / stats.median(bare)
         verdict = "met" if ratio <= TARGET else "MISSED"
         md.append(f"\nTarget of issue 16: remote channel round trip over TCP <= {TARGET} x bare "
-                  f"TCP: {ratio:.2f} x ({verdict}).\n")
-        report.headline("remote", "round trip 8 B, TCP loopback", remote, "bare TCP", bare,
+                  f"TCP (the faster of the two, here {bare_name}): {ratio:.2f} x ({verdict}).\n")
+        report.headline("remote", "round trip 8 B, TCP loopback", remote, bare_name, bare,
                         "us", TARGET)
     if rate.get(("tcp", "remote")) and rate.get(("tcp", "bare tcp")):
         report.headline("remote", "messages/s 8 B, TCP loopback", rate[("tcp", "remote")],
