@@ -4,7 +4,9 @@
  * round makes it ready (begin once, end(satisfied) once); a hook that
  * does nothing is given up after its budget and the ordinary wait takes
  * over (another thread's send still wakes it); deadlines hold during the
- * hook phase; a task does not run the hook; bad calls are refused.
+ * hook phase; a begin that says no skips the phase; published is called
+ * once by every send form after its publication, never by a receive; a
+ * task does not run the hook; bad calls are refused.
  * Every wait here is bounded (2-10 s): a hook that is not run shows as
  * -ETIMEDOUT, never as a hang. */
 #include "check.h"
@@ -23,15 +25,24 @@ struct feeder {
 	int after;	  /* polls before acting */
 	_Atomic int polls, begins, ends, ends_satisfied;
 	_Atomic int polls_at_end;
+	_Atomic int published;
+	bool refuse;	  /* begin says no */
 	pthread_t waiter; /* the thread expected to poll */
 	_Atomic int foreign; /* polls from another thread */
 	uint64_t value;
 };
 
-static void f_begin(void *arg)
+static bool f_begin(void *arg)
 {
 	struct feeder *f = arg;
 	atomic_fetch_add(&f->begins, 1);
+	return !f->refuse;
+}
+
+static void f_published(void *arg)
+{
+	struct feeder *f = arg;
+	atomic_fetch_add(&f->published, 1);
 }
 
 static int f_poll(void *arg)
@@ -66,7 +77,8 @@ static void f_end(void *arg, bool satisfied)
 
 static struct canal__wait_hook hook_of(struct feeder *f, uint64_t budget)
 {
-	return (struct canal__wait_hook){ f_begin, f_poll, f_end, f, budget };
+	return (struct canal__wait_hook){ f_begin, f_poll, f_end, f_published,
+					  f, budget };
 }
 
 static struct feeder *feeder_new(struct canal_chan *ch, int mode, int after)
@@ -230,9 +242,78 @@ static void test_deadline(void)
 	uint64_t v;
 	uint64_t t0 = canal_now_ns();
 	CHECK_EQ(canal_recv_timeout(ch, &v, 30000000), -ETIMEDOUT);
-	CHECK(canal_now_ns() - t0 < 30000000000ull); /* not the budget */
+	CHECK(canal_now_ns() - t0 < 5000000000ull); /* not the budget */
 	CHECK_EQ(atomic_load(&f->ends), 1);
 	CHECK_EQ(atomic_load(&f->ends_satisfied), 0);
+	canal_chan_destroy(ch);
+	free(f);
+}
+
+/* begin says no (another thread polls): no poll, no end, the ordinary
+ * wait; a hook without published works as well. */
+static void test_refused_begin(void)
+{
+	struct canal_chan *ch = canal_chan_create(8, 4, 0);
+	CHECK(ch);
+	struct feeder *f = feeder_new(ch, 1, 1);
+	f->refuse = true;
+	struct canal__wait_hook h = hook_of(f, 10000000000ull);
+	h.published = NULL;
+	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
+	uint64_t v;
+	CHECK_EQ(canal_recv_timeout(ch, &v, 20000000), -ETIMEDOUT);
+	CHECK(atomic_load(&f->begins) >= 1);
+	CHECK_EQ(atomic_load(&f->polls), 0);
+	CHECK_EQ(atomic_load(&f->ends), 0);
+	v = 5;
+	CHECK_EQ(canal_send(ch, &v), 0);
+	CHECK_EQ(canal_recv(ch, &v), 0);
+	CHECK_EQ(v, 5);
+	canal_chan_destroy(ch);
+	free(f);
+}
+
+/* published: once per publication by every send form, never by a
+ * receive; after the element is in the channel. */
+static struct canal_chan *pub_ch;
+
+static void pub_check(void *arg)
+{
+	struct feeder *f = arg;
+	atomic_fetch_add(&f->published, 1);
+	CHECK(canal_chan_len(pub_ch) > 0);
+}
+
+static void test_published(void)
+{
+	struct canal_chan *ch = canal_chan_create(8, 16, 0);
+	CHECK(ch);
+	pub_ch = ch;
+	struct feeder *f = feeder_new(ch, 0, 0);
+	struct canal__wait_hook h = hook_of(f, 1000000);
+	h.published = pub_check;
+	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
+	uint64_t v = 1, b[3] = { 2, 3, 4 }, out[16];
+	CHECK_EQ(canal_send(ch, &v), 0);
+	CHECK_EQ(atomic_load(&f->published), 1);
+	CHECK_EQ(canal_try_send(ch, &v), 0);
+	CHECK_EQ(atomic_load(&f->published), 2);
+	CHECK_EQ(canal_send_timeout(ch, &v, 1000000), 0);
+	CHECK_EQ(atomic_load(&f->published), 3);
+	CHECK_EQ(canal_send_batch(ch, b, 3), 3);
+	CHECK_EQ(atomic_load(&f->published), 4);
+	CHECK_EQ(canal_try_send_batch(ch, b, 3), 3);
+	CHECK_EQ(atomic_load(&f->published), 5);
+	struct canal_slot sl;
+	CHECK_EQ(canal_send_reserve(ch, &sl), 0);
+	memcpy(sl.data, &v, sizeof v);
+	CHECK_EQ(atomic_load(&f->published), 5); /* reserved, not published */
+	CHECK_EQ(canal_send_commit(ch, &sl), 0);
+	CHECK_EQ(atomic_load(&f->published), 6);
+	CHECK_EQ(canal_recv_batch(ch, out, 16), 10);
+	CHECK_EQ(canal_try_recv(ch, out), -EAGAIN);
+	CHECK_EQ(atomic_load(&f->published), 6);
+	CHECK_EQ(atomic_load(&f->polls), 0); /* never waited */
 	canal_chan_destroy(ch);
 	free(f);
 }
@@ -270,8 +351,11 @@ int main(void)
 	test_send_drained();
 	test_budget();
 	test_deadline();
+	test_refused_begin();
+	test_published();
 	test_task();
 	printf("channel progress hooks: receives and sends fed by the hook "
-	       "in the waiting thread, budget, deadline, tasks, refusals\n");
+	       "in the waiting thread, budget, deadline, a refused begin, "
+	       "published by every send form, tasks, refusals\n");
 	return 0;
 }

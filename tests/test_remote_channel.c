@@ -28,8 +28,11 @@
  *  - a ping-pong of PINGS round trips (one remote channel each way, one
  *    thread per process, each value echoed + 1): every reply right; with
  *    caller progress on, waiting threads ran hub rounds themselves, with
- *    it off (CANAL_REMOTE_CALLER_PROGRESS=0) none did.
- * Everything runs twice per driver, caller progress on and off.
+ *    it off (CANAL_REMOTE_CALLER_PROGRESS=0) none did;
+ *  - a sender whose hub thread naps (CANAL_REMOTE_SPIN_US=0) pushes its
+ *    elements itself: rounds run by sends, every element in order.
+ * Everything but the last runs twice per driver, caller progress on and
+ * off.
  * Pass/fail never depends on timing (the job's alarm bounds the time). */
 #include "engine_job.h"
 #include "remote_stress.h"
@@ -360,8 +363,8 @@ static int ping_pong(struct canal_remote_hub *hub, int rank, bool callers)
 				   sizeof(uint64_t), 16, &out), 0);
 	CHECK_EQ(canal_remote_open(hub, peer, rank ? 20 : 21, CANAL_REMOTE_RECV,
 				   sizeof(uint64_t), 16, &in), 0);
-	uint64_t c0, t0, c1, t1;
-	canal__remote_hub_rounds(hub, &c0, &t0);
+	struct canal__remote_rounds r0, r1;
+	canal__remote_hub_rounds(hub, &r0);
 	struct canal_chan *o = canal_remote_chan(out), *i = canal_remote_chan(in);
 	uint64_t v = 0;
 	for (uint64_t k = 0; k < PINGS; k++) {
@@ -377,15 +380,64 @@ static int ping_pong(struct canal_remote_hub *hub, int rank, bool callers)
 			CHECK_EQ(canal_send(o, &v), 0);
 		}
 	}
-	canal__remote_hub_rounds(hub, &c1, &t1);
-	if (callers)
-		CHECK(c1 > c0);
-	else
-		CHECK_EQ(c1, c0);
+	canal__remote_hub_rounds(hub, &r1);
+	if (callers) {
+		CHECK(r1.waiting > r0.waiting);
+	} else {
+		CHECK_EQ(r1.waiting, r0.waiting);
+		CHECK_EQ(r1.sending, r0.sending);
+	}
 	CHECK_EQ(canal_close(o), 0);
 	CHECK_EQ(canal_recv(i, &v), -EPIPE);
 	CHECK_EQ(canal_remote_close(out, 20000000000), 0);
 	CHECK_EQ(canal_remote_close(in, 20000000000), 0);
+	return 0;
+}
+
+/* ---- a send to a napping hub pushes its element itself ---- */
+
+#define KICKS 200
+
+/* The hub thread naps as soon as it is idle (CANAL_REMOTE_SPIN_US=0):
+ * rank 0 sends KICKS elements one at a time, pausing 300 us after each
+ * (the hub naps meanwhile), on a channel whose credits never run out
+ * (capacity 2 x KICKS: rank 0 never waits); rank 1 receives them all in
+ * order. Rank 0's sends ran rounds themselves (most find the hub
+ * napping; a send that finds it awake leaves the element to it). */
+static int kick_body(struct canal_engine *e, int rank, int size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	setenv("CANAL_REMOTE_CALLER_PROGRESS", "1", 1);
+	setenv("CANAL_REMOTE_SPIN_US", "0", 1);
+	struct canal_remote_hub *hub;
+	CHECK_EQ(canal_remote_hub_start(e, &hub), 0);
+	struct canal_remote *r;
+	CHECK_EQ(canal_remote_open(hub, 1 - rank, 30,
+				   rank ? CANAL_REMOTE_RECV : CANAL_REMOTE_SEND,
+				   sizeof(uint64_t), 2 * KICKS, &r), 0);
+	struct canal_chan *ch = canal_remote_chan(r);
+	uint64_t v;
+	if (rank == 0) {
+		struct canal__remote_rounds r0, r1;
+		canal__remote_hub_rounds(hub, &r0);
+		for (uint64_t k = 0; k < KICKS; k++) {
+			CHECK_EQ(canal_send(ch, &k), 0);
+			usleep(300);
+		}
+		canal__remote_hub_rounds(hub, &r1);
+		CHECK(r1.sending > r0.sending);
+		CHECK_EQ(r1.waiting, r0.waiting); /* it never waited */
+		CHECK_EQ(canal_close(ch), 0);
+	} else {
+		for (uint64_t k = 0; k < KICKS; k++) {
+			CHECK_EQ(canal_recv(ch, &v), 0);
+			CHECK_EQ(v, k);
+		}
+		CHECK_EQ(canal_recv(ch, &v), -EPIPE);
+	}
+	CHECK_EQ(canal_remote_close(r, 20000000000), 0);
+	CHECK_EQ(canal_remote_hub_stop(hub), 0);
 	return 0;
 }
 
@@ -427,6 +479,10 @@ int main(void)
 			       callers ? "on" : "off");
 			fflush(stdout);
 		}
+		struct job k = { 2, drivers[d], "default", 100, -1, NULL };
+		CHECK_EQ(job_run(&k, kick_body, NULL), 0);
+		printf("%s, sends to a napping hub: ok\n", drivers[d]);
+		fflush(stdout);
 	}
 	TEST_DONE("test_remote_channel");
 }

@@ -224,8 +224,9 @@ static bool hook_phase(const struct canal__parker *p,
 		       const struct canal__wait_cond *c, uint64_t deadline_ns)
 {
 	const struct canal__wait_hook *h = c->hook;
-	h->begin(h->arg);
 	uint64_t last = canal_now_ns();
+	if (last >= deadline_ns || !h->begin(h->arg))
+		return false;
 	for (;;) {
 		int act = h->poll(h->arg);
 		if (c->ready(c->arg)) {

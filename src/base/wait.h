@@ -385,25 +385,36 @@ enum canal__wait_kind {
  * round itself instead of waiting for it to be scheduled, as an MPI
  * library progresses its transfers inside MPI_Wait: no thread hand-off
  * on the way.
- *   begin(arg)          once, before the first poll (the party may stand
- *                       aside while someone polls for it);
+ *   begin(arg)          before the first poll: true to poll (the party
+ *                       may stand aside while someone polls for it),
+ *                       false to skip the hook phase (another thread
+ *                       polls already: this one waits as usual, served
+ *                       by that one's rounds);
  *   poll(arg)           one round, never blocking: > 0 when it did
  *                       something, 0 when not (or when it could not run
  *                       now: another thread runs the round);
- *   end(arg, satisfied) once, after the last poll: satisfied when the
- *                       waiter's condition came true (it is likely back
- *                       soon), false when it gives up polling (the party
- *                       must take over at once: the waiter is going to
- *                       sleep, and only the party can make it ready).
+ *   end(arg, satisfied) once after a begin that returned true, after the
+ *                       last poll: satisfied when the waiter's condition
+ *                       came true (it is likely back soon), false when it
+ *                       gives up polling (the party must take over at
+ *                       once: the waiter is going to sleep, and only the
+ *                       party can make it ready);
+ *   published(arg)      NULL, or called by every send that published
+ *                       elements into the channel (any form, tasks too),
+ *                       after the publication, in the sender's thread;
+ *                       never blocks (the party may push them on at once
+ *                       when nobody else would soon).
  * The hook phase (wait.c) runs before every other phase, for threads only
- * (a task parks at once: a round can take its loop's thread for long), and
- * lasts until budget_ns pass without a poll that did something, or the
- * deadline; the ordinary phases follow it.
+ * (a task parks at once: a round can take its loop's thread for long),
+ * not once the deadline has passed, and lasts until budget_ns pass
+ * without a poll that did something, or the deadline; the ordinary phases
+ * follow it.
  */
 struct canal__wait_hook {
-	void (*begin)(void *arg);
+	bool (*begin)(void *arg);
 	int (*poll)(void *arg);
 	void (*end)(void *arg, bool satisfied);
+	void (*published)(void *arg);
 	void *arg;
 	uint64_t budget_ns;
 };

@@ -36,10 +36,13 @@
  * case with no sleeper costs one load.
  */
 
-/* After publishing positions [pos, pos + k). */
+/* After publishing positions [pos, pos + k). (Also tells a progress
+ * hook that wants to know, hook.h: every publication passes here.) */
 static inline void wake_receivers(struct canal_chan *ch, uint64_t pos,
 				  uint32_t k)
 {
+	if (unlikely(ch->hook != NULL) && ch->hook->published)
+		ch->hook->published(ch->hook->arg);
 	if (likely(!waitq_needs_wake(&ch->st->recv_wq, ch->shared)))
 		return;
 	if (atomic_load_explicit(&ch->st->head, memory_order_seq_cst) == pos)

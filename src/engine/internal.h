@@ -266,9 +266,13 @@ static inline bool canal__gate_valid(const struct canal_engine *e, int g)
 }
 
 /* remote.c: the rounds run so far by threads waiting on the hub's local
- * channels (caller progress) and by the hub's own thread, for tests. */
+ * channels (caller progress), by senders (a send to a hub standing aside
+ * or napping), and by the hub's own thread; for tests. */
 struct canal_remote_hub;
+struct canal__remote_rounds {
+	uint64_t waiting, sending, thread;
+};
 void canal__remote_hub_rounds(struct canal_remote_hub *hub,
-			      uint64_t *by_callers, uint64_t *by_thread);
+			      struct canal__remote_rounds *out);
 
 #endif /* CANAL_ENGINE_INTERNAL_H */

@@ -40,18 +40,20 @@
  *    channel (received - pushed <= r - len).
  *
  * Threading: the hub's mutex protects every struct canal_remote field and
- * serializes the engine session (one thread at a time, engine.h); the hub
- * thread holds it for one round over all channels, then lets it go. A
+ * serializes the engine session (one thread at a time, engine.h); whoever
+ * runs a round (the hub thread, or a user thread by caller progress, with
+ * a trylock) holds it for one round over all channels, then lets it go. A
  * thread that wants it (open, close, error, hub_lock) counts itself in
  * hub->waiters before locking; the hub thread yields while that count is
- * not zero, so a round cannot starve it. The local channels are used
- * without the lock (they are thread-safe), except that a closer takes a
- * channel away (r->ch = NULL) under the lock, after which the hub never
- * touches it. Memory ordering: every shared field is read and written
- * under the mutex (its lock/unlock pairs order them); hub->waiters is a
- * relaxed hint (a stale read costs one yield or one round, never
- * correctness); hub->stop is a release store paired with the hub
- * thread's acquire load.
+ * not zero and user threads do not try the lock, so rounds cannot starve
+ * it. The local channels are used without the lock (they are
+ * thread-safe), except that a closer takes a channel away (r->ch = NULL)
+ * under the lock, after which no round touches it. Memory ordering: every
+ * struct canal_remote field is read and written under the mutex (its
+ * lock/unlock pairs order them); hub->waiters is a relaxed hint (a stale
+ * read costs one yield or one round, never correctness); the caller
+ * progress words (callers, caller_end_ns, caller_round_ns, state, stop)
+ * are described with caller progress below.
  *
  * Who wakes whom: users blocked on a local channel are woken by the
  * channel itself when the hub pushes into it, takes from it or closes it.
@@ -156,13 +158,15 @@ struct canal_remote_hub {
 	 * local channels, when the last one left satisfied (0: it gave
 	 * up), where the hub thread stands aside, and the hook itself
 	 * (installed on every local channel unless turned off). */
-	atomic_uint callers;
+	atomic_uint callers; /* 0, or 1: a thread polls */
 	_Atomic uint64_t caller_end_ns;
-	_Atomic uint64_t caller_round_ns; /* a caller's last round */
+	_Atomic uint64_t caller_round_ns; /* the poller's last round */
+	atomic_int state;		  /* HUB_RUNNING, ASIDE, NAPPING */
+	atomic_bool kick; /* the first send after a satisfied caller pushes */
 	struct canal_waitq standby;
-	struct canal__wait_hook hook;
+	struct canal__wait_hook hook_send, hook_recv;
 	bool caller_progress; /* CANAL_REMOTE_CALLER_PROGRESS, default 1 */
-	uint64_t caller_rounds, thread_rounds; /* under the lock (tests) */
+	struct canal__remote_rounds rounds; /* under the lock (tests) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -278,8 +282,8 @@ static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
 	return true;
 }
 
-/* Whether q completed, without another progress round: the hub makes
- * one round per pass (canal_engine_progress() in hub_main), and
+/* Whether q completed, without another progress round: a hub round
+ * makes one progress call (hub_round), and
  * canal_engine_test() of a request already done only collects it. On TCP
  * a progress round is a system call: one per pass instead of one per
  * request took the 8-byte round trip from about 20 to about 17 us here
@@ -637,41 +641,78 @@ static int hub_round(struct canal_remote_hub *hub)
  * pushed into the local channel by the thread that waits for it, and the
  * element it sent before is pushed to the engine by the same rounds. The
  * hub thread stands aside meanwhile (it would only take a CPU that a
- * caller or the peer process needs), and takes over at once when a caller
- * gives up polling to sleep, since then only the hub can wake it.
+ * caller or the peer process needs), and takes over at once when the
+ * caller gives up polling to sleep, since then only the hub can wake it.
  *
- * callers counts the threads between the hook's begin and end; a caller
- * whose wait ended with its element stores the time in caller_end_ns, and
- * the hub stays aside CALLER_GRACE_NS more (it is likely back). A caller
- * that gives up stores 0 there, then leaves (callers--), then notifies
- * standby: the notifier of wait.h's protocol (N1 = the seq_cst RMW of
- * callers, N2 = waitq_notify), the hub thread its waiter (prepare, then
- * seq_cst loads of callers and caller_end_ns, then sleep). The hub's
- * sleep is bounded by STANDBY_STEP_NS, and by the grace's end: a caller
- * that left satisfied wakes nobody, so the hub looks again by itself.
- * Callers that ran no round for a step (preempted, or kept off the lock)
- * do not keep it aside: caller_round_ns, a relaxed hint (a stale read
- * costs one round or one step).
+ * One caller polls at a time (callers is 0 or 1: begin takes it by a CAS;
+ * other waiters sleep on their channels as usual, and the poller's rounds
+ * serve their channels too). A caller whose wait ended with its element
+ * stores the time in caller_end_ns, and the hub stays aside
+ * CALLER_GRACE_NS more (it is likely back). A caller that gives up
+ * stores 0 there, then leaves (callers = 0), then notifies standby: the
+ * notifier of wait.h's protocol (N1 = the seq_cst RMW of callers, N2 =
+ * waitq_notify), the hub thread its waiter (prepare, then seq_cst loads
+ * of callers and caller_end_ns, then sleep). A caller that left satisfied
+ * wakes nobody: the hub's sleep is bounded by STANDBY_STEP_NS (while a
+ * caller polls) or by the grace's end, so what arrives meanwhile for
+ * other waiters, selects and tasks waits at most that long (less than the
+ * hub's own idle naps, up to 1 ms); and an element sent meanwhile is
+ * pushed by its sender (caller_published). A poller that did not poll
+ * for a step (preempted) does not keep the hub aside: caller_round_ns,
+ * a relaxed hint (a stale read costs one round or one step).
+ *
+ * The hub thread's state (hub->state) tells senders whether it will see
+ * their element soon: RUNNING (it spins), ASIDE (standing aside), NAPPING
+ * (idle, sleeping in steps up to 1 ms). A send into an S end whose hub is
+ * NAPPING runs a round itself (trylock) and wakes the hub thread for what
+ * follows (a stream: later sends find it RUNNING and leave the batching
+ * to it). While it is ASIDE with no poller, only the first send after a
+ * satisfied caller does (hub->kick: a server's reply, sent before it goes
+ * to other work); the next ones wait for the next poller or the grace's
+ * end, so that a stream's sends are not pushed one message each (that
+ * halved a stream's messages/s). Relaxed hints: a stale read costs one
+ * round or a wait of one step.
+ *
+ * Rounds in user threads run with cancellation disabled: the engine's
+ * progress makes system calls that are cancellation points, and a thread
+ * cancelled there would leave the hub's mutex locked.
  */
-static void caller_begin(void *arg)
+enum { HUB_RUNNING = 0, HUB_ASIDE, HUB_NAPPING };
+
+/* A round in a user thread, if the lock is free: what it did (count:
+ * the counter of such rounds). */
+static int user_round(struct canal_remote_hub *hub, uint64_t *count)
+{
+	/* The hub thread, a closer or another thread has the round. */
+	if (atomic_load_explicit(&hub->waiters, memory_order_relaxed) ||
+	    pthread_mutex_trylock(&hub->lock) != 0)
+		return 0;
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	int act = hub_round(hub);
+	(*count)++;
+	pthread_mutex_unlock(&hub->lock);
+	pthread_setcancelstate(old, NULL);
+	return act;
+}
+
+static bool caller_begin(void *arg)
 {
 	struct canal_remote_hub *hub = arg;
+	unsigned none = 0;
+	if (atomic_load_explicit(&hub->callers, memory_order_relaxed))
+		return false;
 	atomic_store_explicit(&hub->caller_round_ns, canal_now_ns(),
 			      memory_order_relaxed);
-	atomic_fetch_add_explicit(&hub->callers, 1, memory_order_seq_cst);
+	return atomic_compare_exchange_strong_explicit(
+		&hub->callers, &none, 1, memory_order_seq_cst,
+		memory_order_relaxed);
 }
 
 static int caller_poll(void *arg)
 {
 	struct canal_remote_hub *hub = arg;
-	/* The hub thread, a closer or another caller has the round: the
-	 * wait layer polls again. */
-	if (atomic_load_explicit(&hub->waiters, memory_order_relaxed) ||
-	    pthread_mutex_trylock(&hub->lock) != 0)
-		return 0;
-	int act = hub_round(hub);
-	hub->caller_rounds++;
-	pthread_mutex_unlock(&hub->lock);
+	int act = user_round(hub, &hub->rounds.waiting);
 	atomic_store_explicit(&hub->caller_round_ns, canal_now_ns(),
 			      memory_order_relaxed);
 	return act;
@@ -683,19 +724,32 @@ static void caller_end(void *arg, bool satisfied)
 	atomic_store_explicit(&hub->caller_end_ns,
 			      satisfied ? canal_now_ns() : 0,
 			      memory_order_seq_cst);
-	if (atomic_fetch_sub_explicit(&hub->callers, 1,
-				      memory_order_seq_cst) == 1 &&
-	    !satisfied)
+	atomic_store_explicit(&hub->kick, satisfied, memory_order_relaxed);
+	atomic_store_explicit(&hub->callers, 0, memory_order_seq_cst);
+	if (!satisfied)
 		waitq_notify(&hub->standby, 1, false);
+}
+
+/* An S end's local channel got elements (any send form). */
+static void caller_published(void *arg)
+{
+	struct canal_remote_hub *hub = arg;
+	int st = atomic_load_explicit(&hub->state, memory_order_relaxed);
+	if (st == HUB_NAPPING) {
+		user_round(hub, &hub->rounds.sending);
+		waitq_notify(&hub->standby, 1, false);
+	} else if (st == HUB_ASIDE &&
+		   !atomic_load_explicit(&hub->callers, memory_order_relaxed) &&
+		   atomic_exchange_explicit(&hub->kick, false,
+					    memory_order_relaxed)) {
+		user_round(hub, &hub->rounds.sending);
+	}
 }
 
 /* Until when the hub thread stands aside (0: it does not). */
 static uint64_t standby_until(struct canal_remote_hub *hub, uint64_t now)
 {
 	if (atomic_load_explicit(&hub->callers, memory_order_seq_cst)) {
-		/* Callers that run no round (preempted, or kept off the lock
-		 * by a closer) do not hold the other channels back longer
-		 * than a step. */
 		uint64_t last = atomic_load_explicit(&hub->caller_round_ns,
 						     memory_order_relaxed);
 		return now < last + STANDBY_STEP_NS ? now + STANDBY_STEP_NS
@@ -703,23 +757,34 @@ static uint64_t standby_until(struct canal_remote_hub *hub, uint64_t now)
 	}
 	uint64_t end = atomic_load_explicit(&hub->caller_end_ns,
 					    memory_order_seq_cst);
-	return end && now - end < CALLER_GRACE_NS ? end + CALLER_GRACE_NS : 0;
+	return end && now < end + CALLER_GRACE_NS ? end + CALLER_GRACE_NS : 0;
 }
 
-/* Stand aside while callers poll: true if the hub slept. */
+/* The hub thread sleeps on standby until deadline (canal_now_ns), in
+ * state st, unless keep_sleeping() says otherwise after its prepare (the
+ * W2 of the protocol above) or stop is set: woken by a caller that gives
+ * up, a send to a napping hub, or hub_stop. */
+static void hub_sleep(struct canal_remote_hub *hub, int st, uint64_t deadline,
+		      bool aside)
+{
+	atomic_store_explicit(&hub->state, st, memory_order_relaxed);
+	uint32_t key = waitq_prepare(&hub->standby);
+	bool sleep = !atomic_load_explicit(&hub->stop, memory_order_seq_cst) &&
+		     (!aside || standby_until(hub, canal_now_ns()) != 0);
+	if (sleep)
+		waitq_sleep(&hub->standby, key, false, deadline);
+	waitq_finish(&hub->standby);
+	atomic_store_explicit(&hub->state, HUB_RUNNING, memory_order_relaxed);
+}
+
+/* Stand aside while a caller polls: true if the hub slept. */
 static bool stand_aside(struct canal_remote_hub *hub)
 {
-	uint64_t now = canal_now_ns();
-	if (!standby_until(hub, now))
+	uint64_t until = standby_until(hub, canal_now_ns());
+	if (!until)
 		return false;
-	uint32_t key = waitq_prepare(&hub->standby);
-	uint64_t until = standby_until(hub, now);
-	/* (A stop stored just after this load waits for the sleep's
-	 * bound: hub_stop's notify may come before the prepare.) */
-	if (until && !atomic_load_explicit(&hub->stop, memory_order_acquire))
-		waitq_sleep(&hub->standby, key, false, until);
-	waitq_finish(&hub->standby);
-	return until != 0;
+	hub_sleep(hub, HUB_ASIDE, until, true);
+	return true;
 }
 
 static void *hub_main(void *arg)
@@ -736,7 +801,7 @@ static void *hub_main(void *arg)
 		}
 		pthread_mutex_lock(&hub->lock);
 		int act = hub_round(hub);
-		hub->thread_rounds++;
+		hub->rounds.thread++;
 		pthread_mutex_unlock(&hub->lock);
 		while (atomic_load_explicit(&hub->waiters, memory_order_relaxed))
 			sched_yield();
@@ -751,7 +816,9 @@ static void *hub_main(void *arg)
 		} else {
 			nap = nap ? (nap * 2 > SLEEP_MAX_US ? SLEEP_MAX_US : nap * 2)
 				  : SLEEP_MIN_US;
-			sleep_us(nap);
+			/* Woken early by a send (caller_published). */
+			hub_sleep(hub, HUB_NAPPING,
+				  canal_now_ns() + (uint64_t)nap * 1000, false);
 		}
 	}
 	return NULL;
@@ -776,13 +843,15 @@ EXPORT int canal_remote_hub_start(struct canal_engine *e,
 		hub->spin_ns = strtoull(spin, NULL, 10) * 1000ull;
 	const char *cp = getenv("CANAL_REMOTE_CALLER_PROGRESS");
 	hub->caller_progress = !(cp && strcmp(cp, "0") == 0);
-	hub->hook = (struct canal__wait_hook){
+	hub->hook_recv = (struct canal__wait_hook){
 		.begin = caller_begin,
 		.poll = caller_poll,
 		.end = caller_end,
 		.arg = hub,
 		.budget_ns = hub->spin_ns ? hub->spin_ns : SPIN_NS_DEFAULT,
 	};
+	hub->hook_send = hub->hook_recv;
+	hub->hook_send.published = caller_published;
 	int err = pthread_create(&hub->thread, NULL, hub_main, hub);
 	if (err) {
 		pthread_mutex_destroy(&hub->lock);
@@ -819,7 +888,9 @@ EXPORT int canal_remote_hub_stop(struct canal_remote_hub *hub)
 			break;
 		sleep_us(200);
 	}
-	atomic_store_explicit(&hub->stop, true, memory_order_release);
+	/* Seq_cst: the N1 of the standby protocol (hub_sleep's W2 reads
+	 * stop after its prepare). */
+	atomic_store_explicit(&hub->stop, true, memory_order_seq_cst);
 	waitq_notify(&hub->standby, 1, false);
 	pthread_join(hub->thread, NULL);
 	/* Zombies still there have a receive posted into their buffer: it
@@ -830,11 +901,10 @@ EXPORT int canal_remote_hub_stop(struct canal_remote_hub *hub)
 }
 
 void canal__remote_hub_rounds(struct canal_remote_hub *hub,
-			      uint64_t *by_callers, uint64_t *by_thread)
+			      struct canal__remote_rounds *out)
 {
 	hub_enter(hub);
-	*by_callers = hub->caller_rounds;
-	*by_thread = hub->thread_rounds;
+	*out = hub->rounds;
 	pthread_mutex_unlock(&hub->lock);
 }
 
@@ -899,9 +969,13 @@ EXPORT int canal_remote_open(struct canal_remote_hub *hub, int gate,
 		if (!r->ch)
 			err = -errno;
 		else if (hub->caller_progress)
-			err = canal__chan_set_hook(r->ch, &hub->hook);
+			err = canal__chan_set_hook(r->ch,
+						   end == CANAL_REMOTE_SEND
+							   ? &hub->hook_send
+							   : &hub->hook_recv);
 	}
 	if (err) {
+		canal_chan_destroy(r->ch);
 		remote_free(r);
 		return err;
 	}
