@@ -368,6 +368,9 @@ int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
  * without provided-buffer rings, or the loop's buffers all held by
  * streams whose tasks have not read them yet), a stream's receive is one
  * canal_io_recv: the same results, at the cost of a receive per call.
+ * Unix-domain sockets always go that way: Linux's multishot receive can
+ * miss the end of input on them (liburing issue 1549), and the task would
+ * wait for ever.
  */
 struct canal_io_rstream;
 

@@ -21,6 +21,15 @@
  * short, makes one plain receive (canal_io_recv). Close cancels the
  * receive and waits for that last CQE before the structure goes away: no
  * CQE ever names freed memory.
+ *
+ * Unix-domain sockets never get the multishot receive: on them Linux's
+ * multishot receive can miss the end of input (a peer's shutdown or close
+ * after its last bytes: the receive stays armed, no last CQE comes, the
+ * task waits for ever; reported upstream as liburing issue 1549, a kernel
+ * race, still here on 6.18.44: test_task_rstream's part G hung 2 times in
+ * about 40 runs under load, every hung stream at the end of its input
+ * with the socket saying so). They take a receive per call (fallback), as
+ * on the epoll backend.
  */
 #define _GNU_SOURCE
 #include "runtime/internal.h"
@@ -225,6 +234,15 @@ static ssize_t take_now(struct canal_io_rstream *s, void *buf, size_t len)
 	return -EAGAIN;
 }
 
+/* fd is a Unix-domain socket (the top of this file: no multishot). */
+static bool unix_socket(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	       domain == AF_UNIX;
+}
+
 EXPORT int canal_io_rstream_open(int fd, struct canal_io_rstream **out)
 {
 	if (!out || fd < 0)
@@ -239,7 +257,7 @@ EXPORT int canal_io_rstream_open(int fd, struct canal_io_rstream **out)
 	s->task = t;
 	s->loop = l;
 	s->fd = fd;
-	s->fallback = !l->rt->backend->rstream_arm;
+	s->fallback = !l->rt->backend->rstream_arm || unix_socket(fd);
 	t->pinned++; /* on this loop until close (io.h) */
 	t->rstreams++;
 	arm(s);

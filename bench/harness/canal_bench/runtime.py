@@ -47,7 +47,7 @@ ROWS = [  # (result, workload, unit)
     ("chan_pingpong_2loops_1", "channel ping-pong, capacity 1, two loops", "ns/round trip"),
     ("thread_chan_pingpong_0", "channel ping-pong, capacity 0, two OS threads", "ns/round trip"),
     ("thread_chan_pingpong_1", "channel ping-pong, capacity 1, two OS threads", "ns/round trip"),
-    ("sock_pingpong_recv", "socket ping-pong, Unix socket pair, one loop: a receive per message", "ns/round trip"),
+    ("sock_pingpong_recv", "socket ping-pong, TCP loopback pair, one loop: a receive per message", "ns/round trip"),
     ("sock_pingpong_rstream", "the same with receive streams (one multishot receive per socket)", "ns/round trip"),
 ]
 _LINE = re.compile(r"^([a-z_0-9]+)\s+([0-9]+(?:\.[0-9]*)?)\s+(\S+)\s*$")
