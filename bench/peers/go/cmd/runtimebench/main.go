@@ -9,7 +9,7 @@
 // (sync.WaitGroup), one P; cond_pingpong: sync.Cond round trip, one P;
 // chan_pingpong_1loop_C / _2loops_C: an unbuffered (C=0) or capacity-1
 // channel round trip with GOMAXPROCS 1 / 2; sock_pingpong_recv: 8 bytes
-// there and back between two goroutines over a Unix socket pair through
+// there and back between two goroutines over a TCP loopback pair through
 // Go's net package (its netpoller), one P, rounds / 4 round trips;
 // parked_bytes_N: resident bytes per goroutine parked on a channel
 // receive (RSS delta / N).
@@ -26,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -114,24 +113,28 @@ func chanPingPong(capacity, procs int) {
 	fmt.Printf("chan_pingpong_%s_%d %.1f ns/rt\n", name, capacity, float64(time.Since(t0).Nanoseconds())/float64(rounds))
 }
 
-// sockConn: one end of a Unix socket pair as a net.Conn (netpoller).
-func sockConn(fd int, name string) net.Conn {
-	f := os.NewFile(uintptr(fd), name)
-	c, err := net.FileConn(f)
+// tcpPair: the two ends of a TCP connection on loopback (Go sets
+// TCP_NODELAY by default), as canal's socket ping-pong uses.
+func tcpPair() (net.Conn, net.Conn) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
-	f.Close() // FileConn dup'ed it
-	return c
+	defer l.Close()
+	a, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	b, err := l.Accept()
+	if err != nil {
+		panic(err)
+	}
+	return a, b
 }
 
 func sockPingPong() {
 	runtime.GOMAXPROCS(1)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		panic(err)
-	}
-	a, b := sockConn(fds[0], "a"), sockConn(fds[1], "b")
+	a, b := tcpPair()
 	n := rounds / 4
 	done := make(chan struct{})
 	t0 := time.Now()
