@@ -81,22 +81,29 @@ static struct canal__wait_hook hook_of(struct feeder *f, uint64_t budget)
 					  f, budget };
 }
 
-static struct feeder *feeder_new(struct canal_chan *ch, int mode, int after)
+/* A feeder and its thread channel of 8-byte elements, capacity cap. */
+static struct feeder *feeder_new(size_t cap, int mode, int after)
 {
 	struct feeder *f = calloc(1, sizeof *f);
 	CHECK(f);
-	f->ch = ch;
+	f->ch = canal_chan_create(8, cap, 0);
+	CHECK(f->ch);
 	f->mode = mode;
 	f->after = after;
 	f->waiter = pthread_self();
 	return f;
 }
 
+static void feeder_free(struct feeder *f)
+{
+	canal_chan_destroy(f->ch);
+	free(f);
+}
+
 static void test_refusals(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 4, 0);
-	CHECK(ch);
-	struct feeder *f = feeder_new(ch, 0, 0);
+	struct feeder *f = feeder_new(4, 0, 0);
+	struct canal_chan *ch = f->ch;
 	struct canal__wait_hook h = hook_of(f, 1000000);
 	CHECK_EQ(canal__chan_set_hook(NULL, &h), -EINVAL);
 	struct canal__wait_hook bad = h;
@@ -121,16 +128,14 @@ static void test_refusals(void)
 	uint64_t v;
 	CHECK_EQ(canal_recv_timeout(ch, &v, 20000000), -ETIMEDOUT);
 	CHECK_EQ(atomic_load(&f->polls), 0);
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 /* Receives fed only by the hook: nobody else sends. */
 static void test_recv_fed(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 4, 0);
-	CHECK(ch);
-	struct feeder *f = feeder_new(ch, 1, 5);
+	struct feeder *f = feeder_new(4, 1, 5);
+	struct canal_chan *ch = f->ch;
 	f->value = 42;
 	struct canal__wait_hook h = hook_of(f, 10000000000ull);
 	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
@@ -160,19 +165,17 @@ static void test_recv_fed(void)
 	CHECK_EQ(canal_recv(ch, &v), 0);
 	CHECK_EQ(v, 7);
 	CHECK_EQ(atomic_load(&f->begins), 3);
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 /* A send into the full channel made possible by the hook's round. */
 static void test_send_drained(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 2, 0);
-	CHECK(ch);
+	struct feeder *f = feeder_new(2, 2, 3);
+	struct canal_chan *ch = f->ch;
 	uint64_t a = 1, b = 2, c = 3;
 	CHECK_EQ(canal_try_send(ch, &a), 0);
 	CHECK_EQ(canal_try_send(ch, &b), 0);
-	struct feeder *f = feeder_new(ch, 2, 3);
 	struct canal__wait_hook h = hook_of(f, 10000000000ull);
 	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
 	CHECK_EQ(canal_send_timeout(ch, &c, 2000000000), 0);
@@ -184,8 +187,7 @@ static void test_send_drained(void)
 	CHECK_EQ(v, 2);
 	CHECK_EQ(canal_try_recv(ch, &v), 0);
 	CHECK_EQ(v, 3);
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 struct late {
@@ -210,9 +212,8 @@ static void *late_sender(void *arg)
  * no poll after it, and the ordinary wait is woken by a plain send. */
 static void test_budget(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 4, 0);
-	CHECK(ch);
-	struct feeder *f = feeder_new(ch, 0, 0);
+	struct feeder *f = feeder_new(4, 0, 0);
+	struct canal_chan *ch = f->ch;
 	struct canal__wait_hook h = hook_of(f, 2000000); /* 2 ms */
 	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
 	struct late l = { ch, f };
@@ -227,16 +228,14 @@ static void test_budget(void)
 	CHECK_EQ(atomic_load(&f->ends_satisfied), 0);
 	CHECK(atomic_load(&f->polls) > 0);
 	CHECK_EQ(atomic_load(&f->polls), atomic_load(&f->polls_at_end));
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 /* The deadline ends the hook phase though the budget is far. */
 static void test_deadline(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 4, 0);
-	CHECK(ch);
-	struct feeder *f = feeder_new(ch, 0, 0);
+	struct feeder *f = feeder_new(4, 0, 0);
+	struct canal_chan *ch = f->ch;
 	struct canal__wait_hook h = hook_of(f, 60000000000ull); /* 60 s */
 	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
 	uint64_t v;
@@ -245,17 +244,15 @@ static void test_deadline(void)
 	CHECK(canal_now_ns() - t0 < 5000000000ull); /* not the budget */
 	CHECK_EQ(atomic_load(&f->ends), 1);
 	CHECK_EQ(atomic_load(&f->ends_satisfied), 0);
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 /* begin says no (another thread polls): no poll, no end, the ordinary
  * wait; a hook without published works as well. */
 static void test_refused_begin(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 4, 0);
-	CHECK(ch);
-	struct feeder *f = feeder_new(ch, 1, 1);
+	struct feeder *f = feeder_new(4, 1, 1);
+	struct canal_chan *ch = f->ch;
 	f->refuse = true;
 	struct canal__wait_hook h = hook_of(f, 10000000000ull);
 	h.published = NULL;
@@ -269,27 +266,22 @@ static void test_refused_begin(void)
 	CHECK_EQ(canal_send(ch, &v), 0);
 	CHECK_EQ(canal_recv(ch, &v), 0);
 	CHECK_EQ(v, 5);
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 /* published: once per publication by every send form, never by a
  * receive; after the element is in the channel. */
-static struct canal_chan *pub_ch;
-
 static void pub_check(void *arg)
 {
 	struct feeder *f = arg;
 	atomic_fetch_add(&f->published, 1);
-	CHECK(canal_chan_len(pub_ch) > 0);
+	CHECK(canal_chan_len(f->ch) > 0);
 }
 
 static void test_published(void)
 {
-	struct canal_chan *ch = canal_chan_create(8, 16, 0);
-	CHECK(ch);
-	pub_ch = ch;
-	struct feeder *f = feeder_new(ch, 0, 0);
+	struct feeder *f = feeder_new(16, 0, 0);
+	struct canal_chan *ch = f->ch;
 	struct canal__wait_hook h = hook_of(f, 1000000);
 	h.published = pub_check;
 	CHECK_EQ(canal__chan_set_hook(ch, &h), 0);
@@ -314,8 +306,7 @@ static void test_published(void)
 	CHECK_EQ(canal_try_recv(ch, out), -EAGAIN);
 	CHECK_EQ(atomic_load(&f->published), 6);
 	CHECK_EQ(atomic_load(&f->polls), 0); /* never waited */
-	canal_chan_destroy(ch);
-	free(f);
+	feeder_free(f);
 }
 
 /* A task parks at once: the hook is not run on its loop's thread. */
@@ -331,17 +322,15 @@ static void task_main(void *arg)
 
 static void test_task(void)
 {
-	task_ch = canal_chan_create(8, 4, 0);
-	CHECK(task_ch);
-	task_f = feeder_new(task_ch, 1, 1);
+	task_f = feeder_new(4, 1, 1);
+	task_ch = task_f->ch;
 	struct canal__wait_hook h = hook_of(task_f, 10000000000ull);
 	CHECK_EQ(canal__chan_set_hook(task_ch, &h), 0);
 	struct canal_run_options o = { .loops = 1 };
 	CHECK_EQ(canal_run(task_main, NULL, &o), 0);
 	CHECK_EQ(atomic_load(&task_f->polls), 0);
 	CHECK_EQ(atomic_load(&task_f->begins), 0);
-	canal_chan_destroy(task_ch);
-	free(task_f);
+	feeder_free(task_f);
 }
 
 int main(void)

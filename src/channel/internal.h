@@ -153,6 +153,11 @@ struct chan_state {
 struct canal_chan {
 	struct chan_state *st;
 	char *slots;
+	/* Thread channels: the progress hook of the party that feeds the
+	 * channel (hook.h), or NULL. Written once before the channel is
+	 * handed to its users, read-only after; on the first line, with st
+	 * and slots, since every send looks at it (wake.h). */
+	const struct canal__wait_hook *hook;
 	uint64_t elt_size;
 	uint64_t capacity;
 	uint64_t ring;
@@ -178,10 +183,6 @@ struct canal_chan {
 	_Atomic uint32_t damaged;
 	_Atomic uint32_t attach_id;
 	_Atomic uint32_t attach_pid;
-	/* Thread channels: the progress hook of the party that feeds the
-	 * channel (hook.h), or NULL. Written once before the channel is
-	 * handed to its users, read-only after. */
-	const struct canal__wait_hook *hook;
 };
 
 /* ------------------------------------------------------------------ */

@@ -485,6 +485,37 @@ static void *echo_e(void *arg)
 	}
 }
 
+/* rounds of a SEND of "ping" on fd chained to the input of s (one
+ * suspension), the echo thread answering "pong"; the rest of a pong cut
+ * short is received with timeout rest_ns. */
+static void ping_rounds(int fd, struct canal_io_rstream *s, int rounds,
+			int64_t rest_ns)
+{
+	for (int i = 0; i < rounds; i++) {
+		struct io_uring_sqe q;
+		int32_t res[1];
+		ssize_t got = -99;
+		char buf[8];
+		memset(&q, 0, sizeof(q));
+		io_uring_prep_send(&q, fd, "ping", 4, MSG_NOSIGNAL);
+		CHECK_EQ(canal_io_submit_link_recv(&q, 1, res, s, buf,
+						   sizeof(buf), &got,
+						   10000000000ll, NULL),
+			 0);
+		CHECK_EQ(res[0], 4);
+		CHECK(got > 0 && got <= 4);
+		size_t have = (size_t)got;
+		while (have < 4) {
+			ssize_t n = canal_io_rstream_recv(s, buf + have,
+							  4 - have, rest_ns,
+							  NULL);
+			CHECK(n > 0);
+			have += (size_t)n;
+		}
+		CHECK(memcmp(buf, "pong", 4) == 0);
+	}
+}
+
 static void test_e(void)
 {
 	int sv[2];
@@ -507,26 +538,7 @@ static void test_e(void)
 		return;
 	}
 	pthread_t w = spawn(echo_e, &sv[1]);
-	for (int i = 0; i < ROUNDS_E; i++) {
-		memset(&q, 0, sizeof(q));
-		io_uring_prep_send(&q, sv[0], "ping", 4, MSG_NOSIGNAL);
-		size_t have = 0;
-		got = -99;
-		CHECK_EQ(canal_io_submit_link_recv(&q, 1, res, s, buf,
-						   sizeof(buf), &got,
-						   10000000000ll, NULL),
-			 0);
-		CHECK_EQ(res[0], 4);
-		CHECK(got > 0 && got <= 4);
-		have = (size_t)got;
-		while (have < 4) {
-			ssize_t n = canal_io_rstream_recv(s, buf + have,
-							  4 - have, -1, NULL);
-			CHECK(n > 0);
-			have += (size_t)n;
-		}
-		CHECK(memcmp(buf, "pong", 4) == 0);
-	}
+	ping_rounds(sv[0], s, ROUNDS_E, -1);
 	/* No input: the chain (a NOP) completes, the input times out. */
 	memset(&q, 0, sizeof(q));
 	io_uring_prep_nop(&q);
@@ -859,29 +871,7 @@ static void test_u(void)
 		struct canal_io_rstream *s;
 		CHECK_EQ(canal_io_rstream_open(sv[0], &s), 0);
 		pthread_t t = spawn(echo_e, &sv[1]);
-		for (int i = 0; i < 50; i++) {
-			struct io_uring_sqe q;
-			int32_t res[1];
-			ssize_t got = -99;
-			char buf[8];
-			memset(&q, 0, sizeof(q));
-			io_uring_prep_send(&q, sv[0], "ping", 4, MSG_NOSIGNAL);
-			CHECK_EQ(canal_io_submit_link_recv(&q, 1, res, s, buf,
-							   sizeof(buf), &got,
-							   10000000000ll, NULL),
-				 0);
-			CHECK_EQ(res[0], 4);
-			CHECK(got > 0 && got <= 4);
-			size_t have = (size_t)got;
-			while (have < 4) {
-				ssize_t n = canal_io_rstream_recv(
-					s, buf + have, 4 - have, 10000000000ll,
-					NULL);
-				CHECK(n > 0);
-				have += (size_t)n;
-			}
-			CHECK(memcmp(buf, "pong", 4) == 0);
-		}
+		ping_rounds(sv[0], s, 50, 10000000000ll);
 		struct io_uring_sqe q;
 		int32_t res[1];
 		ssize_t got = -99;
