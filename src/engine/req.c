@@ -20,13 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Freed requests kept for reuse (a malloc/free pair less per message), at
- * most REQ_CACHE_MAX of them (about 3.6 MB held after a peak; the rest are
- * freed). 256 left the seed's parallel ping-pongs at 1 000 packs (4 000
- * live requests) paying malloc and free for most of them: 23 % of the
- * instructions (callgrind). */
-#define REQ_CACHE_MAX 16384u
-
 static int table_grow(struct canal_engine *e)
 {
 	uint32_t cap = e->reqcap ? e->reqcap * 2 : 64;
@@ -51,7 +44,9 @@ static int table_grow(struct canal_engine *e)
 	return 0;
 }
 
-struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
+/* canal__req_new() without a free index or a cached request: the table
+ * grows, the request comes from malloc. */
+struct canal_engine_req *canal__req_new_slow(struct canal_engine *e, int kind)
 {
 	if (e->nfree == 0 && table_grow(e) < 0)
 		return NULL;
@@ -62,32 +57,7 @@ struct canal_engine_req *canal__req_new(struct canal_engine *e, int kind)
 	} else if (!(r = malloc(sizeof *r))) {
 		return NULL;
 	}
-	/* Every field before the embedded piece, one by one (a memset here
-	 * compiled to rep stos: a fifth of the engine's CPU per message, by
-	 * perf on engine_overhead). The piece is set up whole by
-	 * canal__sched_send() before any use. Keep in step with the struct. */
-	r->done = r->posted = r->internal = r->rndv_wait = false;
-	r->error = 0;
-	r->tag = 0;
-	r->seq = 0;
-	r->flags = 0;
-	r->buf = NULL;
-	r->len = r->msg_len = r->arrived = 0;
-	r->pieces_left = 0;
-	r->parent = NULL;
-	r->children_left = 0;
-	r->bulk = NULL;
-	r->nat.h = NULL;
-	r->nat.live = false;
-	uint32_t idx = e->reqfree[--e->nfree];
-	canal__list_init(&r->link);
-	r->e = e;
-	r->kind = (uint8_t)kind;
-	r->gate = CANAL_ENGINE_ANY_GATE;
-	r->cookie = ((uint64_t)e->reqgen[idx] << 32) | idx;
-	e->reqtab[idx] = r;
-	e->reqlive++;
-	e->undone++;
+	canal__req_init(e, r, kind);
 	return r;
 }
 
@@ -104,26 +74,17 @@ struct canal_engine_req *canal__req_lookup(struct canal_engine *e,
 	return r;
 }
 
-void canal__req_free(struct canal_engine_req *r)
+/* canal__req_free() of a posted request, or with the cache full. */
+void canal__req_free_slow(struct canal_engine_req *r)
 {
-	struct canal_engine *e = r->e;
-	uint32_t idx = (uint32_t)r->cookie;
 	if (r->posted)
 		canal__collect_unpost(r);
-	e->reqtab[idx] = NULL;
-	if (!r->done)
-		e->undone--;
-	if (++e->reqgen[idx] == 0)
-		e->reqgen[idx] = 1;
-	e->reqfree[e->nfree++] = idx;
-	e->reqlive--;
-	if (e->req_cached < REQ_CACHE_MAX) {
-		r->link.next = (struct canal__list *)(void *)e->req_cache;
-		e->req_cache = r;
-		e->req_cached++;
-	} else {
+	canal__req_release(r);
+	struct canal_engine *e = r->e;
+	if (e->req_cached < CANAL__REQ_CACHE_MAX)
+		canal__req_cache_put(e, r);
+	else
 		free(r);
-	}
 }
 
 void canal__req_complete_slow(struct canal_engine_req *r, int error)

@@ -518,13 +518,31 @@ static void check_health(struct canal_engine *e)
 		canal__gate_check(e, gi);
 }
 
+/* The periodic health check, every HEALTH_EVERY rounds and at most once
+ * per HEALTH_PERIOD_NS. */
+static inline void health_tick(struct canal_engine *e)
+{
+	if (++e->health_round >= HEALTH_EVERY) {
+		e->health_round = 0;
+		uint64_t now = canal_now_ns();
+		if (now - e->last_health_ns >= HEALTH_PERIOD_NS) {
+			e->last_health_ns = now;
+			check_health(e);
+		}
+	}
+}
+
 int canal__engine_progress_once(struct canal_engine *e)
 {
+	/* UCX's matching (never lazy: every endpoint is made at open): one
+	 * progress of the worker, no packets. */
+	if (e->native) {
+		int n = (int)canal__ucx_native_progress(e->native);
+		health_tick(e);
+		return n;
+	}
 	int n = e->lazy ? canal__lazy_poll(e) : 0;
-	/* UCX's matching: one progress of the worker, no packets. */
-	if (e->native)
-		n += (int)canal__ucx_native_progress(e->native);
-	for (int gi = 0; gi < e->size && !e->native; gi++) {
+	for (int gi = 0; gi < e->size; gi++) {
 		struct canal__gate *g = &e->gates[gi];
 		if (gi == e->rank || g->error || !g->drv)
 			continue;
@@ -536,14 +554,7 @@ int canal__engine_progress_once(struct canal_engine *e)
 		    !canal__list_empty(&g->normal))
 			n += canal__sched_push(e, gi);
 	}
-	if (++e->health_round >= HEALTH_EVERY) {
-		e->health_round = 0;
-		uint64_t now = canal_now_ns();
-		if (now - e->last_health_ns >= HEALTH_PERIOD_NS) {
-			e->last_health_ns = now;
-			check_health(e);
-		}
-	}
+	health_tick(e);
 	return n;
 }
 

@@ -37,7 +37,8 @@ int canal__collect_arrive(struct canal_engine *e, int g,
 			  const unsigned char *payload);
 /* Take receive r off its posted table or list (r->posted: true). */
 void canal__collect_unpost(struct canal_engine_req *r);
-/* isend without pushing: the request is queued (for pack_end). */
+/* isend without pushing: the request is queued (for pack_end). Not for
+ * a session with UCX's matching (isend takes its own path there). */
 int canal__collect_send(struct canal_engine *e, int g, unsigned tag,
 			const void *buf, size_t len, unsigned flags,
 			struct canal_engine_req **req);

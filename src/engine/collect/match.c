@@ -331,9 +331,10 @@ int canal__collect_native_send(struct canal_engine *e,
 	return k < 0 ? k : 0;
 }
 
-int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
-			const void *buf, size_t len, unsigned flags,
-			struct canal_engine_req **req)
+/* The arguments of a send: 0 or the error isend returns. */
+static inline int send_check(struct canal_engine *e, int gi, unsigned tag,
+			     const void *buf, size_t len, unsigned flags,
+			     struct canal_engine_req **req)
 {
 	int err = check_tag_gate(e, gi, tag, false);
 	if (!err)
@@ -345,26 +346,64 @@ int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 		return -EINVAL;
 	if (len > UINT32_MAX)
 		return -EMSGSIZE;
-	struct canal__gate *g = &e->gates[gi];
+	return 0;
+}
+
+/* A send request for gi, tag, buf[len], or NULL. */
+static inline struct canal_engine_req *send_new(struct canal_engine *e,
+						int gi, unsigned tag,
+						const void *buf, size_t len,
+						unsigned flags)
+{
 	struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
+	if (r) {
+		r->gate = gi;
+		r->tag = tag;
+		r->flags = flags;
+		r->buf = (unsigned char *)(uintptr_t)buf;
+		r->len = len;
+	}
+	return r;
+}
+
+/* isend with UCX's matching: UCX keeps the order and has no express
+ * queue (the flags are only recorded); one call on the path of every
+ * message, nothing between the checks and UCP's send. */
+static int native_isend(struct canal_engine *e, int gi, unsigned tag,
+			const void *buf, size_t len, unsigned flags,
+			struct canal_engine_req **req)
+{
+	int err = send_check(e, gi, tag, buf, len, flags, req);
+	if (err)
+		return err;
+	struct canal_engine_req *r = send_new(e, gi, tag, buf, len, flags);
 	if (!r)
 		return -ENOMEM;
-	r->gate = gi;
-	r->tag = tag;
-	r->flags = flags;
+	r->nat.done = native_send_done;
+	int k = canal__ucx_native_send(e->native, gi, tag, buf, len, &r->nat);
+	if (k < 0) {
+		canal__req_free(r);
+		return k;
+	}
+	if (k == 1)
+		canal__req_complete(r, 0);
+	*req = r;
+	return 0;
+}
+
+int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
+			const void *buf, size_t len, unsigned flags,
+			struct canal_engine_req **req)
+{
+	int err = send_check(e, gi, tag, buf, len, flags, req);
+	if (err)
+		return err;
+	struct canal__gate *g = &e->gates[gi];
+	struct canal_engine_req *r = send_new(e, gi, tag, buf, len, flags);
+	if (!r)
+		return -ENOMEM;
 	if (e->urgent[tag / 64] >> (tag % 64) & 1)
 		r->flags |= CANAL_ENGINE_EXPRESS;
-	r->buf = (unsigned char *)(uintptr_t)buf;
-	r->len = len;
-	if (e->native) {
-		err = canal__collect_native_send(e, r);
-		if (err) {
-			canal__req_free(r);
-			return err;
-		}
-		*req = r;
-		return 0;
-	}
 	r->seq = g->send_next[tag]++;
 	err = canal__sched_send(e, gi, r);
 	if (err) {
@@ -383,7 +422,9 @@ EXPORT int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
 	if (!e)
 		return -EINVAL;
 	canal__engine_lock(e);
-	int err = canal__collect_send(e, gate, tag, buf, len, flags, req);
+	int err = e->native ? native_isend(e, gate, tag, buf, len, flags, req)
+			    : canal__collect_send(e, gate, tag, buf, len, flags,
+						  req);
 	/* Latency first: if the window lets it, the packet leaves now (it
 	 * may already have, by the fast path of canal__sched_send). */
 	if (!err && !(*req)->done && !e->native)
