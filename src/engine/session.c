@@ -604,12 +604,27 @@ EXPORT int canal_engine_test(struct canal_engine *e,
 	return err;
 }
 
+static __attribute__((noinline)) int wait_loop(struct canal_engine *e,
+					       struct canal_engine_req *r,
+					       struct canal_engine_status *st);
+
 EXPORT int canal_engine_wait(struct canal_engine *e,
 			     struct canal_engine_req *r,
 			     struct canal_engine_status *st)
 {
 	if (!e || !r || r->e != e)
 		return -EINVAL;
+	/* Already complete in caller mode (no progress thread, so nothing
+	 * else writes r): a send that UCX or the window took at once, or a
+	 * receive completed by an earlier progress call. */
+	if (!e->pt && r->done)
+		return finish(r, st);
+	return wait_loop(e, r, st);
+}
+
+static int wait_loop(struct canal_engine *e, struct canal_engine_req *r,
+		     struct canal_engine_status *st)
+{
 	unsigned idle = 0;
 	bool yielding = false;
 	uint64_t idle_start = 0;

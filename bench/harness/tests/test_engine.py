@@ -151,3 +151,20 @@ def test_parse_overlap():
 def test_parse_open():
     assert engine.parse_open("open_us 1167 ring_us 853 segments 2\n") == (1167.0, 853.0, 2)
     assert engine.parse_open("garbage") is None
+
+
+def test_quick_ucx_latency_rows_keep_osu_counts():
+    names = [i.name for i in engine.implementations("latency")]
+    for name in names:
+        quick = engine.size_args("latency", True, name)
+        assert quick[:2] == ["--max-size", "65536"]
+        if name in engine.UCX_ROWS:
+            # OSU's counts (10 000 iterations up to 8 KiB): no override
+            assert "--iterations" not in quick and "--warmup" not in quick
+        else:
+            assert quick[quick.index("--iterations") + 1] == "1000"
+    # every UCX row of the target exists in the latency table
+    assert set(engine.UCX_ROWS) <= set(names)
+    # bandwidths and the full mode are unchanged
+    assert engine.size_args("bw", True, "canal ucx")[3] == "10"
+    assert engine.size_args("latency", False, "canal ucx") == ["--max-size", str(4 << 20)]
