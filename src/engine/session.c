@@ -534,8 +534,9 @@ static inline void health_tick(struct canal_engine *e)
 
 int canal__engine_progress_once(struct canal_engine *e)
 {
-	/* UCX's matching (never lazy: every endpoint is made at open): one
-	 * progress of the worker, no packets. */
+	/* UCX's matching (never lazy: every endpoint is made at open, and
+	 * canal_engine_open sets e->native and e->lazy in exclusive
+	 * branches): one progress of the worker, no packets. */
 	if (e->native) {
 		int n = (int)canal__ucx_native_progress(e->native);
 		health_tick(e);

@@ -612,6 +612,10 @@ def run(build_dir: str, mode: str) -> str:
         unit = "one-way latency, us" if test == "latency" else "bandwidth, MB/s (10^6 B/s)"
         md.append(f"## osu_{test if test != 'latency' else 'latency'} ({unit})\n")
         md.append(table(cells, [i.name for i in impls]))
+        if quick and test == "latency":
+            md.append("\nIterations: 1 000 a size (50 warm-up), the UCX rows ("
+                      + ", ".join(UCX_ROWS) + ") OSU's counts: 10 000 up to 8 KiB, "
+                      "1 000 above (100 and 10 warm-up).\n")
         headlines(test, cells)
         if test == "latency":
             rows = checks(cells)

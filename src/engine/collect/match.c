@@ -10,6 +10,7 @@
 #include "../schedule/schedule.h"
 #include "../transfer/driver.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,6 +396,7 @@ int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 			const void *buf, size_t len, unsigned flags,
 			struct canal_engine_req **req)
 {
+	assert(!e->native); /* native_isend's */
 	int err = send_check(e, gi, tag, buf, len, flags, req);
 	if (err)
 		return err;
