@@ -239,11 +239,29 @@ int canal__engine_progress_once(struct canal_engine *e);
  * 1 000 packs (4 000 live requests) paying malloc and free for most of
  * them: 23 % of the instructions (callgrind). */
 #define CANAL__REQ_CACHE_MAX 16384u
-struct canal_engine_req *canal__req_new_slow(struct canal_engine *e, int kind);
+struct canal_engine_req *canal__req_take_slow(struct canal_engine *e);
 void canal__req_free_slow(struct canal_engine_req *r);
 
-static inline void canal__req_init(struct canal_engine *e,
-				   struct canal_engine_req *r, int kind)
+/* Memory for a request, not set up yet, with a free index in the table
+ * for it; NULL if memory runs out. canal__req_new() is this and then
+ * canal__req_init(); memory taken and not used goes back by
+ * canal__req_cache_put(). */
+static inline struct canal_engine_req *canal__req_take(struct canal_engine *e)
+{
+	struct canal_engine_req *r = e->req_cache;
+	if (__builtin_expect(!r || e->nfree == 0, 0))
+		return canal__req_take_slow(e);
+	e->req_cache = (struct canal_engine_req *)(void *)r->link.next;
+	e->req_cached--;
+	return r;
+}
+
+/* Every field of r but its UCP operation (nat), and r in the table:
+ * canal__req_init() without nat, for a send that hands nat to UCX before
+ * the rest is set up (collect/match.c, native_isend). */
+static inline void canal__req_init_but_nat(struct canal_engine *e,
+					   struct canal_engine_req *r,
+					   int kind)
 {
 	/* Every field before the embedded piece, one by one (a memset here
 	 * compiled to rep stos: a fifth of the engine's CPU per message, by
@@ -260,8 +278,6 @@ static inline void canal__req_init(struct canal_engine *e,
 	r->parent = NULL;
 	r->children_left = 0;
 	r->bulk = NULL;
-	r->nat.h = NULL;
-	r->nat.live = false;
 	uint32_t idx = e->reqfree[--e->nfree];
 	canal__list_init(&r->link);
 	r->e = e;
@@ -273,16 +289,29 @@ static inline void canal__req_init(struct canal_engine *e,
 	e->undone++;
 }
 
+static inline void canal__req_init(struct canal_engine *e,
+				   struct canal_engine_req *r, int kind)
+{
+	r->nat.h = NULL;
+	r->nat.live = false;
+	canal__req_init_but_nat(e, r, kind);
+}
+
 static inline struct canal_engine_req *canal__req_new(struct canal_engine *e,
 						      int kind)
 {
-	struct canal_engine_req *r = e->req_cache;
-	if (__builtin_expect(!r || e->nfree == 0, 0))
-		return canal__req_new_slow(e, kind);
-	e->req_cache = (struct canal_engine_req *)(void *)r->link.next;
-	e->req_cached--;
-	canal__req_init(e, r, kind);
+	struct canal_engine_req *r = canal__req_take(e);
+	if (r)
+		canal__req_init(e, r, kind);
 	return r;
+}
+
+static inline void canal__req_cache_put(struct canal_engine *e,
+					struct canal_engine_req *r)
+{
+	r->link.next = (struct canal__list *)(void *)e->req_cache;
+	e->req_cache = r;
+	e->req_cached++;
 }
 
 /* r's index back to the table, its cookie made stale. */
@@ -297,14 +326,6 @@ static inline void canal__req_release(struct canal_engine_req *r)
 		e->reqgen[idx] = 1;
 	e->reqfree[e->nfree++] = idx;
 	e->reqlive--;
-}
-
-static inline void canal__req_cache_put(struct canal_engine *e,
-					struct canal_engine_req *r)
-{
-	r->link.next = (struct canal__list *)(void *)e->req_cache;
-	e->req_cache = r;
-	e->req_cached++;
 }
 
 static inline void canal__req_free(struct canal_engine_req *r)

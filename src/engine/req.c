@@ -44,9 +44,9 @@ static int table_grow(struct canal_engine *e)
 	return 0;
 }
 
-/* canal__req_new() without a free index or a cached request: the table
+/* canal__req_take() without a free index or a cached request: the table
  * grows, the request comes from malloc. */
-struct canal_engine_req *canal__req_new_slow(struct canal_engine *e, int kind)
+struct canal_engine_req *canal__req_take_slow(struct canal_engine *e)
 {
 	if (e->nfree == 0 && table_grow(e) < 0)
 		return NULL;
@@ -57,7 +57,6 @@ struct canal_engine_req *canal__req_new_slow(struct canal_engine *e, int kind)
 	} else if (!(r = malloc(sizeof *r))) {
 		return NULL;
 	}
-	canal__req_init(e, r, kind);
 	return r;
 }
 

@@ -368,8 +368,11 @@ static inline struct canal_engine_req *send_new(struct canal_engine *e,
 }
 
 /* isend with UCX's matching: UCX keeps the order and has no express
- * queue (the flags are only recorded); one call on the path of every
- * message, nothing between the checks and UCP's send. */
+ * queue (the flags are only recorded). The message leaves first, the
+ * request is set up after: on a ping-pong the setup is then off the
+ * round trip's path. Nothing can end the UCP operation in between (UCX
+ * calls a send back only from progress, never from inside the send), and
+ * nothing else sees the request before it is returned. */
 static int native_isend(struct canal_engine *e, int gi, unsigned tag,
 			const void *buf, size_t len, unsigned flags,
 			struct canal_engine_req **req)
@@ -377,15 +380,21 @@ static int native_isend(struct canal_engine *e, int gi, unsigned tag,
 	int err = send_check(e, gi, tag, buf, len, flags, req);
 	if (err)
 		return err;
-	struct canal_engine_req *r = send_new(e, gi, tag, buf, len, flags);
+	struct canal_engine_req *r = canal__req_take(e);
 	if (!r)
 		return -ENOMEM;
 	r->nat.done = native_send_done;
 	int k = canal__ucx_native_send(e->native, gi, tag, buf, len, &r->nat);
 	if (k < 0) {
-		canal__req_free(r);
+		canal__req_cache_put(e, r); /* never set up: not in the table */
 		return k;
 	}
+	canal__req_init_but_nat(e, r, REQ_SEND);
+	r->gate = gi;
+	r->tag = tag;
+	r->flags = flags;
+	r->buf = (unsigned char *)(uintptr_t)buf;
+	r->len = len;
 	if (k == 1)
 		canal__req_complete(r, 0);
 	*req = r;
