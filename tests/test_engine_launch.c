@@ -2,15 +2,56 @@
  * directory): every rank gets CANAL_RANK/CANAL_SIZE/CANAL_LAUNCH_DIR; the
  * exit status is the first non-zero one and the other ranks are stopped
  * at once; a job running past -t is killed with status 124; the rendezvous
- * directory is removed; a missing program is status 127. */
+ * directory is removed; a missing program is status 127; SIGTERM to the
+ * launcher stops the ranks (status 143); a launcher whose ranks run does
+ * not wake up on its own (it sleeps until a rank ends: pidfds). */
 #include "check.h"
 
 #include <canal/channel.h>
 #include <limits.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 static char launcher[PATH_MAX + 32];
+
+/* The launcher's voluntary context switches so far (/proc/PID/status). */
+static long wakeups(pid_t p)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)p);
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	long v = -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			break;
+	fclose(f);
+	CHECK(v >= 0);
+	return v;
+}
+
+/* Start canal-launch -n n -t t sh -c script, without waiting. */
+static pid_t launch_bg(const char *n, const char *t, const char *script)
+{
+	pid_t p = test_fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		execl(launcher, "canal-launch", "-n", n, "-t", t, "/bin/sh", "-c",
+		      script, (char *)NULL);
+		_exit(99);
+	}
+	return p;
+}
+
+/* Wait until file exists (a rank wrote it), within 20 s. */
+static void await_file(const char *file)
+{
+	for (int i = 0; i < 20000 && access(file, F_OK) != 0; i++)
+		usleep(1000);
+	CHECK(access(file, F_OK) == 0);
+}
 
 static int launch(const char *n, const char *t, const char *script)
 {
@@ -62,6 +103,35 @@ int main(void)
 	uint64_t t0 = canal_now_ns();
 	CHECK_EQ(launch("4", "60", "if [ $CANAL_RANK = 2 ]; then exit 7; fi; sleep 30"), 7);
 	CHECK(canal_now_ns() - t0 < 20ull * 1000 * 1000 * 1000);
+
+	/* SIGTERM to the launcher: the ranks are stopped, status 143. */
+	char ready[160];
+	snprintf(ready, sizeof ready, "%s.up1", prefix);
+	pid_t lp = launch_bg("2", "60",
+			     "test $CANAL_RANK = 1 && touch $TEST_PREFIX.up1; sleep 30");
+	await_file(ready);
+	t0 = canal_now_ns();
+	CHECK_EQ(kill(lp, SIGTERM), 0);
+	int lst;
+	CHECK(waitpid(lp, &lst, 0) == lp);
+	CHECK(WIFEXITED(lst) && WEXITSTATUS(lst) == 143);
+	CHECK(canal_now_ns() - t0 < 20ull * 1000 * 1000 * 1000);
+	CHECK_EQ(unlink(ready), 0);
+
+	/* While its ranks run, the launcher sleeps: it is woken by a rank's
+	 * end, a signal or its deadline, not every few milliseconds (which
+	 * took a CPU from polling ranks: ~500 wake-ups a second before). */
+	snprintf(ready, sizeof ready, "%s.up0", prefix);
+	lp = launch_bg("2", "60",
+		       "test $CANAL_RANK = 0 && touch $TEST_PREFIX.up0; sleep 2");
+	await_file(ready);
+	long w0 = wakeups(lp);
+	usleep(1000 * 1000);
+	long w1 = wakeups(lp);
+	CHECK(w1 - w0 < 50);
+	CHECK(waitpid(lp, &lst, 0) == lp);
+	CHECK(WIFEXITED(lst) && WEXITSTATUS(lst) == 0);
+	CHECK_EQ(unlink(ready), 0);
 
 	/* Timeout. */
 	CHECK_EQ(launch("2", "0.5", "sleep 30"), 124);
