@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static char launcher[PATH_MAX + 32];
@@ -128,7 +129,19 @@ int main(void)
 	long w0 = wakeups(lp);
 	usleep(1000 * 1000);
 	long w1 = wakeups(lp);
-	CHECK(w1 - w0 < 50);
+	/* Only where this kernel gives pidfds (Linux 5.3; a seccomp profile
+	 * may refuse them): without, the launcher looks every 2 ms. */
+	int self_fd = -1;
+#ifdef SYS_pidfd_open
+	self_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+#endif
+	if (self_fd >= 0) {
+		close(self_fd);
+		CHECK(w1 - w0 < 50);
+	} else {
+		printf("test_engine_launch: no pidfd_open here: the idle "
+		       "launcher's wake-ups not checked\n");
+	}
 	CHECK(waitpid(lp, &lst, 0) == lp);
 	CHECK(WIFEXITED(lst) && WEXITSTATUS(lst) == 0);
 	CHECK_EQ(unlink(ready), 0);

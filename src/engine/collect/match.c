@@ -389,6 +389,10 @@ static int native_isend(struct canal_engine *e, int gi, unsigned tag,
 		canal__req_cache_put(e, r); /* never set up: not in the table */
 		return k;
 	}
+	/* UCX called nothing back inside the send (no NO_IMM_CMPL flag on
+	 * it, ucx_native.c): a send under way is still live, so its done
+	 * comes later, to a request set up by then. */
+	assert(k != 0 || r->nat.live);
 	canal__req_init_but_nat(e, r, REQ_SEND);
 	r->gate = gi;
 	r->tag = tag;

@@ -271,6 +271,28 @@ static void kv_read(struct kv_conn *c)
 	}
 }
 
+/* A pidfd of child p (CLOEXEC), or -1. */
+static int open_pidfd(pid_t p)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, p, 0);
+#else
+	(void)p;
+	return -1;
+#endif
+}
+
+/* In a rank, before exec: the stop signals' default actions (a signal
+ * held until now then ends the rank, as it would have) and the signal
+ * mask the launcher was started with (a mask survives exec). */
+static void child_signals(const sigset_t *orig)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigprocmask(SIG_SETMASK, orig, NULL);
+}
+
 /* Wait up to ms (or until a signal: the wait has the signal mask
  * `during`) for one of the ranks to end (their pidfds, the n entries of
  * pidfd that are >= 0) or, with a key-value listener (lfd >= 0), for the
@@ -310,6 +332,7 @@ static void wait_events(int lfd, const int *pidfd, int n_pid, int ms,
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	if (ppoll(pf, (nfds_t)n, &ts, during) <= 0)
 		return;
+	now = now_s(); /* after up to a second's wait: new deadlines */
 	for (int k = 0; k < n; k++) {
 		if (!pf[k].revents || who[k] == -2)
 			continue;
@@ -446,7 +469,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind >= argc || n < 1 || n > MAX_LOCAL_PIDFDS || timeout <= 0 ||
+	if (optind >= argc || n < 1 || n > MAX_LOCAL_PIDFDS || !(timeout > 0) ||
 	    (strcmp(bind, "core") && strcmp(bind, "none")))
 		usage();
 	int cpus[CPU_SETSIZE], ncpu = 0;
@@ -508,9 +531,32 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		pidfd[i] = -1;
 	char buf[32];
+	/* The ranks are not in our process group: pass a Ctrl-C on. The
+	 * handlers are in place before the first fork (a signal while ranks
+	 * start is not the default action's), and the signals are let in
+	 * only inside the wait (ppoll's mask `during`): one that comes while
+	 * the loop runs is held until then, so it is seen at once, never
+	 * after a whole wait. Each rank gets the mask and the actions back
+	 * before it execs. */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigset_t stop_sigs, orig, during;
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGTERM);
+	sigaddset(&stop_sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_sigs, &orig);
+	during = orig;
+	sigdelset(&during, SIGINT);
+	sigdelset(&during, SIGTERM);
+	sigdelset(&during, SIGHUP);
 	fflush(NULL);
 	for (int i = 0; i < n; i++) {
 		pid_t p = fork();
+		if (p == 0)
+			child_signals(&orig);
 		if (p < 0) {
 			perror("canal-launch: fork");
 			kill_all(pids, i, SIGKILL);
@@ -582,26 +628,20 @@ int main(int argc, char **argv)
 		setpgid(p, p);
 		pids[i] = p;
 		/* Readable once the rank has ended: the launcher sleeps until
-		 * then (-1 on kernels before 5.3: it looks every 2 ms). */
-		pidfd[i] = (int)syscall(SYS_pidfd_open, p, 0);
+		 * then (-1 where the kernel has no pidfds, before 5.3, or out
+		 * of descriptors: it then looks every 2 ms). */
+		pidfd[i] = open_pidfd(p);
 	}
-	/* The ranks are not in our process group: pass a Ctrl-C on. */
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	/* The signals are let in only inside the wait (ppoll's mask): one
-	 * that comes while the loop runs is held until then, so it is seen
-	 * at once, never after a whole wait. */
-	sigset_t stop_sigs, during;
-	sigemptyset(&stop_sigs);
-	sigaddset(&stop_sigs, SIGINT);
-	sigaddset(&stop_sigs, SIGTERM);
-	sigaddset(&stop_sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &stop_sigs, &during);
 	bool all_pidfds = true;
 	for (int i = 0; i < n; i++)
 		all_pidfds = all_pidfds && pidfd[i] >= 0;
+	/* Some missing: none are used (the 2 ms look), and the others are
+	 * given back (the key-value service needs descriptors). */
+	for (int i = 0; i < n && !all_pidfds; i++) {
+		if (pidfd[i] >= 0)
+			close(pidfd[i]);
+		pidfd[i] = -1;
+	}
 	double deadline = now_s() + timeout, stop_at = 0;
 	int left = n, result = 0;
 	while (left > 0) {
@@ -652,14 +692,15 @@ int main(int argc, char **argv)
 		double until = stop_at ? stop_at : deadline;
 		if (result && !stop_at)
 			until = now + 1; /* killed: reaped as they go */
-		int ms = until > now ? (int)((until - now) * 1000) + 1 : 1;
-		if (ms > 1000)
-			ms = 1000;
+		/* In double until clamped: a timeout of weeks (or inf) must
+		 * not overflow the int. */
+		double d = (until - now) * 1000;
+		int ms = !(d > 0) ? 1 : d >= 1000 ? 1000 : (int)d + 1;
 		if (!all_pidfds)
 			ms = 2;
 		wait_events(lfd, pidfd, n, ms, &during);
 	}
-	sigprocmask(SIG_SETMASK, &during, NULL);
+	sigprocmask(SIG_SETMASK, &orig, NULL);
 	for (int i = 0; i < n; i++)
 		if (pidfd[i] >= 0)
 			close(pidfd[i]);
