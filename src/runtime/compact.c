@@ -245,7 +245,7 @@ static void compact_batch(struct canal__task **held, unsigned n)
 static bool loop_wanted(struct canal__loop *l, uint64_t now)
 {
 	return atomic_load_explicit(&l->queued, memory_order_relaxed) ||
-	       l->inflight || (l->heap_len && l->heap[0].deadline <= now);
+	       l->inflight || canal__timer_next(l) <= now;
 }
 
 /* One call's sweep. Returns when the loop should call again. */

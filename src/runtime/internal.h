@@ -205,9 +205,13 @@ struct canal__task {
 	uint64_t id;
 	void (*fn)(void *);
 	void *arg;
-	/* Timer (loop-local heap, timer.c): the slot of the task's entry,
-	 * NO_TIMER when it has none. */
+	/* Timer (timer.c, loop-local): the slot of the task's entry in the
+	 * heap, FIFO_TIMER when it is in the loop's FIFO of timers (linked
+	 * by fifo_prev/fifo_next, due at fifo_deadline), NO_TIMER when it
+	 * has none. */
 	uint32_t timer_slot;
+	struct canal__task *fifo_prev, *fifo_next;
+	uint64_t fifo_deadline;
 	struct canal__stack stack;
 	/* Sanitizer fiber state (sanitizer.h). */
 	void *asan_fake_stack;
@@ -218,6 +222,7 @@ struct canal__task {
 };
 
 #define NO_TIMER UINT32_MAX
+#define FIFO_TIMER (UINT32_MAX - 1)
 
 struct canal__runtime;
 
@@ -266,6 +271,10 @@ struct canal__loop {
 	 * free slot, the next free slot (free list from timer_free). */
 	uint32_t *timer_pos;
 	uint32_t timer_free;
+	/* The FIFO of timers (timer.c): deadlines never decrease from head
+	 * to tail; an I/O timeout of the same length as the one before it
+	 * lands at the tail (loop thread only). */
+	struct canal__task *fifo_head, *fifo_tail;
 
 	/* Stack cache of this loop (stack.c), and its free task structures
 	 * (task.c; linked by next; loop thread only). */
@@ -416,6 +425,14 @@ int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 void canal__timer_disarm(struct canal__loop *l, struct canal__task *t);
 /* Fire expired timers; returns the next deadline (CANAL_NO_DEADLINE). */
 uint64_t canal__timer_run(struct canal__loop *l, uint64_t now);
+/* The loop's next deadline, CANAL_NO_DEADLINE when it has no timer. */
+static inline uint64_t canal__timer_next(const struct canal__loop *l)
+{
+	uint64_t d = l->heap_len ? l->heap[0].deadline : CANAL_NO_DEADLINE;
+	if (l->fifo_head && l->fifo_head->fifo_deadline < d)
+		d = l->fifo_head->fifo_deadline;
+	return d;
+}
 void canal__timer_fini(struct canal__loop *l);
 
 /* park.c: the runtime's parker and local waker. */

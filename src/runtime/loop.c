@@ -280,7 +280,7 @@ static void loop_poll_quick(struct canal__loop *l)
 	l->turns = POLL_EVERY;
 	if (l->inflight)
 		l->rt->backend->poll(l, 0);
-	if (l->heap_len)
+	if (l->heap_len || l->fifo_head)
 		canal__timer_run(l, canal_now_ns());
 	canal__compact_busy(l);
 }
@@ -527,8 +527,9 @@ static bool spin_watch(struct canal__loop *l, uint64_t ns,
 		       bool (*pending)(struct canal__loop *l))
 {
 	uint64_t until = canal_now_ns() + ns;
-	if (l->heap_len && l->heap[0].deadline < until)
-		until = l->heap[0].deadline;
+	uint64_t next = canal__timer_next(l);
+	if (next < until)
+		until = next;
 	do {
 		for (int i = 0; i < 32; i++) {
 			if ((pending && pending(l)) ||

@@ -8,6 +8,20 @@
  * pinned to the loop while it is (t->pinned counts it), so that the task,
  * resuming, disarms its timer on the thread that owns the heap.
  *
+ * Beside the heap, a FIFO: most timers are I/O timeouts of one length
+ * (a server's tick), armed in time order, so their deadlines come in
+ * order too. A timer whose deadline is not before the FIFO's tail is
+ * appended to it (no sift), and one disarmed before it fires (the common
+ * case: the operation completed) is unlinked in O(1), where the heap
+ * would sink its last entry through log4(n) levels of cold lines (1.2 %
+ * of a web server's CPU at 1 000 connections, perf). The FIFO's
+ * deadlines never decrease from head to tail (appends only at or after
+ * the tail; removals keep the order), so its head is its earliest; the
+ * loop's next deadline is the earlier of the FIFO's head and the heap's
+ * top (canal__timer_next). A task is in one of them at most:
+ * timer_slot FIFO_TIMER or a heap slot. Pinning and the lock below are
+ * the same for both.
+ *
  * A timer that fires first tries to win the task's wake with WAKE_TIMEDOUT
  * (it loses if the task was woken meanwhile), and only then leaves the heap
  * and unpins the task. In that order the task, still pinned, cannot be
@@ -102,6 +116,20 @@ static int heap_grow(struct canal__loop *l)
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		     uint64_t deadline_ns)
 {
+	struct canal__task *tail = l->fifo_tail;
+	if (!tail || tail->fifo_deadline <= deadline_ns) {
+		t->fifo_deadline = deadline_ns;
+		t->fifo_next = NULL;
+		t->fifo_prev = tail;
+		if (tail)
+			tail->fifo_next = t;
+		else
+			l->fifo_head = t;
+		l->fifo_tail = t;
+		t->pinned++;
+		t->timer_slot = FIFO_TIMER;
+		return 0;
+	}
 	if (l->heap_len == l->heap_cap && heap_grow(l) != 0)
 		return -ENOMEM;
 	uint32_t slot = l->timer_free;
@@ -112,6 +140,30 @@ int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 	heap_set(l, i, (struct canal__timer){deadline_ns, t, slot});
 	sift_up(l, i);
 	return 0;
+}
+
+/* t's timer is gone (from the heap or the FIFO): under the queue's lock,
+ * as the top of this file says. */
+static void unpin(struct canal__loop *l, struct canal__task *t)
+{
+	canal__spin_lock(&l->lock);
+	t->timer_slot = NO_TIMER;
+	t->pinned--;
+	canal__spin_unlock(&l->lock);
+}
+
+static void fifo_remove(struct canal__loop *l, struct canal__task *t)
+{
+	if (t->fifo_prev)
+		t->fifo_prev->fifo_next = t->fifo_next;
+	else
+		l->fifo_head = t->fifo_next;
+	if (t->fifo_next)
+		t->fifo_next->fifo_prev = t->fifo_prev;
+	else
+		l->fifo_tail = t->fifo_prev;
+	t->fifo_prev = t->fifo_next = NULL;
+	unpin(l, t);
 }
 
 static void heap_remove(struct canal__loop *l, uint32_t i)
@@ -130,33 +182,43 @@ static void heap_remove(struct canal__loop *l, uint32_t i)
 	}
 	l->timer_pos[gone.slot] = l->timer_free;
 	l->timer_free = gone.slot;
-	struct canal__task *t = gone.task;
-	canal__spin_lock(&l->lock);
-	t->timer_slot = NO_TIMER;
-	t->pinned--;
-	canal__spin_unlock(&l->lock);
+	unpin(l, gone.task);
 }
 
 void canal__timer_disarm(struct canal__loop *l, struct canal__task *t)
 {
-	if (t->timer_slot != NO_TIMER)
+	if (t->timer_slot == FIFO_TIMER)
+		fifo_remove(l, t);
+	else if (t->timer_slot != NO_TIMER)
 		heap_remove(l, l->timer_pos[t->timer_slot]);
 }
 
 uint64_t canal__timer_run(struct canal__loop *l, uint64_t now)
 {
-	while (l->heap_len > 0) {
-		struct canal__timer top = l->heap[0];
-		if (top.deadline > now)
-			return top.deadline;
-		canal__task_wake(top.task, WAKE_TIMEDOUT);
-		heap_remove(l, 0);
+	for (;;) {
+		struct canal__task *f = l->fifo_head;
+		bool heap_first = l->heap_len > 0 &&
+				  (!f || l->heap[0].deadline <= f->fifo_deadline);
+		if (heap_first) {
+			struct canal__timer top = l->heap[0];
+			if (top.deadline > now)
+				return top.deadline;
+			canal__task_wake(top.task, WAKE_TIMEDOUT);
+			heap_remove(l, 0);
+		} else if (f) {
+			if (f->fifo_deadline > now)
+				return f->fifo_deadline;
+			canal__task_wake(f, WAKE_TIMEDOUT);
+			fifo_remove(l, f);
+		} else {
+			return CANAL_NO_DEADLINE;
+		}
 	}
-	return CANAL_NO_DEADLINE;
 }
 
 void canal__timer_fini(struct canal__loop *l)
 {
+	l->fifo_head = l->fifo_tail = NULL; /* every task has ended */
 	free(l->heap);
 	free(l->timer_pos);
 	l->heap = NULL;

@@ -1,19 +1,24 @@
-/* test_task_timer_heap.c - a loop's timer heap (src/runtime/timer.c), white
- * box: arms, disarms from anywhere in the heap and expiries, checked after
- * every step against a model kept by the test.
+/* test_task_timer_heap.c - a loop's timers (src/runtime/timer.c): the heap
+ * and the FIFO beside it, white box: arms, disarms from anywhere and
+ * expiries, checked after every step against a model kept by the test.
  *
  * Tasks here are bare structures that no loop runs (wake = WAKE_NONE: the
  * expiry's wake finds nothing armed and does nothing else). Invariants
  * checked:
  *  - heap order: no entry's deadline is below its parent's (arity
  *    CANAL__TIMER_ARITY);
+ *  - FIFO: linked both ways from fifo_head to fifo_tail, deadlines never
+ *    decreasing along it, each member's timer_slot FIFO_TIMER and its
+ *    fifo_deadline its deadline; a timer whose deadline is not before the
+ *    tail's goes there, any other to the heap;
  *  - slots: heap[timer_pos[t->timer_slot]] is t's entry for every armed
- *    task (its slot its own), timer_slot NO_TIMER for every other, and
- *    heap_len == the number armed;
+ *    task not in the FIFO (its slot its own), timer_slot NO_TIMER for
+ *    every task not armed, and heap_len + the FIFO's length == the number
+ *    armed;
  *  - pins: an armed task holds exactly one pin, a disarmed one none;
  *  - expiry: canal__timer_run(now) removes exactly the tasks whose deadline
  *    is <= now and returns the earliest deadline left (CANAL_NO_DEADLINE
- *    when none).
+ *    when none), which canal__timer_next() gives too.
  * Deadlines repeat on purpose (equal keys). The same run twice (the
  * runtime's tests run once per backend; the heap does not depend on it). */
 #include "check.h"
@@ -46,12 +51,39 @@ static bool ordered(void)
 	return true;
 }
 
+/* The FIFO's length, after checking its links and order. */
+static uint32_t fifo_check(void)
+{
+	uint32_t len = 0;
+	struct canal__task *prev = NULL;
+	for (struct canal__task *t = loop.fifo_head; t; t = t->fifo_next) {
+		CHECK(t->fifo_prev == prev);
+		CHECK_EQ(t->timer_slot, FIFO_TIMER);
+		if (prev)
+			CHECK(prev->fifo_deadline <= t->fifo_deadline);
+		prev = t;
+		CHECK(++len <= TASKS);
+	}
+	CHECK(loop.fifo_tail == prev);
+	return len;
+}
+
+static uint32_t fifo_arms, heap_arms; /* where arm() put its timers */
+
 static void check_all(void)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, in_fifo = 0;
+	uint64_t min = CANAL_NO_DEADLINE;
 	for (int i = 0; i < TASKS; i++) {
 		struct canal__task *t = &tasks[i];
-		if (armed[i]) {
+		if (armed[i] && deadline[i] < min)
+			min = deadline[i];
+		if (armed[i] && t->timer_slot == FIFO_TIMER) {
+			n++;
+			in_fifo++;
+			CHECK_EQ(t->fifo_deadline, deadline[i]);
+			CHECK_EQ(t->pinned, 1);
+		} else if (armed[i]) {
 			n++;
 			CHECK(t->timer_slot < loop.heap_cap);
 			uint32_t at = loop.timer_pos[t->timer_slot];
@@ -65,14 +97,19 @@ static void check_all(void)
 			CHECK_EQ(t->pinned, 0);
 		}
 	}
-	CHECK_EQ(loop.heap_len, n);
+	CHECK_EQ(fifo_check(), in_fifo);
+	CHECK_EQ(loop.heap_len + in_fifo, n);
 	CHECK(ordered());
+	CHECK_EQ(canal__timer_next(&loop), min);
 }
 
 static void arm(int i, uint64_t d)
 {
 	deadline[i] = d;
+	bool to_fifo = !loop.fifo_tail || loop.fifo_tail->fifo_deadline <= d;
 	CHECK_EQ(canal__timer_arm(&loop, &tasks[i], d), 0);
+	CHECK_EQ(tasks[i].timer_slot == FIFO_TIMER, to_fifo);
+	(to_fifo ? &fifo_arms : &heap_arms)[0]++;
 	armed[i] = true;
 }
 
@@ -139,6 +176,43 @@ static void run_round(void)
 	/* Everything armed so far has expired (last deadline < 11001). */
 	CHECK_EQ(canal__timer_run(&loop, 11999), CANAL_NO_DEADLINE);
 	CHECK_EQ(loop.heap_len, 0);
+	CHECK(loop.fifo_head == NULL && loop.fifo_tail == NULL);
+
+	/* A server's tick: deadlines in arming order (every one to the
+	 * FIFO, none to the heap), disarmed from anywhere, then expired in
+	 * steps; one earlier deadline among them goes to the heap. */
+	uint32_t heap_before = heap_arms;
+	for (int i = 0; i < TASKS; i++)
+		arm(i, 20000 + (uint64_t)i / 3);
+	CHECK_EQ(heap_arms, heap_before);
+	check_all();
+	disarm(5);
+	arm(5, 19000); /* before the tail: the heap */
+	CHECK_EQ(heap_arms, heap_before + 1);
+	check_all();
+	for (int k = 0; k < TASKS / 2; k++) {
+		int i = (int)(next() % TASKS);
+		if (armed[i])
+			disarm(i);
+	}
+	check_all();
+	for (uint64_t now = 18950; now < 21100; now += 50) {
+		uint64_t next_dl = canal__timer_run(&loop, now);
+		uint64_t min = CANAL_NO_DEADLINE;
+		for (int i = 0; i < TASKS; i++) {
+			if (armed[i] && deadline[i] <= now) {
+				armed[i] = false;
+				CHECK_EQ(tasks[i].timer_slot, NO_TIMER);
+				CHECK_EQ(tasks[i].pinned, 0);
+			}
+			if (armed[i] && deadline[i] < min)
+				min = deadline[i];
+		}
+		CHECK_EQ(next_dl, min);
+		check_all();
+	}
+	CHECK_EQ(canal__timer_run(&loop, 99999), CANAL_NO_DEADLINE);
+	CHECK(loop.fifo_head == NULL && loop.heap_len == 0);
 	canal__timer_fini(&loop);
 	free(tasks);
 }
@@ -147,6 +221,7 @@ int main(void)
 {
 	run_round();
 	run_round();
+	CHECK(fifo_arms > 0 && heap_arms > 0); /* both ways were taken */
 	printf("test_task_timer_heap: all checks passed\n");
 	return 0;
 }
