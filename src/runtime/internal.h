@@ -75,7 +75,7 @@
  *
  * Migration: idle loops steal from other loops' queues, but never a task
  * that is pinned (an armed timer or an in-flight I/O operation belongs to
- * its loop's heap or ring). A pinned task only resumes on task->loop.
+ * its loop's timers or ring). A pinned task only resumes on task->loop.
  * A task runs on task->loop: whoever puts it on another loop's queue (a
  * thief, the detach pool at canal_attach, a waker running on another loop
  * that moves an unpinned task to its own: canal__loop_push_woken) sets

@@ -1,30 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * timer.c - each loop's timers: a 4-ary min-heap of (deadline, task).
+ * timer.c - each loop's timers: a 4-ary min-heap of (deadline, task), and
+ * beside it a FIFO of tasks for the timers armed in deadline order.
  *
- * Invariants: only the loop's thread touches its heap; a task is in at
- * most one heap, at heap[timer_pos[t->timer_slot]] (timer_slot NO_TIMER
- * when in none), and is
- * pinned to the loop while it is (t->pinned counts it), so that the task,
- * resuming, disarms its timer on the thread that owns the heap.
+ * Invariants: only the loop's thread touches its heap and its FIFO; a
+ * task has at most one timer, either in the heap, at
+ * heap[timer_pos[t->timer_slot]], or in the FIFO (timer_slot FIFO_TIMER),
+ * or none (timer_slot NO_TIMER), and is pinned to the loop while it has
+ * one (t->pinned counts it), so that the task, resuming, disarms its
+ * timer on the thread that owns them.
  *
- * Beside the heap, a FIFO: most timers are I/O timeouts of one length
- * (a server's tick), armed in time order, so their deadlines come in
- * order too. A timer whose deadline is not before the FIFO's tail is
- * appended to it (no sift), and one disarmed before it fires (the common
- * case: the operation completed) is unlinked in O(1), where the heap
- * would sink its last entry through log4(n) levels of cold lines (1.2 %
- * of a web server's CPU at 1 000 connections, perf). The FIFO's
- * deadlines never decrease from head to tail (appends only at or after
- * the tail; removals keep the order), so its head is its earliest; the
- * loop's next deadline is the earlier of the FIFO's head and the heap's
- * top (canal__timer_next). A task is in one of them at most:
- * timer_slot FIFO_TIMER or a heap slot. Pinning and the lock below are
+ * The FIFO: most timers are I/O timeouts of one length (a server's tick),
+ * armed in time order, so their deadlines come in order too. A timer
+ * whose deadline is not before the FIFO's tail, and not more than
+ * FIFO_SPAN_NS after it, is appended (no sift), and one disarmed before it
+ * fires (the common case: the operation completed) is unlinked in O(1),
+ * where the heap would sink its last entry through log4(n) levels (1.2 %
+ * of a web server's samples at 1 000 connections, perf). The others go to
+ * the heap: a timer due before the tail, and a much later one (a minute's
+ * keep-alive among 5 s timeouts, a long sleep), which would otherwise
+ * send every ordinary timeout after it to the heap until it fired. A lone
+ * FIFO entry later than a new timer (a long timer armed while the FIFO
+ * was empty) moves to the heap, and the FIFO starts again from the new
+ * one. The FIFO's deadlines never decrease from head to tail (appends
+ * only at or after the tail; removals keep the order), so its head is its
+ * earliest; the loop's next deadline is the earlier of the FIFO's head
+ * and the heap's top (canal__timer_next). Pinning and the lock below are
  * the same for both.
  *
  * A timer that fires first tries to win the task's wake with WAKE_TIMEDOUT
  * (it loses if the task was woken meanwhile), and only then leaves the heap
- * and unpins the task. In that order the task, still pinned, cannot be
+ * or the FIFO and unpins the task. In that order the task, still pinned, cannot be
  * stolen and run elsewhere (and park again) between the two steps, so a
  * late timer never wins a later park's wake.
  *
@@ -113,11 +119,38 @@ static int heap_grow(struct canal__loop *l)
 	return 0;
 }
 
+/* How far after the FIFO's tail a deadline may be and still join it. */
+#define FIFO_SPAN_NS (1000ull * 1000 * 1000)
+
+/* t's timer into the heap at deadline_ns (t's pin taken by the caller). */
+static int heap_insert(struct canal__loop *l, struct canal__task *t,
+		       uint64_t deadline_ns)
+{
+	if (l->heap_len == l->heap_cap && heap_grow(l) != 0)
+		return -ENOMEM;
+	uint32_t slot = l->timer_free;
+	l->timer_free = l->timer_pos[slot];
+	t->timer_slot = slot;
+	uint32_t i = l->heap_len++;
+	heap_set(l, i, (struct canal__timer){deadline_ns, t, slot});
+	sift_up(l, i);
+	return 0;
+}
+
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		     uint64_t deadline_ns)
 {
 	struct canal__task *tail = l->fifo_tail;
-	if (!tail || tail->fifo_deadline <= deadline_ns) {
+	if (tail && tail == l->fifo_head && deadline_ns < tail->fifo_deadline &&
+	    heap_insert(l, tail, tail->fifo_deadline) == 0) {
+		/* A lone entry due later (see the top): to the heap, still
+		 * pinned, not woken; the FIFO starts again from t. */
+		l->fifo_head = l->fifo_tail = NULL;
+		tail->fifo_prev = tail->fifo_next = NULL;
+		tail = NULL;
+	}
+	if (!tail || (tail->fifo_deadline <= deadline_ns &&
+		      deadline_ns - tail->fifo_deadline <= FIFO_SPAN_NS)) {
 		t->fifo_deadline = deadline_ns;
 		t->fifo_next = NULL;
 		t->fifo_prev = tail;
@@ -130,15 +163,9 @@ int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		t->timer_slot = FIFO_TIMER;
 		return 0;
 	}
-	if (l->heap_len == l->heap_cap && heap_grow(l) != 0)
+	if (heap_insert(l, t, deadline_ns) != 0)
 		return -ENOMEM;
-	uint32_t slot = l->timer_free;
-	l->timer_free = l->timer_pos[slot];
 	t->pinned++;
-	t->timer_slot = slot;
-	uint32_t i = l->heap_len++;
-	heap_set(l, i, (struct canal__timer){deadline_ns, t, slot});
-	sift_up(l, i);
 	return 0;
 }
 

@@ -103,14 +103,19 @@ static void check_all(void)
 	CHECK_EQ(canal__timer_next(&loop), min);
 }
 
+/* Arm task i at d; where it went is checked by check_all() (consistency)
+ * and by the scenarios below (the routing rules). */
 static void arm(int i, uint64_t d)
 {
 	deadline[i] = d;
-	bool to_fifo = !loop.fifo_tail || loop.fifo_tail->fifo_deadline <= d;
 	CHECK_EQ(canal__timer_arm(&loop, &tasks[i], d), 0);
-	CHECK_EQ(tasks[i].timer_slot == FIFO_TIMER, to_fifo);
-	(to_fifo ? &fifo_arms : &heap_arms)[0]++;
+	(tasks[i].timer_slot == FIFO_TIMER ? &fifo_arms : &heap_arms)[0]++;
 	armed[i] = true;
+}
+
+static bool in_fifo(int i)
+{
+	return tasks[i].timer_slot == FIFO_TIMER;
 }
 
 static void disarm(int i)
@@ -213,6 +218,50 @@ static void run_round(void)
 	}
 	CHECK_EQ(canal__timer_run(&loop, 99999), CANAL_NO_DEADLINE);
 	CHECK(loop.fifo_head == NULL && loop.heap_len == 0);
+
+	/* Routing. A lone FIFO entry due later than a new timer (a long
+	 * timer armed while the FIFO was empty) moves to the heap, still
+	 * armed and pinned, and the FIFO starts again from the new one. */
+	const uint64_t S = 1000ull * 1000 * 1000; /* timer.c's FIFO span */
+	arm(1, 100000 + 60 * S);
+	CHECK(in_fifo(1));
+	arm(2, 100000);
+	CHECK(in_fifo(2) && !in_fifo(1));
+	check_all();
+	/* In order and within the span after the tail: the FIFO. */
+	arm(3, 100000 + S / 2);
+	arm(4, 100000 + S / 2); /* equal to the tail */
+	CHECK(in_fifo(3) && in_fifo(4));
+	/* Before the tail, or more than the span after it: the heap (a
+	 * minute's keep-alive among short timeouts does not block the
+	 * FIFO for those after it). */
+	arm(5, 100000 + S / 4);
+	arm(6, 100000 + S / 2 + S + 1);
+	CHECK(!in_fifo(5) && !in_fifo(6));
+	arm(7, 100000 + S / 2 + S);
+	CHECK(in_fifo(7));
+	check_all();
+	/* A FIFO of more than one entry keeps them: an earlier timer goes
+	 * to the heap. */
+	arm(8, 100001);
+	CHECK(!in_fifo(8) && in_fifo(2) && in_fifo(3));
+	check_all();
+	/* They fire in deadline order across both. */
+	uint64_t order[] = { 100000, 100001, 100000 + S / 4, 100000 + S / 2,
+			     100000 + S / 2 + S, 100000 + S / 2 + S + 1,
+			     100000 + 60 * S };
+	for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+		uint64_t nd = canal__timer_run(&loop, order[k]);
+		for (int i = 1; i <= 8; i++)
+			if (armed[i] && deadline[i] <= order[k]) {
+				CHECK_EQ(tasks[i].timer_slot, NO_TIMER);
+				CHECK_EQ(tasks[i].pinned, 0);
+				armed[i] = false;
+			}
+		check_all();
+		CHECK_EQ(nd, k + 1 < sizeof order / sizeof *order
+				     ? order[k + 1] : CANAL_NO_DEADLINE);
+	}
 	canal__timer_fini(&loop);
 	free(tasks);
 }
