@@ -54,15 +54,10 @@ static void await_file(const char *file)
 	CHECK(access(file, F_OK) == 0);
 }
 
+/* Run canal-launch -n n -t t sh -c script: its exit status. */
 static int launch(const char *n, const char *t, const char *script)
 {
-	pid_t p = test_fork();
-	CHECK(p >= 0);
-	if (p == 0) {
-		execl(launcher, "canal-launch", "-n", n, "-t", t, "/bin/sh", "-c",
-		      script, (char *)NULL);
-		_exit(99);
-	}
+	pid_t p = launch_bg(n, t, script);
 	int st;
 	CHECK(waitpid(p, &st, 0) == p);
 	CHECK(WIFEXITED(st));

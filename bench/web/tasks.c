@@ -123,7 +123,8 @@ static int send_rest(struct web_conn *c, const char *out, size_t n,
  * CLOSE between them (before 2026-11-29) every response waited for one
  * more step of the chain in the kernel; wrk, 100 connections, server on
  * one CPU, 5 interleaved rounds: 144.1k [137.8-152.8] requests/s against
- * 132.9k [126.5-150.7], 6.72 against 7.12 us of server CPU per request
+ * 132.9k [126.5-150.7], 6.72 [6.35-7.04] against 7.12 [6.43-7.50] us of
+ * server CPU per request
  * (Intel Xeon host). A SEND that ends the chain early (cut by the tick)
  * leaves the CLOSE cancelled: the file is then closed below. Under
  * ThreadSanitizer the CLOSE

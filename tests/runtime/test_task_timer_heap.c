@@ -113,6 +113,25 @@ static void arm(int i, uint64_t d)
 	armed[i] = true;
 }
 
+/* canal__timer_run(now) against the model: exactly the tasks due by now
+ * expire (unarmed, unpinned), and it returns the earliest deadline left. */
+static void expire(uint64_t now)
+{
+	uint64_t next_dl = canal__timer_run(&loop, now);
+	uint64_t min = CANAL_NO_DEADLINE;
+	for (int i = 0; i < TASKS; i++) {
+		if (armed[i] && deadline[i] <= now) {
+			armed[i] = false; /* expired now */
+			CHECK_EQ(tasks[i].timer_slot, NO_TIMER);
+			CHECK_EQ(tasks[i].pinned, 0);
+		}
+		if (armed[i] && deadline[i] < min)
+			min = deadline[i];
+	}
+	CHECK_EQ(next_dl, min);
+	check_all();
+}
+
 static bool in_fifo(int i)
 {
 	return tasks[i].timer_slot == FIFO_TIMER;
@@ -157,18 +176,7 @@ static void run_round(void)
 	/* Expire in steps of time; re-arm some expired tasks later, and
 	 * disarm some live ones, between the steps. */
 	for (uint64_t now = 900; now < 12000; now += 37) {
-		uint64_t next_dl = canal__timer_run(&loop, now);
-		uint64_t min = CANAL_NO_DEADLINE;
-		for (int i = 0; i < TASKS; i++) {
-			if (armed[i] && deadline[i] <= now) {
-				armed[i] = false; /* expired now */
-				CHECK_EQ(tasks[i].timer_slot, NO_TIMER);
-			}
-			if (armed[i] && deadline[i] < min)
-				min = deadline[i];
-		}
-		CHECK_EQ(next_dl, min);
-		check_all();
+		expire(now);
 		for (int k = 0; k < 20; k++) {
 			int i = (int)(next() % TASKS);
 			if (armed[i])
@@ -201,21 +209,8 @@ static void run_round(void)
 			disarm(i);
 	}
 	check_all();
-	for (uint64_t now = 18950; now < 21100; now += 50) {
-		uint64_t next_dl = canal__timer_run(&loop, now);
-		uint64_t min = CANAL_NO_DEADLINE;
-		for (int i = 0; i < TASKS; i++) {
-			if (armed[i] && deadline[i] <= now) {
-				armed[i] = false;
-				CHECK_EQ(tasks[i].timer_slot, NO_TIMER);
-				CHECK_EQ(tasks[i].pinned, 0);
-			}
-			if (armed[i] && deadline[i] < min)
-				min = deadline[i];
-		}
-		CHECK_EQ(next_dl, min);
-		check_all();
-	}
+	for (uint64_t now = 18950; now < 21100; now += 50)
+		expire(now);
 	CHECK_EQ(canal__timer_run(&loop, 99999), CANAL_NO_DEADLINE);
 	CHECK(loop.fifo_head == NULL && loop.heap_len == 0);
 

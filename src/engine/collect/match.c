@@ -350,21 +350,15 @@ static inline int send_check(struct canal_engine *e, int gi, unsigned tag,
 	return 0;
 }
 
-/* A send request for gi, tag, buf[len], or NULL. */
-static inline struct canal_engine_req *send_new(struct canal_engine *e,
-						int gi, unsigned tag,
-						const void *buf, size_t len,
-						unsigned flags)
+/* A send request's message: gate gi, tag, buf[len], flags. */
+static inline void send_set(struct canal_engine_req *r, int gi, unsigned tag,
+			    const void *buf, size_t len, unsigned flags)
 {
-	struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
-	if (r) {
-		r->gate = gi;
-		r->tag = tag;
-		r->flags = flags;
-		r->buf = (unsigned char *)(uintptr_t)buf;
-		r->len = len;
-	}
-	return r;
+	r->gate = gi;
+	r->tag = tag;
+	r->flags = flags;
+	r->buf = (unsigned char *)(uintptr_t)buf;
+	r->len = len;
 }
 
 /* isend with UCX's matching: UCX keeps the order and has no express
@@ -394,11 +388,7 @@ static int native_isend(struct canal_engine *e, int gi, unsigned tag,
 	 * comes later, to a request set up by then. */
 	assert(k != 0 || r->nat.live);
 	canal__req_init_but_nat(e, r, REQ_SEND);
-	r->gate = gi;
-	r->tag = tag;
-	r->flags = flags;
-	r->buf = (unsigned char *)(uintptr_t)buf;
-	r->len = len;
+	send_set(r, gi, tag, buf, len, flags);
 	if (k == 1)
 		canal__req_complete(r, 0);
 	*req = r;
@@ -414,9 +404,10 @@ int canal__collect_send(struct canal_engine *e, int gi, unsigned tag,
 	if (err)
 		return err;
 	struct canal__gate *g = &e->gates[gi];
-	struct canal_engine_req *r = send_new(e, gi, tag, buf, len, flags);
+	struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
 	if (!r)
 		return -ENOMEM;
+	send_set(r, gi, tag, buf, len, flags);
 	if (e->urgent[tag / 64] >> (tag % 64) & 1)
 		r->flags |= CANAL_ENGINE_EXPRESS;
 	r->seq = g->send_next[tag]++;
