@@ -369,21 +369,30 @@ void canal__sigbus_guard(struct canal_chan *ch);
 void canal__sigbus_unguard(struct canal_chan *ch);
 
 /* Crash repair (repair.c). */
-/* Repair the slot of pos if its holder died; held_ns: how long the caller
- * has waited on that slot. */
-void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns);
+/* Repair the slot of pos if its holder died. seen: the slot's stamp when
+ * the caller's wait on this holder began; held_ns: how long the caller has
+ * seen that stamp. The held time speaks of one claim only: if the stamp is
+ * no longer seen, the slot has a new holder (the sender the caller waited
+ * for published, and a receiver has just claimed the slot, perhaps without
+ * its owner word yet), and nothing is repaired. */
+void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t seen,
+			uint64_t held_ns);
 
-/* A wait on a slot held by the other side (ring.c): the position and how
- * long it has been waited on. A caller that claims again after giving up
- * (a committed receiver's slices, a synchronous sender that gave its unit
- * back) passes the same one, so that the time on one slot adds up to the
- * repair's grace periods; a new position starts afresh. */
+/* A wait on a slot held by the other side (ring.c): the position, the
+ * holder (the stamp it holds the slot with) and how long that holder has
+ * been waited on. A caller that claims again after giving up (a committed
+ * receiver's slices, a synchronous sender that gave its unit back) passes
+ * the same one, so that the time on one holder adds up to the repair's
+ * grace periods; a new position or a new stamp starts afresh (the snooze's
+ * phases go by position: a stamp that moves on at the same position, FULL
+ * to TAKEN, is the same wait for the caller). */
 struct canal__held_wait {
 	struct canal__snooze snooze;
 	uint64_t pos;   /* the held position (UINT64_MAX: none yet) */
-	uint64_t since; /* when the wait on pos began (canal_now_ns) */
+	uint64_t stamp; /* the stamp the holder holds it with */
+	uint64_t since; /* when that stamp was first seen (canal_now_ns) */
 };
-#define CANAL__HELD_WAIT_INIT { CANAL__SNOOZE_INIT, UINT64_MAX, 0 }
+#define CANAL__HELD_WAIT_INIT { CANAL__SNOOZE_INIT, UINT64_MAX, 0, 0 }
 
 /* Ring primitives (ring.c). Return counts > 0, or -EAGAIN (full, empty;
  * or, with deadline 0, a slot held by the other side), -ETIMEDOUT (held

@@ -6,7 +6,13 @@
  * word right after its CAS of tail or head (owner_word(): who, 31 bits of
  * the position, role), and publishes or releases the slot with a CAS on
  * the stamp instead of a store. A thread that finds a slot held for more
- * than a millisecond (counted per slot) asks canal__repair_slot():
+ * than a millisecond (counted per slot) asks canal__repair_slot(), with
+ * the stamp it saw the slot held with and how long it has seen it; a
+ * stamp that has changed since is a new holder, whose time has not been
+ * counted (the sender waited for has published, and the receiver that claimed
+ * the slot right after may not have written its owner word yet: judged by
+ * the sender's time, it read as anonymous past its grace and lost the
+ * element it had taken; test_holes' test_repair_new_holder). Else:
  *  - if the owner word names this position and role, and that attacher is
  *    gone (liveness.c: its lock was released with its process), the slot
  *    is repaired at once;
@@ -34,10 +40,13 @@
 /* A held slot with no owner recorded is repaired after this long. */
 #define REPAIR_ANONYMOUS_NS 900000000ull
 
-void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t held_ns)
+void canal__repair_slot(struct canal_chan *ch, uint64_t pos, uint64_t seen,
+			uint64_t held_ns)
 {
 	struct canal_slot_hdr *s = slot_at(ch, pos);
 	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_acquire);
+	if (st != seen)
+		return; /* a new holder (or none): its time starts now */
 	uint64_t sp = stamp_position(ch, pos, st);
 	uint64_t repaired;
 	unsigned role;

@@ -14,7 +14,9 @@
  * up after the pause phase with -EAGAIN, a timed one at its deadline with
  * -ETIMEDOUT. On a shared channel, a slot held for REPAIR_CHECK_NS (counted
  * per slot, from the first snooze on that slot) is shown to the crash
- * repair (repair.c).
+ * repair (repair.c), with the stamp its holder holds it with and how long
+ * that stamp has been seen: a repair judges one claim by the time spent on
+ * that claim, never by the time spent on the slot's previous holder.
  */
 #include "internal.h"
 
@@ -24,14 +26,25 @@
  * holder died (repair.c decides). */
 #define REPAIR_CHECK_NS 1000000u
 
-static void held_note(struct canal__held_wait *w, uint64_t pos)
+/* The slot at pos is held, with stamp st. */
+static void held_note(struct canal__held_wait *w, uint64_t pos, uint64_t st)
 {
 	if (w->pos != pos) {
-		/* A new slot: its grace period starts now. */
+		/* A new slot: the snooze starts again. */
 		w->pos = pos;
 		w->snooze = (struct canal__snooze)CANAL__SNOOZE_INIT;
-		w->since = canal_now_ns();
+	} else if (w->stamp == st) {
+		return;
 	}
+	/* A new holder: its grace period starts now. */
+	w->stamp = st;
+	w->since = canal_now_ns();
+}
+
+static void held_repair(struct canal_chan *ch, struct canal__held_wait *w,
+			uint64_t now)
+{
+	canal__repair_slot(ch, w->pos, w->stamp, now - w->since);
 }
 
 /* Waiting on the slot at pos, held by the other side. Returns 0 to look
@@ -40,14 +53,14 @@ static void held_note(struct canal__held_wait *w, uint64_t pos)
  * committed receiver, 1 ms) is past each slice's deadline whenever it has
  * waited long enough to ask (test_holes, test_sync_dead_select). */
 static int wait_held(struct canal_chan *ch, struct canal__held_wait *w,
-		     uint64_t pos, uint64_t deadline)
+		     uint64_t pos, uint64_t st, uint64_t deadline)
 {
-	held_note(w, pos);
+	held_note(w, pos, st);
 	if (deadline == 0 && !canal__snooze_spinning(&w->snooze))
 		return -EAGAIN;
 	uint64_t held = canal__snooze(&w->snooze);
 	if (unlikely(ch->shared) && held >= REPAIR_CHECK_NS)
-		canal__repair_slot(ch, pos, held);
+		held_repair(ch, w, canal_now_ns());
 	if (held && deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
 		return -ETIMEDOUT;
 	return 0;
@@ -105,8 +118,14 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 		uint64_t now = canal_now_ns();
 		if (deadline != CANAL_NO_DEADLINE && now >= deadline)
 			return -ETIMEDOUT;
-		if (unlikely(ch->shared) && now - hw->since >= REPAIR_CHECK_NS)
-			canal__repair_slot(ch, hw->pos, now - hw->since);
+		if (unlikely(ch->shared)) {
+			held_note(hw, hw->pos,
+				  atomic_load_explicit(
+					  &slot_at(ch, hw->pos)->stamp,
+					  memory_order_acquire));
+			if (now - hw->since >= REPAIR_CHECK_NS)
+				held_repair(ch, hw, now);
+		}
 		uint64_t dl = now + SLOT_SLICE_NS;
 		if (dl > deadline)
 			dl = deadline;
@@ -235,10 +254,10 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 		if (pos - h >= ch->ring)
 			return -EAGAIN; /* full */
 		/* A receiver claimed it and is copying out, or holds it lent. */
-		held_note(hw, pos);
+		held_note(hw, pos, st);
 		if (give_up_held && !canal__snooze_spinning(&hw->snooze))
 			return -EBUSY;
-		int w = wait_held(ch, hw, pos, deadline);
+		int w = wait_held(ch, hw, pos, st, deadline);
 		if (w)
 			return w;
 		t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
@@ -312,7 +331,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 			return -EBADMSG; /* head past tail */
 		/* A sender claimed h and is copying in, or holds it
 		 * reserved. */
-		int w = wait_held(ch, hw, h, deadline);
+		int w = wait_held(ch, hw, h, st, deadline);
 		if (w)
 			return w;
 		h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
