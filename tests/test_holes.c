@@ -650,6 +650,45 @@ static void test_repair_new_holder(void)
 	canal_chan_destroy(ch);
 }
 
+/* The same through canal__ring_wait_slot (a synchronous sender that gave
+ * its unit back sleeps there, asking the repair between slices): the
+ * stamp it noted moves on (FULL -> SKIP: a timed sender withdrew its
+ * element from under the receiver that had just claimed the slot, no
+ * owner word yet). Its clock, read before it noted the new holder, once
+ * made that holder's age wrap: repaired at once, a live receiver's
+ * release lost. Then a holder seen past the grace is repaired there. */
+static void test_wait_slot_new_holder(void)
+{
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 0,
+						  CANAL_SHARED);
+	CHECK(ch);
+	const uint64_t R = ch->ring;
+	/* Positions 0 .. R-1 sent, position 0 taken (head 1, no owner word):
+	 * the sender at R waits on slot 0, held by that receiver. */
+	uint64_t t = atomic_load(&ch->st->tail);
+	atomic_store(&ch->st->tail, t + tail_advance(R));
+	atomic_store(&ch->st->head, 1);
+	uint64_t full = stamp_for(ch, 0, STAMP_FULL);
+	uint64_t skip = stamp_for(ch, 0, STAMP_SKIP);
+	atomic_store(&slot_at(ch, 0)->stamp, full);
+	struct canal__held_wait hw = CANAL__HELD_WAIT_INIT;
+	hw.pos = R;
+	hw.stamp = full;
+	hw.since = canal_now_ns() - 2000000000ull;
+	atomic_store(&slot_at(ch, 0)->stamp, skip); /* the withdraw */
+	CHECK_EQ(canal__ring_wait_slot(ch, &hw, canal_now_ns() + 30000000),
+		 -ETIMEDOUT);
+	CHECK_EQ(atomic_load(&slot_at(ch, 0)->stamp), skip);
+	CHECK_EQ(hw.stamp, skip);
+	/* Seen that long, the anonymous holder is repaired: the slot is free
+	 * for position R, and the wait ends. */
+	hw.since = canal_now_ns() - 2000000000ull;
+	CHECK_EQ(canal__ring_wait_slot(ch, &hw, canal_now_ns() + 30000000), 0);
+	CHECK_EQ(atomic_load(&slot_at(ch, 0)->stamp),
+		 stamp_for(ch, R, STAMP_FREE));
+	canal_chan_destroy(ch);
+}
+
 /* ------------------------------------------------------------------ */
 /* select on a send and a receive case of one synchronous channel       */
 /* ------------------------------------------------------------------ */
@@ -1073,6 +1112,7 @@ int main(void)
 	test_sync_dead_select_anonymous();
 	test_grace_per_slot();
 	test_repair_new_holder();
+	test_wait_slot_new_holder();
 	test_pid_reuse();
 	test_pid_namespace();
 	test_creator_killed();

@@ -12,7 +12,8 @@
  * counted (the sender waited for has published, and the receiver that claimed
  * the slot right after may not have written its owner word yet: judged by
  * the sender's time, it read as anonymous past its grace and lost the
- * element it had taken; test_holes' test_repair_new_holder). Else:
+ * element it had taken; test_holes' test_repair_new_holder and
+ * test_wait_slot_new_holder). Else:
  *  - if the owner word names this position and role, and that attacher is
  *    gone (liveness.c: its lock was released with its process), the slot
  *    is repaired at once;

@@ -41,10 +41,18 @@ static void held_note(struct canal__held_wait *w, uint64_t pos, uint64_t st)
 	w->since = canal_now_ns();
 }
 
+/* How long the holder noted in w has been seen, at now (a clock read
+ * before held_note moved since past it: 0, not a wrapped difference, which
+ * would read as a holder far past every grace). */
+static uint64_t held_age(const struct canal__held_wait *w, uint64_t now)
+{
+	return now > w->since ? now - w->since : 0;
+}
+
 static void held_repair(struct canal_chan *ch, struct canal__held_wait *w,
 			uint64_t now)
 {
-	canal__repair_slot(ch, w->pos, w->stamp, now - w->since);
+	canal__repair_slot(ch, w->pos, w->stamp, held_age(w, now));
 }
 
 /* Waiting on the slot at pos, held by the other side. Returns 0 to look
@@ -123,7 +131,7 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 				  atomic_load_explicit(
 					  &slot_at(ch, hw->pos)->stamp,
 					  memory_order_acquire));
-			if (now - hw->since >= REPAIR_CHECK_NS)
+			if (held_age(hw, now) >= REPAIR_CHECK_NS)
 				held_repair(ch, hw, now);
 		}
 		uint64_t dl = now + SLOT_SLICE_NS;

@@ -136,11 +136,13 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 		waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
 		/* Take the element: a timed sender may withdraw it at its
 		 * deadline (FULL -> SKIP, rendezvous.c); of its CAS and ours
-		 * exactly one wins. On failure st is SKIP. */
+		 * exactly one wins. On failure st is SKIP. Release on
+		 * success: a repair that reads TAKEN (acquire, repair.c)
+		 * sees our owner word, written after our claim of head. */
 		if (stamp_state(st) == STAMP_FULL)
 			atomic_compare_exchange_strong_explicit(
 				&s->stamp, &st, stamp_for(ch, pos, STAMP_TAKEN),
-				memory_order_acquire, memory_order_acquire);
+				memory_order_acq_rel, memory_order_acquire);
 	}
 	/* The chain (wake.h) once the slot is released, not while we hold
 	 * it: its FUTEX_WAKE takes microseconds, and the thread it wakes may
