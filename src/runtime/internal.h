@@ -419,7 +419,8 @@ struct canal__loop *canal__loop_pick(struct canal__runtime *rt);
  * thread): free it; the last one stops the runtime. */
 void canal__task_ended(struct canal__loop *l, struct canal__task *t);
 
-/* timer.c (loop thread only) */
+/* timer.c (loop thread only; canal__timer_disarm by the task itself,
+ * resumed) */
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		     uint64_t deadline_ns);
 void canal__timer_disarm(struct canal__loop *l, struct canal__task *t);
