@@ -20,11 +20,11 @@
  * generic primitive, or short sleeps on the epoll backend).
  *
  * Small responses (web_conn's style_sends_small, as the io_uring style):
- * on io_uring the task submits one chain (canal_io_submit_link): a READ of
- * the file after the head, a SEND of head and body, the file's CLOSE and
- * the RECV of the next request, batched in the loop's ring with the other
- * tasks' operations: one suspension per request and no system call of
- * its own. On epoll it
+ * on io_uring the task submits one batch (canal_io_submit_batch): a READ
+ * of the file after the head linked to a SEND of head and body (and to
+ * the RECV of the next request), the file's CLOSE apart, in the loop's
+ * ring with the other tasks' operations: one suspension per request and
+ * no system call of its own. On epoll it
  * reads the file (canal_io_read), sends head and body in one
  * canal_io_send and closes the file (canal_io_close). Larger bodies: the
  * core's send + sendfile.
@@ -32,7 +32,7 @@
  * Input comes through a receive stream the connection task opens for its
  * whole life (canal_io_rstream_open: one multishot receive kept armed, as
  * the io_uring style keeps one per connection), and the chain above ends
- * with the stream's next bytes (canal_io_submit_link_recv) instead of a
+ * with the stream's next bytes (canal_io_submit_batch_recv) instead of a
  * RECV of its own: still one suspension per request, and no receive armed
  * and disarmed per request in the kernel. CANAL_WEB_NO_RSTREAM=1: a
  * RECV per request, as before (to measure the stream).
@@ -46,40 +46,14 @@
 #include <canal/task.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <liburing.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static struct web_ctx *g_ctx;
 static bool g_no_rstream;    /* CANAL_WEB_NO_RSTREAM */
-
-/*
- * Descriptors. A response's chain holds the file's descriptor until its
- * CLOSE runs; in the order READ -> SEND -> CLOSE (the fast one, below)
- * that is after the SEND, which waits while the client's socket is full.
- * With nearly as many connections as half the descriptor limit, every
- * connection may then hold a socket and a file at once: wrk at 10 000
- * connections (limit 20 000) got 503s, the open of the next request's
- * file failing with EMFILE (9-80 per 8 s run). The io_uring style closes
- * the file when its READ completes, whatever the SEND does. So while the
- * live connections leave less than CLOSE_FIRST_MARGIN descriptors beside
- * a file each, the chain is READ -> CLOSE -> SEND: the file is closed
- * before the SEND starts (one more step of the chain in the kernel before
- * the response leaves, which costs throughput: only then).
- */
-#define CLOSE_FIRST_MARGIN 256
-static _Atomic long g_live;  /* connection tasks alive */
-static long g_fd_limit;      /* RLIMIT_NOFILE's soft limit at start */
-
-static bool close_first(void)
-{
-	long live = atomic_load_explicit(&g_live, memory_order_relaxed);
-	return 2 * live + CLOSE_FIRST_MARGIN >= g_fd_limit;
-}
 
 /* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
  * clock) or SIGTERM. The deadline stands across the WEB_TICK_MS waits
@@ -138,31 +112,31 @@ static int send_rest(struct web_conn *c, const char *out, size_t n,
 		     size_t off);
 
 /*
- * The response as one chain through the loop's ring: a READ of the file
- * after the head in out, linked to one SEND of head + body (MSG_WAITALL:
- * only once all of it is sent does the chain go on), to the file's CLOSE
- * and, when no input is left over, to the RECV of the next request into
- * the connection's empty input buffer (canal_io_submit_link): one
- * suspension per request and no system call of this task's own (the
- * io_uring style's READ + SEND + CLOSE, and its receive always posted).
- * The SEND comes right after the READ, as in the io_uring style: with the
- * CLOSE between them (before 2026-11-29) every response waited for one
- * more step of the chain in the kernel; wrk, 100 connections, server on
- * one CPU, 5 interleaved rounds: 144.1k [137.8-152.8] requests/s against
- * 132.9k [126.5-150.7], 6.72 [6.35-7.04] against 7.12 [6.43-7.50] us of
- * server CPU per request
- * (Intel Xeon host). Near the descriptor limit the CLOSE goes before
- * the SEND (close_first, above). A SEND that ends the chain early (cut by
- * the tick)
- * leaves the CLOSE cancelled: the file is then closed below. Under
- * ThreadSanitizer the CLOSE
- * is left out: its model of descriptors must see the close(2)
- * (canal_io_close says why). A short or failed READ (the file shrank)
- * closes the connection, as the core does; a SEND cut by the tick (a
- * client that does not read) leaves the rest to send_rest, and the RECV
- * to the loop. Returns 0, -1 to close, or 1: not done, send it the other
- * way (no chains on this backend: no_link is set; or no room in the ring
- * now). *got: the RECV's result (bytes, 0 at end of input), or -1: none.
+ * The response as one batch through the loop's ring
+ * (canal_io_submit_batch): a READ of the file after the head in out,
+ * linked to one SEND of head + body (MSG_WAITALL: only once all of it is
+ * sent does the chain go on) and, when no input is left over, to the
+ * RECV of the next request into the connection's empty input buffer; the
+ * file's CLOSE apart, submitted with them: one suspension per request and
+ * no system call of this task's own (the io_uring style's READ + SEND +
+ * CLOSE, and its receive always posted). As in the io_uring style, the
+ * SEND comes right after the READ and the CLOSE does not wait for it
+ * (the kernel holds the file for the READ, which is the head of its
+ * chain, task.h). Linked after the SEND (2026-11-29 morning), the CLOSE
+ * held the file while the SEND waited on a full socket: wrk at 10 000
+ * connections (descriptor limit 20 000) got 503s, the next request's
+ * open failing with EMFILE; and it cost each response one more step of
+ * the chain in the kernel (a task-work hop). Linked before the SEND
+ * (until then), every response waited for that step before leaving. A
+ * failed CLOSE is not retried: the descriptor is gone either way. Under
+ * ThreadSanitizer the CLOSE is left out: its model of descriptors must
+ * see the close(2) (canal_io_close says why); the file is then closed
+ * below. A short or failed READ (the file shrank) closes the connection,
+ * as the core does; a SEND cut by the tick (a client that does not read)
+ * leaves the rest to send_rest, and the RECV to the loop. Returns 0, -1
+ * to close, or 1: not done, send it the other way (no chains on this
+ * backend: no_link is set; or no room in the ring now). *got: the RECV's
+ * result (bytes, 0 at end of input), or -1: none.
  */
 static int send_linked(struct web_conn *c, struct canal_io_rstream *rs,
 		       char *out, size_t head, size_t body, ssize_t *got)
@@ -180,39 +154,36 @@ static int send_linked(struct web_conn *c, struct canal_io_rstream *rs,
 #endif
 	memset(s, 0, sizeof(s));
 	io_uring_prep_read(&s[n++], c->file_fd, out + head, (unsigned)body, 0);
-	bool early_close = !tsan && close_first();
-	if (early_close) {
-		i_close = n;
-		io_uring_prep_close(&s[n++], c->file_fd);
-	}
+	s[0].flags |= IOSQE_IO_LINK;
 	unsigned i_send = n;
 	io_uring_prep_send(&s[n++], c->fd, out, head + body,
 			   MSG_NOSIGNAL | MSG_WAITALL | web_conn_send_flags(c));
-	if (!tsan && !early_close) {
-		i_close = n;
-		io_uring_prep_close(&s[n++], c->file_fd);
-	}
 	bool want_input = !c->close_after && !c->eof && c->in_len == 0;
 	if (want_input && !rs) {
+		s[i_send].flags |= IOSQE_IO_LINK;
 		i_recv = n;
 		io_uring_prep_recv(&s[n++], c->fd, c->in, sizeof c->in, 0);
+	}
+	if (!tsan) {
+		i_close = n;
+		io_uring_prep_close(&s[n++], c->file_fd); /* apart */
 	}
 	*got = -1;
 	int r;
 	if (want_input && rs) {
 		/* The chain, then the stream's next bytes: one suspension. */
 		ssize_t in = -EAGAIN;
-		r = canal_io_submit_link_recv(s, n, res, rs, c->in,
-					      sizeof c->in, &in,
-					      (int64_t)WEB_TICK_MS * 1000000,
-					      NULL);
+		r = canal_io_submit_batch_recv(s, n, res, rs, c->in,
+					       sizeof c->in, &in,
+					       (int64_t)WEB_TICK_MS * 1000000,
+					       NULL);
 		if (in >= 0)
 			*got = in;
 		else if (in != -EAGAIN && in != -EBUSY)
 			c->eof = true; /* the stream's error: no more input */
 	} else {
-		r = canal_io_submit_link(s, n, res,
-					 (int64_t)WEB_TICK_MS * 1000000, NULL);
+		r = canal_io_submit_batch(s, n, res,
+					  (int64_t)WEB_TICK_MS * 1000000, NULL);
 	}
 	if (r == -EOPNOTSUPP)
 		atomic_store_explicit(&no_link, true, memory_order_relaxed);
@@ -347,7 +318,6 @@ static void conn_task(void *p)
 	size_t out_cap = 0;
 	struct canal_io_rstream *rs = NULL;
 
-	atomic_fetch_add_explicit(&g_live, 1, memory_order_relaxed);
 	if (!g_no_rstream && canal_io_rstream_open(c->fd, &rs) < 0)
 		rs = NULL; /* no memory: a receive per request */
 	c->style_sends_small = true;
@@ -378,7 +348,6 @@ static void conn_task(void *p)
 	free(out);
 	web_close(c);
 	free(c);
-	atomic_fetch_sub_explicit(&g_live, 1, memory_order_relaxed);
 	/* A connection ends, the next queued one starts (web_accept_next):
 	 * not waiting for the accept task's turn, which comes once its loop
 	 * has run every ready task (accept_task). */
@@ -448,12 +417,6 @@ static int run(struct web_ctx *ctx)
 {
 	struct canal_run_options opts = { 0 };
 	g_ctx = ctx;
-	struct rlimit rl;
-	g_fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-				     rl.rlim_cur != RLIM_INFINITY &&
-				     rl.rlim_cur < (rlim_t)LONG_MAX
-			     ? (long)rl.rlim_cur
-			     : LONG_MAX / 4;
 	opts.loops = ctx->cores > 0 ? (unsigned)ctx->cores : 0;
 	/* Connections need little stack: many thousands of tasks. */
 	opts.stack_size = 64 << 10;

@@ -342,6 +342,32 @@ int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
 			 int32_t *res, int64_t timeout_ns,
 			 struct canal_cond *cancel);
 
+/*
+ * canal_io_submit_batch - canal_io_submit_link where canal links nothing:
+ * the n SQEs go to the kernel in one submission, in order, and the
+ * caller's IOSQE_IO_LINK or IOSQE_IO_HARDLINK flags make chains among
+ * them (a chain ends at an SQE without either flag); operations in
+ * different chains run independently. The shape of a server that closes
+ * a file while its contents are being sent: a READ linked to the SEND
+ * (READ with IOSQE_IO_LINK), then the file's CLOSE on its own, which
+ * runs as soon as it is submitted, without waiting for the SEND. (The
+ * kernel takes an operation's file when the operation starts, and holds
+ * it until it ends: an operation at the head of its chain starts at
+ * submission, before the SQEs after it are looked at, so a CLOSE after it
+ * in the batch does not disturb it; one further down a chain starts when
+ * the one before it completes, which may be after such a CLOSE ran: it
+ * then fails with -EBADF.) Every operation must post
+ * one completion, the call suspends the task until all have come, res[i]
+ * is operation i's, and timeout and cancel are those of
+ * canal_io_submit_link, for the whole batch.
+ * Returns and errors: those of canal_io_submit_link, where the last SQE
+ * may not carry IOSQE_IO_LINK or IOSQE_IO_HARDLINK (-EINVAL: it would tie
+ * itself to an unrelated SQE) and the others may.
+ */
+int canal_io_submit_batch(const struct io_uring_sqe *sqes, unsigned n,
+			  int32_t *res, int64_t timeout_ns,
+			  struct canal_cond *cancel);
+
 /* ------------------------------------------------------------------ */
 /* Receive streams: one receive kept armed for a socket's whole life   */
 /* ------------------------------------------------------------------ */
@@ -430,6 +456,18 @@ int canal_io_submit_link_recv(const struct io_uring_sqe *sqes, unsigned n,
 			      int32_t *res, struct canal_io_rstream *s,
 			      void *buf, size_t len, ssize_t *got,
 			      int64_t timeout_ns, struct canal_cond *cancel);
+
+/*
+ * canal_io_submit_batch_recv - canal_io_submit_link_recv with the batch
+ * of canal_io_submit_batch (the caller's links) in place of the chain:
+ * the input is waited for once every operation of the batch completed
+ * with res >= 0. Returns and errors: those of canal_io_submit_link_recv
+ * and of canal_io_submit_batch.
+ */
+int canal_io_submit_batch_recv(const struct io_uring_sqe *sqes, unsigned n,
+			       int32_t *res, struct canal_io_rstream *s,
+			       void *buf, size_t len, ssize_t *got,
+			       int64_t timeout_ns, struct canal_cond *cancel);
 
 /*
  * canal_io_rstream_close - end the stream: its receive is cancelled and

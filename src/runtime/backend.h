@@ -32,16 +32,19 @@ struct canal__backend_ops {
 	/* Start op: 0 (its completion will come through poll), or -errno
 	 * (nothing started; -EOPNOTSUPP for what the backend cannot do). */
 	int (*submit)(struct canal__loop *l, struct canal__io *op);
-	/* Chains (canal_io_submit_link); all three NULL: the backend has
-	 * none (-EOPNOTSUPP). link_check: may the n SQEs (struct
-	 * io_uring_sqe) form a chain? 0 or -EINVAL. submit_link: start the
-	 * n SQEs (which passed link_check) as one linked chain submitted
-	 * together, whose CQEs go to ch (canal__io_chain_cqe): 0, or -errno
-	 * (nothing started). cancel_member: ask for member i's early end;
-	 * its completion still comes. */
-	int (*link_check)(const void *sqes, unsigned n);
+	/* Chains (canal_io_submit_link, canal_io_submit_batch); all three
+	 * NULL: the backend has none (-EOPNOTSUPP). link_check: may the n
+	 * SQEs (struct io_uring_sqe) form a chain (as_given: a batch whose
+	 * links, IOSQE_IO_LINK or IOSQE_IO_HARDLINK, are the caller's, never
+	 * on the last)? 0 or -EINVAL. submit_link: start the n SQEs (which
+	 * passed link_check) together, linked one to the next (as_given: as
+	 * the caller linked them), whose CQEs go to ch
+	 * (canal__io_chain_cqe): 0, or -errno (nothing started).
+	 * cancel_member: ask for member i's early end; its completion still
+	 * comes. */
+	int (*link_check)(const void *sqes, unsigned n, bool as_given);
 	int (*submit_link)(struct canal__loop *l, struct canal__io_chain *ch,
-			   const void *sqes, unsigned n);
+			   const void *sqes, unsigned n, bool as_given);
 	void (*cancel_member)(struct canal__loop *l,
 			      struct canal__io_chain *ch, unsigned i);
 	/* Ask for op's early end; its completion still comes through poll

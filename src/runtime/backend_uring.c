@@ -400,9 +400,12 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
  * this build knows (IORING_OP_LAST of its liburing), whose CQEs it cannot
  * vouch for.
  */
-static bool link_refused(const struct io_uring_sqe *sqe)
+static bool link_refused(const struct io_uring_sqe *sqe, bool links_ok)
 {
-	if (sqe->flags & REFUSED_FLAGS)
+	unsigned refused = REFUSED_FLAGS;
+	if (links_ok)
+		refused &= ~(unsigned)(IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
+	if (sqe->flags & refused)
 		return true;
 	switch (sqe->opcode) {
 	case IORING_OP_SEND_ZC:
@@ -422,11 +425,13 @@ static bool link_refused(const struct io_uring_sqe *sqe)
 	}
 }
 
-static int ur_link_check(const void *sqes_, unsigned n)
+/* as_given (canal_io_submit_batch): the caller's links stand, but not on
+ * the last SQE, which would tie it to whatever SQE comes next. */
+static int ur_link_check(const void *sqes_, unsigned n, bool as_given)
 {
 	const struct io_uring_sqe *sqes = sqes_;
 	for (unsigned i = 0; i < n; i++)
-		if (link_refused(&sqes[i]))
+		if (link_refused(&sqes[i], as_given && i + 1 < n))
 			return -EINVAL;
 	return 0;
 }
@@ -435,7 +440,8 @@ static int ur_link_check(const void *sqes_, unsigned n)
  * A chain (its SQEs passed ur_link_check): the n SQEs must reach the
  * kernel in one submission (a link ends at the end of a submission batch),
  * so they are taken from the ring together: room for all n, after one flush of what is queued if needed,
- * or nothing is started. IOSQE_IO_LINK on each but the last.
+ * or nothing is started. IOSQE_IO_LINK on each but the last, unless
+ * as_given (a batch: the caller's links, checked by ur_link_check).
  */
 static uint64_t member_ud(struct canal__io_chain *ch, unsigned i)
 {
@@ -443,7 +449,7 @@ static uint64_t member_ud(struct canal__io_chain *ch, unsigned i)
 }
 
 static int ur_submit_link(struct canal__loop *l, struct canal__io_chain *ch,
-			  const void *sqes_, unsigned n)
+			  const void *sqes_, unsigned n, bool as_given)
 {
 	struct uring_backend *b = l->backend;
 	const struct io_uring_sqe *sqes = sqes_;
@@ -455,7 +461,7 @@ static int ur_submit_link(struct canal__loop *l, struct canal__io_chain *ch,
 	for (unsigned i = 0; i < n; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
 		memcpy(sqe, &sqes[i], sizeof(*sqe));
-		if (i + 1 < n)
+		if (i + 1 < n && !as_given)
 			sqe->flags |= IOSQE_IO_LINK;
 		io_uring_sqe_set_data64(sqe, member_ud(ch, i));
 	}

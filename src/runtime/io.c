@@ -401,7 +401,8 @@ EXPORT int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
 }
 
 /*
- * A chain (canal_io_submit_link): io_run_until's steps 2-5 for n
+ * A chain (canal_io_submit_link; a batch, canal_io_submit_batch: the
+ * same, with the caller's links): io_run_until's steps 2-5 for n
  * operations, parked once. Completions are dispatched by this loop's
  * thread between tasks, so chain.left and the ops' done flags are stable
  * while the task runs; only the last completion wakes it (io.h). Once the
@@ -411,28 +412,44 @@ EXPORT int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
  * (not started yet when the cancel looked, started after), and a chain
  * member must not outlive its task's stack.
  */
-EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
-				int32_t *res, int64_t timeout_ns,
-				struct canal_cond *cancel)
+static int submit_chain(const struct io_uring_sqe *sqes, unsigned n,
+			bool as_given, int32_t *res, int64_t timeout_ns,
+			struct canal_cond *cancel)
 {
 	if (!sqes || !res || n == 0 || n > CANAL_IO_LINK_MAX)
 		return -EINVAL;
 	struct canal__task *t = canal__this_task();
 	if (!t || t->detached)
 		return -EPERM;
-	return canal__io_link_run(sqes, n, res, NULL, timeout_ns, cancel);
+	return canal__io_link_run(sqes, n, as_given, res, NULL, timeout_ns,
+				  cancel);
+}
+
+EXPORT int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
+				int32_t *res, int64_t timeout_ns,
+				struct canal_cond *cancel)
+{
+	return submit_chain(sqes, n, false, res, timeout_ns, cancel);
+}
+
+EXPORT int canal_io_submit_batch(const struct io_uring_sqe *sqes, unsigned n,
+				 int32_t *res, int64_t timeout_ns,
+				 struct canal_cond *cancel)
+{
+	return submit_chain(sqes, n, true, res, timeout_ns, cancel);
 }
 
 int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
-		       int32_t *res, struct canal_io_rstream *then,
-		       int64_t timeout_ns, struct canal_cond *cancel)
+		       bool as_given, int32_t *res,
+		       struct canal_io_rstream *then, int64_t timeout_ns,
+		       struct canal_cond *cancel)
 {
 	struct canal__task *t = canal__this_task();
 	struct canal__loop *l = canal__this_loop();
 	struct canal__runtime *rt = l->rt;
 	if (!rt->backend->submit_link)
 		return -EOPNOTSUPP;
-	int r = rt->backend->link_check(sqes, n);
+	int r = rt->backend->link_check(sqes, n, as_given);
 	if (r < 0)
 		return r;
 	if (timeout_ns == 0)
@@ -443,7 +460,7 @@ int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 	struct canal__io_chain chain = {.task = t, .left = n, .n = n,
 					.then = then};
 	canal__task_arm(t);
-	r = rt->backend->submit_link(l, &chain, sqes, n);
+	r = rt->backend->submit_link(l, &chain, sqes, n, as_given);
 	if (r < 0) {
 		canal__task_disarm(t);
 		return r;

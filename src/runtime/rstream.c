@@ -359,12 +359,37 @@ EXPORT ssize_t canal_io_rstream_recv(struct canal_io_rstream *s, void *buf,
 	return recv_until(s, buf, len, timeout_ns, deadline, cancel);
 }
 
+static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
+		      bool as_given, int32_t *res, struct canal_io_rstream *s,
+		      void *buf, size_t len, ssize_t *got, int64_t timeout_ns,
+		      struct canal_cond *cancel);
+
 EXPORT int canal_io_submit_link_recv(const struct io_uring_sqe *sqes,
 				     unsigned n, int32_t *res,
 				     struct canal_io_rstream *s, void *buf,
 				     size_t len, ssize_t *got,
 				     int64_t timeout_ns,
 				     struct canal_cond *cancel)
+{
+	return chain_recv(sqes, n, false, res, s, buf, len, got, timeout_ns,
+			  cancel);
+}
+
+EXPORT int canal_io_submit_batch_recv(const struct io_uring_sqe *sqes,
+				      unsigned n, int32_t *res,
+				      struct canal_io_rstream *s, void *buf,
+				      size_t len, ssize_t *got,
+				      int64_t timeout_ns,
+				      struct canal_cond *cancel)
+{
+	return chain_recv(sqes, n, true, res, s, buf, len, got, timeout_ns,
+			  cancel);
+}
+
+static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
+		      bool as_given, int32_t *res, struct canal_io_rstream *s,
+		      void *buf, size_t len, ssize_t *got, int64_t timeout_ns,
+		      struct canal_cond *cancel)
 {
 	if (!sqes || !res || n == 0 || n > CANAL_IO_LINK_MAX || !s || !buf ||
 	    len == 0 || !got)
@@ -385,8 +410,8 @@ EXPORT int canal_io_submit_link_recv(const struct io_uring_sqe *sqes,
 		s->wgot = 0;
 		s->waiting = true;
 	}
-	r = canal__io_link_run(sqes, n, res, together ? s : NULL, timeout_ns,
-			       cancel);
+	r = canal__io_link_run(sqes, n, as_given, res, together ? s : NULL,
+			       timeout_ns, cancel);
 	s->waiting = false;
 	s->wchain = NULL;
 	*got = -EAGAIN;

@@ -21,7 +21,12 @@
  *     started, res untouched;
  *  F. TASKS tasks on two loops (spawned, yielding: they move between
  *     loops between chains) each run ROUNDS_F chains READ(own pipe) ->
- *     WRITE(own pipe): every byte arrives, in order.
+ *     WRITE(own pipe): every byte arrives, in order;
+ *  G. canal_io_submit_batch (the caller's links): READ linked to WRITE
+ *     with the file's CLOSE apart (it runs even when a short READ breaks
+ *     the chain, where linked it was -ECANCELED), a link on the last SQE
+ *     refused, a hard link kept, arguments, -EOPNOTSUPP on epoll, -EPERM
+ *     outside a task.
  * -EBUSY (no room for the chain in a 256-entry ring) is not provoked: a
  * task cannot hold that many SQEs unsubmitted. */
 #define _GNU_SOURCE
@@ -120,6 +125,8 @@ static void main_task(void *arg)
 	int r = canal_io_submit_link(s, CANAL_IO_LINK_MAX, res, -1, NULL);
 	if (on_epoll() || r == -EOPNOTSUPP) {
 		CHECK_EQ(r, -EOPNOTSUPP);
+		CHECK_EQ(canal_io_submit_batch(s, 2, res, -1, NULL),
+			 -EOPNOTSUPP);
 		no_uring = 1;
 		close(p[0]);
 		close(p[1]);
@@ -193,6 +200,53 @@ static void main_task(void *arg)
 	CHECK_EQ(pipe_bytes(p[0]), 0);
 	CHECK(fcntl(fd, F_GETFD) >= 0); /* the CLOSE did not run */
 	close(fd);
+
+	/* G, canal_io_submit_batch: the links are the caller's. G1: READ
+	 * linked to the WRITE, the CLOSE apart, beside them. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	memset(buf, 0, sizeof(buf));
+	prep(s, fd, buf, 32, p[1], true);
+	s[0].flags |= IOSQE_IO_LINK;
+	CHECK_EQ(canal_io_submit_batch(s, 3, res, -1, NULL), 0);
+	CHECK_EQ(res[0], 32);
+	CHECK_EQ(res[1], 32);
+	CHECK_EQ(res[2], 0);
+	CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+	CHECK_EQ(read(p[0], got, sizeof(got)), 32);
+	for (int i = 0; i < 32; i++)
+		CHECK_EQ(got[i], 'a' + i % 26);
+	/* G2: the short READ (B above) ends its chain, not the CLOSE apart,
+	 * which ran (linked, it was -ECANCELED). */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	prep(s, fd, buf, 64, p[1], true);
+	s[0].flags |= IOSQE_IO_LINK;
+	CHECK_EQ(canal_io_submit_batch(s, 3, res, -1, NULL), 0);
+	CHECK_EQ(res[0], 40);
+	CHECK_EQ(res[1], -ECANCELED);
+	CHECK_EQ(res[2], 0);
+	CHECK_EQ(pipe_bytes(p[0]), 0);
+	CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+	/* G3: a link on the last SQE is refused, as are the other flags;
+	 * a hard link between the others stands. */
+	memset(s, 0, 2 * sizeof(s[0]));
+	io_uring_prep_nop(&s[0]);
+	io_uring_prep_nop(&s[1]);
+	s[1].flags = IOSQE_IO_LINK;
+	CHECK_EQ(canal_io_submit_batch(s, 2, res, -1, NULL), -EINVAL);
+	s[1].flags = IOSQE_IO_HARDLINK;
+	CHECK_EQ(canal_io_submit_batch(s, 2, res, -1, NULL), -EINVAL);
+	s[1].flags = 0;
+	s[0].flags = IOSQE_IO_DRAIN;
+	CHECK_EQ(canal_io_submit_batch(s, 2, res, -1, NULL), -EINVAL);
+	s[0].flags = IOSQE_IO_HARDLINK;
+	res[0] = res[1] = 777;
+	CHECK_EQ(canal_io_submit_batch(s, 2, res, -1, NULL), 0);
+	CHECK_EQ(res[0], 0);
+	CHECK_EQ(res[1], 0);
+	CHECK_EQ(canal_io_submit_batch(NULL, 1, res, -1, NULL), -EINVAL);
+	CHECK_EQ(canal_io_submit_batch(s, 0, res, -1, NULL), -EINVAL);
 
 	/* C: p[0] is empty; the READ waits. */
 	for (int round = 0; round < 2; round++) {
@@ -311,6 +365,7 @@ int main(void)
 	memset(&s, 0, sizeof(s));
 	io_uring_prep_nop(&s);
 	CHECK_EQ(canal_io_submit_link(&s, 1, &res, -1, NULL), -EPERM);
+	CHECK_EQ(canal_io_submit_batch(&s, 1, &res, -1, NULL), -EPERM);
 	struct canal_run_options o = {.loops = 1};
 	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
 	if (!no_uring) {

@@ -532,6 +532,9 @@ static void test_e(void)
 		CHECK_EQ(canal_io_submit_link_recv(&q, 1, res, s, buf,
 						   sizeof(buf), &got, -1, NULL),
 			 -EOPNOTSUPP);
+		CHECK_EQ(canal_io_submit_batch_recv(&q, 1, res, s, buf,
+						    sizeof(buf), &got, -1, NULL),
+			 -EOPNOTSUPP);
 		CHECK_EQ(canal_io_rstream_close(s), 0);
 		close(sv[0]);
 		close(sv[1]);
@@ -539,6 +542,32 @@ static void test_e(void)
 	}
 	pthread_t w = spawn(echo_e, &sv[1]);
 	ping_rounds(sv[0], s, ROUNDS_E, -1);
+	/* The batch form: a SEND and a NOP apart (a link on the last SQE
+	 * refused, nothing started), then the answer. */
+	struct io_uring_sqe qq[2];
+	int32_t rr[2];
+	memset(qq, 0, sizeof(qq));
+	io_uring_prep_send(&qq[0], sv[0], "ping", 4, MSG_NOSIGNAL);
+	io_uring_prep_nop(&qq[1]);
+	qq[1].flags = IOSQE_IO_LINK;
+	CHECK_EQ(canal_io_submit_batch_recv(qq, 2, rr, s, buf, sizeof(buf),
+					    &got, -1, NULL),
+		 -EINVAL);
+	qq[1].flags = 0;
+	got = -99;
+	CHECK_EQ(canal_io_submit_batch_recv(qq, 2, rr, s, buf, sizeof(buf),
+					    &got, 10000000000ll, NULL),
+		 0);
+	CHECK_EQ(rr[0], 4);
+	CHECK_EQ(rr[1], 0);
+	CHECK(got > 0 && got <= 4);
+	for (size_t have = (size_t)got; have < 4;) {
+		ssize_t n = canal_io_rstream_recv(s, buf + have, 4 - have, -1,
+						  NULL);
+		CHECK(n > 0);
+		have += (size_t)n;
+	}
+	CHECK(memcmp(buf, "pong", 4) == 0);
 	/* No input: the chain (a NOP) completes, the input times out. */
 	memset(&q, 0, sizeof(q));
 	io_uring_prep_nop(&q);
