@@ -142,7 +142,8 @@ static int send_linked(struct web_conn *c, struct canal_io_rstream *rs,
 		       char *out, size_t head, size_t body, ssize_t *got)
 {
 	struct io_uring_sqe s[4];
-	int32_t res[4];
+	/* -ECANCELED: what never ran (the call may start nothing). */
+	int32_t res[4] = {-ECANCELED, -ECANCELED, -ECANCELED, -ECANCELED};
 	unsigned n = 0, i_close = 4, i_recv = 4;
 	bool tsan = false;
 #ifdef __SANITIZE_THREAD__

@@ -350,13 +350,15 @@ int canal_io_submit_link(const struct io_uring_sqe *sqes, unsigned n,
  * different chains run independently. The shape of a server that closes
  * a file while its contents are being sent: a READ linked to the SEND
  * (READ with IOSQE_IO_LINK), then the file's CLOSE on its own, which
- * runs as soon as it is submitted, without waiting for the SEND. (The
- * kernel takes an operation's file when the operation starts, and holds
- * it until it ends: an operation at the head of its chain starts at
- * submission, before the SQEs after it are looked at, so a CLOSE after it
- * in the batch does not disturb it; one further down a chain starts when
- * the one before it completes, which may be after such a CLOSE ran: it
- * then fails with -EBADF.) Every operation must post
+ * runs as soon as it is submitted, without waiting for the SEND. (Linux
+ * 5.18 and later take an operation's file when the operation starts, and
+ * hold it until it ends; the head of a chain starts at submission, once
+ * its chain's last SQE is read and before the SQEs after it are, so a
+ * CLOSE after it in the batch does not disturb it. Not so for an
+ * operation further down a chain, which starts when the one before it
+ * completes, nor for one flagged IOSQE_ASYNC, which starts later in the
+ * kernel's workers: a CLOSE that ran first takes their descriptor away,
+ * or gives its number to another file.) Every operation must post
  * one completion, the call suspends the task until all have come, res[i]
  * is operation i's, and timeout and cancel are those of
  * canal_io_submit_link, for the whole batch.

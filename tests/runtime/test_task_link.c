@@ -25,8 +25,9 @@
  *  G. canal_io_submit_batch (the caller's links): READ linked to WRITE
  *     with the file's CLOSE apart (it runs even when a short READ breaks
  *     the chain, where linked it was -ECANCELED), a link on the last SQE
- *     refused, a hard link kept, arguments, -EOPNOTSUPP on epoll, -EPERM
- *     outside a task.
+ *     refused, a hard link kept, a READ waiting on a pipe whose descriptor
+ *     the batch closes beside it (it still reads), arguments, -EOPNOTSUPP
+ *     on epoll, -EPERM outside a task.
  * -EBUSY (no room for the chain in a 256-entry ring) is not provoked: a
  * task cannot hold that many SQEs unsubmitted. */
 #define _GNU_SOURCE
@@ -94,6 +95,15 @@ static void *race_writer(void *arg)
 		CHECK_EQ(write(race_in[1], "r", 1), 1);
 		atomic_fetch_add(&race_written, 1);
 	}
+}
+
+/* One byte, 'z', into the pipe end *arg, 20 ms from now. */
+static void *late_byte(void *arg)
+{
+	struct timespec ts = {0, 20000000};
+	nanosleep(&ts, NULL);
+	CHECK_EQ(write(*(int *)arg, "z", 1), 1);
+	return NULL;
 }
 
 static struct canal_cond *cond;
@@ -245,6 +255,27 @@ static void main_task(void *arg)
 	CHECK_EQ(canal_io_submit_batch(s, 2, res, -1, NULL), 0);
 	CHECK_EQ(res[0], 0);
 	CHECK_EQ(res[1], 0);
+	/* G4: the READ waits (an empty pipe) while its descriptor is closed
+	 * beside it; the kernel holds the file, and the byte written later
+	 * is read and passed on. */
+	int q[2];
+	CHECK_EQ(pipe2(q, O_CLOEXEC), 0);
+	memset(s, 0, 3 * sizeof(s[0]));
+	io_uring_prep_read(&s[0], q[0], buf, 1, (uint64_t)-1);
+	s[0].flags = IOSQE_IO_LINK;
+	io_uring_prep_write(&s[1], p[1], buf, 1, (uint64_t)-1);
+	io_uring_prep_close(&s[2], q[0]);
+	pthread_t w;
+	CHECK_EQ(pthread_create(&w, NULL, late_byte, &q[1]), 0);
+	CHECK_EQ(canal_io_submit_batch(s, 3, res, 10000000000ll, NULL), 0);
+	CHECK_EQ(pthread_join(w, NULL), 0);
+	CHECK_EQ(res[0], 1);
+	CHECK_EQ(res[1], 1);
+	CHECK_EQ(res[2], 0);
+	CHECK(fcntl(q[0], F_GETFD) < 0 && errno == EBADF);
+	CHECK_EQ(read(p[0], got, 1), 1);
+	CHECK_EQ(got[0], 'z');
+	close(q[1]);
 	CHECK_EQ(canal_io_submit_batch(NULL, 1, res, -1, NULL), -EINVAL);
 	CHECK_EQ(canal_io_submit_batch(s, 0, res, -1, NULL), -EINVAL);
 

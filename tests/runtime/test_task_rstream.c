@@ -568,6 +568,31 @@ static void test_e(void)
 		have += (size_t)n;
 	}
 	CHECK(memcmp(buf, "pong", 4) == 0);
+	/* The caller's links stand: a failing head (a READ of a closed
+	 * descriptor, -1) cancels the NOP linked to it, not the SEND apart,
+	 * which pings (linked, it was -ECANCELED); not every member
+	 * succeeded, so no input is waited for: the answer is kept. */
+	struct io_uring_sqe q3[3];
+	int32_t r3[3];
+	memset(q3, 0, sizeof(q3));
+	io_uring_prep_read(&q3[0], -1, buf, 1, 0);
+	q3[0].flags = IOSQE_IO_LINK;
+	io_uring_prep_nop(&q3[1]);
+	io_uring_prep_send(&q3[2], sv[0], "ping", 4, MSG_NOSIGNAL);
+	got = -99;
+	CHECK_EQ(canal_io_submit_batch_recv(q3, 3, r3, s, buf, sizeof(buf),
+					    &got, 10000000000ll, NULL),
+		 0);
+	CHECK_EQ(r3[0], -EBADF);
+	CHECK_EQ(r3[1], -ECANCELED);
+	CHECK_EQ(r3[2], 4);
+	for (size_t have = got > 0 ? (size_t)got : 0; have < 4;) {
+		ssize_t n = canal_io_rstream_recv(s, buf + have, 4 - have, -1,
+						  NULL);
+		CHECK(n > 0);
+		have += (size_t)n;
+	}
+	CHECK(memcmp(buf, "pong", 4) == 0);
 	/* No input: the chain (a NOP) completes, the input times out. */
 	memset(&q, 0, sizeof(q));
 	io_uring_prep_nop(&q);
