@@ -422,6 +422,9 @@ static int submit_chain(const struct io_uring_sqe *sqes, unsigned n,
 	if (!t || t->detached)
 		return -EPERM;
 	return canal__io_link_run(sqes, n, as_given, res, NULL, timeout_ns,
+				  timeout_ns > 0
+					  ? canal_now_ns() + (uint64_t)timeout_ns
+					  : CANAL_NO_DEADLINE,
 				  cancel);
 }
 
@@ -442,7 +445,7 @@ EXPORT int canal_io_submit_batch(const struct io_uring_sqe *sqes, unsigned n,
 int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		       bool as_given, int32_t *res,
 		       struct canal_io_rstream *then, int64_t timeout_ns,
-		       struct canal_cond *cancel)
+		       uint64_t deadline, struct canal_cond *cancel)
 {
 	struct canal__task *t = canal__this_task();
 	struct canal__loop *l = canal__this_loop();
@@ -454,9 +457,6 @@ int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		return r;
 	if (timeout_ns == 0)
 		return -ETIMEDOUT; /* nothing started, res untouched */
-	uint64_t deadline = timeout_ns > 0
-				    ? canal_now_ns() + (uint64_t)timeout_ns
-				    : CANAL_NO_DEADLINE;
 	struct canal__io_chain chain = {.task = t, .left = n, .n = n,
 					.then = then};
 	canal__task_arm(t);

@@ -173,12 +173,15 @@ bool canal__io_rstream_quiet(const struct canal_io_rstream *s,
  * canal_io_submit_batch, whose links are the caller's), followed by then's
  * input when then is not NULL (canal_io_submit_link_recv sets then's wait
  * up first and ends it after: then->waiting is cleared here once the task
- * resumes). Arguments checked by the caller but for the backend's
- * link_check. */
+ * resumes). timeout_ns as the caller was given it (0: -ETIMEDOUT, nothing
+ * started), deadline_ns the caller's from it (now + timeout_ns, or
+ * CANAL_NO_DEADLINE: one clock read per call). Arguments checked by the
+ * caller but for the backend's link_check. */
 int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		       bool as_given, int32_t *res,
 		       struct canal_io_rstream *then, int64_t timeout_ns,
-		       struct canal_cond *cancel);
+		       uint64_t deadline_ns, struct canal_cond *cancel);
+
 /* Park the armed task t until its wake, deadline_ns or a signal of cancel
  * (when not NULL); the winning reason (enum task_wake). */
 uint32_t canal__io_park_cancellable(struct canal__task *t,

@@ -411,7 +411,7 @@ static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
 		s->waiting = true;
 	}
 	r = canal__io_link_run(sqes, n, as_given, res, together ? s : NULL,
-			       timeout_ns, cancel);
+			       timeout_ns, deadline, cancel);
 	s->waiting = false;
 	s->wchain = NULL;
 	*got = -EAGAIN;
