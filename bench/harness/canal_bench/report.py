@@ -206,7 +206,10 @@ class Headline:
         if t == 1:
             return "as fast"
         ahead = (t > 1) == self.higher_is_better
-        return f"{t if t > 1 else 1 / t:g}x faster" if ahead else f"within {max(t, 1 / t):g}x"
+        # 3 significant digits: a rate within 10 % (target 0.9) reads
+        # "within 1.11x", not "within 1.11111x".
+        return (f"{t if t > 1 else 1 / t:.3g}x faster" if ahead
+                else f"within {max(t, 1 / t):.3g}x")
 
     def values_text(self) -> str:
         if not self.canal:

@@ -597,9 +597,15 @@ def plot(path: str, title: str, ylabel: str, runs: Sequence[Run], tool: str,
 def headlines(runs: Sequence[Run]) -> None:
     """The summary screen's rows: issue 14's targets, requests/s with wrk
     (io_uring and tasks >= 1.2x nginx) and ab (>= nginx), tasks within 10 %
-    of io_uring, at the largest concurrency measured; and, with wrk, the
+    of io_uring, at the largest concurrency measured; with wrk, the
     servers' CPU per request against nginx's (what the requests/s cannot
-    show when the client is the bottleneck)."""
+    show when the client is the bottleneck) and their p99 against nginx's
+    (no worse) at the smallest and the largest concurrency. Only the first
+    placement's runs count (the server on one CPU, the client on the
+    other): full mode's second placement is another configuration."""
+    first = next((r.placement for r in runs), "")
+    runs = [r for r in runs if r.placement == first]
+
     def vals(tool: str, server: str, conc: int, metric: str = "rps"):
         xs = [getattr(r, metric) for r in runs if r.tool == tool and r.server == server
               and r.concurrency == conc and r.ok and getattr(r, metric) is not None]
@@ -626,6 +632,11 @@ def headlines(runs: Sequence[Run]) -> None:
                 report.headline("web", f"{style}, server CPU per request, wrk c={c}",
                                 vals(tool, style, c, "server_us"), "nginx",
                                 vals(tool, "nginx", c, "server_us"), "us/request", 1 / 1.2)
+            for pc in sorted({concs[0], c}):
+                for style in ("uring", "tasks"):
+                    report.headline("web", f"{style}, p99 response time, wrk c={pc}",
+                                    vals(tool, style, pc, "p99_ms"), "nginx",
+                                    vals(tool, "nginx", pc, "p99_ms"), "ms", 1.0)
 
 
 def make_root() -> str:

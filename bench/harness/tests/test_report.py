@@ -41,6 +41,9 @@ def test_headline_ratio_verdict_and_words():
     h = report.headline("chan", "bounded0_spsc", [300.0], "Go chan", [200.0], "ns/msg", 1.2)
     assert h.met is False and h.verdict == "MISSED"
     assert h.comparison() == "1.5x slower (1 run)" and h.target_text() == "within 1.2x"
+    r = report.headline("web", "tasks vs uring", [90.0], "uring", [100.0], "requests/s", 0.9,
+                        higher_is_better=True)
+    assert r.target_text() == "within 1.11x" and r.met is True
 
 
 def test_headline_rates_higher_is_better():

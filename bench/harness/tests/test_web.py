@@ -133,6 +133,29 @@ def test_table_rows_medians_and_failures():
     assert all(len(r) == len(web.TABLE_HEADER) for r in rows)
 
 
+def test_headlines_p99_against_nginx_first_placement_only():
+    from canal_bench import report
+    report.reset_headlines()
+    runs = []
+    for place, slow in (("one CPU", 1.0), ("both CPUs", 100.0)):
+        for c in (10, 100, 1000):
+            for server, p99 in (("uring", 0.5), ("tasks", 2.0), ("nginx", 1.0)):
+                runs.append(web.Run("wrk", server, c, 0, True, rps=1000.0, p99_ms=p99 * slow,
+                                    server_us=5.0, placement=place))
+    web.headlines(runs)
+    rows = {h.workload: h for h in report.HEADLINES}
+    report.reset_headlines()
+    # smallest and largest concurrency, both servers, against nginx, lower is better
+    for c in (10, 1000):
+        u, t = rows[f"uring, p99 response time, wrk c={c}"], rows[f"tasks, p99 response time, wrk c={c}"]
+        assert u.peer_name == "nginx" and u.unit == "ms" and u.target == 1.0
+        assert u.ratio == pytest.approx(0.5) and u.met is True
+        assert t.ratio == pytest.approx(2.0) and t.met is False
+    assert "uring, p99 response time, wrk c=100" not in rows
+    # the second placement's runs (100x slower here) are not mixed in
+    assert rows["uring, p99 response time, wrk c=10"].canal == [0.5]
+
+
 def test_parse_stat_cpu_ticks():
     # The command name may hold spaces and parentheses (proc(5)).
     line = "4711 (a) b (c) S 1 4711 4711 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 99 0 0"
