@@ -123,9 +123,7 @@ EXPORT int canal_cond_wait(struct canal_cond *c, int64_t timeout_ns)
 	struct canal__task *t = canal__this_task();
 	if (!t || t->detached)
 		return -EPERM;
-	uint64_t deadline = CANAL_NO_DEADLINE;
-	if (timeout_ns >= 0)
-		deadline = canal_now_ns() + (uint64_t)timeout_ns;
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	struct canal__cond_waiter w;
 	canal__task_arm(t);
 	canal__cond_register(c, &w, t, WAKE_WOKEN);

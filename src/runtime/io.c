@@ -186,9 +186,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 static int io_run(struct canal__io *op, int64_t timeout_ns,
 		  struct canal_cond *cancel)
 {
-	uint64_t deadline = timeout_ns > 0
-				    ? canal_now_ns() + (uint64_t)timeout_ns
-				    : CANAL_NO_DEADLINE;
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	return io_run_until(op, timeout_ns, deadline, cancel);
 }
 
@@ -422,9 +420,7 @@ static int submit_chain(const struct io_uring_sqe *sqes, unsigned n,
 	if (!t || t->detached)
 		return -EPERM;
 	return canal__io_link_run(sqes, n, as_given, res, NULL, timeout_ns,
-				  timeout_ns > 0
-					  ? canal_now_ns() + (uint64_t)timeout_ns
-					  : CANAL_NO_DEADLINE,
+				  canal__deadline_from_timeout(timeout_ns),
 				  cancel);
 }
 

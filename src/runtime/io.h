@@ -174,8 +174,8 @@ bool canal__io_rstream_quiet(const struct canal_io_rstream *s,
  * input when then is not NULL (canal_io_submit_link_recv sets then's wait
  * up first and ends it after: then->waiting is cleared here once the task
  * resumes). timeout_ns as the caller was given it (0: -ETIMEDOUT, nothing
- * started), deadline_ns the caller's from it (now + timeout_ns, or
- * CANAL_NO_DEADLINE: one clock read per call). Arguments checked by the
+ * started), deadline_ns the caller's from it
+ * (canal__deadline_from_timeout: one clock read per call). Arguments checked by the
  * caller but for the backend's link_check. */
 int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		       bool as_given, int32_t *res,

@@ -353,9 +353,7 @@ EXPORT ssize_t canal_io_rstream_recv(struct canal_io_rstream *s, void *buf,
 		return r;
 	if (!buf || len == 0)
 		return -EINVAL;
-	uint64_t deadline = timeout_ns > 0
-				    ? canal_now_ns() + (uint64_t)timeout_ns
-				    : CANAL_NO_DEADLINE;
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	return recv_until(s, buf, len, timeout_ns, deadline, cancel);
 }
 
@@ -397,9 +395,7 @@ static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
 	int r = check_owner(s);
 	if (r < 0)
 		return r;
-	uint64_t deadline = timeout_ns > 0
-				    ? canal_now_ns() + (uint64_t)timeout_ns
-				    : CANAL_NO_DEADLINE;
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	/* One suspension for the chain and the input when the input can
 	 * only come through the armed receive (nothing kept, no end). */
 	bool together = timeout_ns != 0 && s->hcount == 0 && !s->eof &&
