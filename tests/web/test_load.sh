@@ -27,8 +27,10 @@ out=$($L --connections 10 --requests 2000); echo "$out"
 expect "$out" requests 2000; expect "$out" ok 2000; expect "$out" read 0
 out=$($L --connections 10 --duration 1 --rate 1000 --csv "$tmp/r.csv"); echo "$out"
 expect "$out" non2xx 0; expect "$out" connect 0; expect "$out" timeout 0
+[ -n "$(field "$out" late_p99_us)" ] || { echo "FAIL: no late_p99_us"; exit 1; }
 n=$(($(wc -l < "$tmp/r.csv") - 1))
 [ "$n" = "$(field "$out" requests)" ] || { echo "FAIL: csv has $n rows"; exit 1; }
+awk -F, 'NR > 1 && $2 < $1 { print "FAIL: request " NR - 1 " sent before its intended start: " $0; bad = 1 } END { exit bad }' "$tmp/r.csv"
 [ "$n" -ge 900 ] && [ "$n" -le 1001 ] || { echo "FAIL: $n requests at 1000/s for 1 s"; exit 1; }
 out=$($L --connections 5 --requests 500 --close); echo "$out"
 expect "$out" ok 500

@@ -152,8 +152,30 @@ def test_headlines_p99_against_nginx_first_placement_only():
         assert u.ratio == pytest.approx(0.5) and u.met is True
         assert t.ratio == pytest.approx(2.0) and t.met is False
     assert "uring, p99 response time, wrk c=100" not in rows
+    assert not any("load" in k for k in rows)  # no fixed-rate runs, no rows
     # the second placement's runs (100x slower here) are not mixed in
     assert rows["uring, p99 response time, wrk c=10"].canal == [0.5]
+
+
+def test_headlines_p99_at_fixed_rate():
+    # canal's load generator at a fixed rate: p99 of uring and tasks against
+    # nginx's at every concurrency it ran, medians of the repetitions.
+    from canal_bench import report
+    report.reset_headlines()
+    runs = [web.Run("load", server, c, rep, True, rps=20000.0, p99_ms=p99 * (1 + rep),
+                    placement="one CPU")
+            for c in (100, 1000) for rep in range(3)
+            for server, p99 in (("uring", 0.2), ("tasks", 0.3), ("nginx", 0.25))]
+    web.headlines(runs)
+    rows = {h.workload: h for h in report.HEADLINES}
+    report.reset_headlines()
+    for c in (100, 1000):
+        u = rows[f"uring, p99 response time, fixed rate, load c={c}"]
+        t = rows[f"tasks, p99 response time, fixed rate, load c={c}"]
+        assert u.peer_name == "nginx" and u.unit == "ms" and u.target == 1.0
+        assert u.ratio == pytest.approx(0.8) and u.met is True
+        assert t.ratio == pytest.approx(1.2) and t.met is False
+    assert not any("wrk" in k for k in rows)
 
 
 def test_parse_stat_cpu_ticks():
@@ -200,7 +222,7 @@ def test_nginx_conf_is_what_users_write():
 
 LOAD = ("CANAL_LOAD requests=5000 ok=4990 duration_s=1.001 rps=4985.0 mean_us=795.5 p50_us=640 "
         "p99_us=4941 p999_us=12365 max_us=13259 connect=1 read=2 timeout=3 non2xx=4 "
-        "max_inflight=50\n")
+        "max_inflight=50 late_p50_us=12 late_p99_us=70\n")
 
 
 def test_parse_load():
