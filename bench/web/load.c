@@ -6,8 +6,9 @@
  *        (--duration S | --requests N) [--rate R] [--close]
  *        [--timeout-ms T] [--csv FILE]
  *
- * One thread, one epoll loop, C connections (HTTP/1.1 keep-alive, or a
- * connection per request with --close, as ab does). Every request's
+ * One thread, one epoll loop, C connections (HTTP/1.1 keep-alive, all
+ * opened before the clock starts, or a connection per request with
+ * --close, as ab does, each connect part of its request's time). Every request's
  * intended start, actual send and completion are recorded (preallocated
  * array), so:
  *   - closed loop (no --rate): each connection sends its next request when
@@ -31,6 +32,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +59,8 @@ struct conn {
 	int fd;
 	enum cstate st;
 	long req;	 /* index into recs, -1: none */
+	long next_k;	 /* fixed rate: the next request this connection carries */
+	bool cand;	 /* fixed rate: on the candidate stack */
 	size_t sent;	 /* bytes of the request sent */
 	size_t have;	 /* bytes buffered */
 	long body_left;	 /* -1: head not complete */
@@ -136,6 +140,52 @@ static long parse_head(struct conn *c, int *status)
 	return (long)hl;
 }
 
+/* One request on connected, idle c, outside the measurement: waits (up to
+ * tmo) for the whole response. Returns 0 with c idle and its buffer
+ * empty, or -1 (c is then closed, to be opened again at its first use). */
+static int warm_up(struct conn *c, uint64_t tmo)
+{
+	uint64_t give_up = now_ns() + tmo;
+	size_t sent = 0;
+	long need = -1; /* bytes of the whole response, once the head is in */
+	c->have = 0;
+	c->body_left = -1;
+	while (now_ns() < give_up) {
+		if (sent < g_req_len) {
+			ssize_t s = send(c->fd, g_req + sent, g_req_len - sent, MSG_NOSIGNAL);
+			if (s < 0 && errno != EAGAIN)
+				break;
+			if (s > 0)
+				sent += (size_t)s;
+		}
+		struct pollfd p = {.fd = c->fd, .events = POLLIN | (sent < g_req_len ? POLLOUT : 0)};
+		if (poll(&p, 1, 10) < 0 && errno != EINTR)
+			break;
+		ssize_t got = recv(c->fd, c->buf + c->have, sizeof c->buf - c->have, 0);
+		if (got == 0 || (got < 0 && errno != EAGAIN))
+			break;
+		if (got > 0)
+			c->have += (size_t)got;
+		if (need < 0) {
+			int status = 0;
+			long hl = parse_head(c, &status);
+			if (hl < 0)
+				break;
+			if (hl > 0)
+				need = hl + c->body_left;
+		}
+		if (need >= 0 && c->have >= (size_t)need) {
+			if (c->have != (size_t)need || c->server_close)
+				break;
+			c->have = 0;
+			c->body_left = -1;
+			return 0;
+		}
+	}
+	close_conn(c);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *host = "127.0.0.1", *path = "/", *csv = NULL;
@@ -196,15 +246,81 @@ int main(int argc, char **argv)
 	uint64_t tmo = (uint64_t)timeout_ms * 1000000u;
 	long issued = 0, completed = 0, inflight = 0, max_inflight = 0;
 	long next_due = 0; /* fixed rate: next request index to become due */
-	long queue_head = 0; /* fixed rate: due requests not yet sent: [queue_head, next_due) */
+	/* Fixed rate: connection i carries requests i, i + C, i + 2C, ... (each
+	 * connection a client at R/C requests/s, as wrk2 does, so that every
+	 * one of the C connections is in use); a request due while its
+	 * connection is busy waits for it, its time counted from its intended
+	 * start. The candidate stack holds the connections that may have a
+	 * due request to send: pushed when one of their requests becomes due
+	 * or when they become free. */
+	long sent_due = 0; /* fixed rate: requests handed to a connection */
+	long *cand = calloc((size_t)conns, sizeof *cand);
+	long ncand = 0;
+	if (!cand) {
+		fprintf(stderr, "load: out of memory\n");
+		return 1;
+	}
+#define PUSH_CAND(c_)                                             \
+	do {                                                      \
+		if (rate > 0 && !(c_)->cand) {                    \
+			(c_)->cand = true;                        \
+			cand[ncand++] = (long)((c_) - cs);        \
+		}                                                 \
+	} while (0)
 
 	for (long i = 0; i < conns; i++) {
 		cs[i].fd = -1;
 		cs[i].req = -1;
 		cs[i].st = C_DEAD;
+		cs[i].next_k = i;
 	}
 
 	struct epoll_event evs[512];
+	/* Keep-alive: every connection is opened before the clock starts (as
+	 * wrk does), so that the run measures requests, not a storm of
+	 * connects and the server's first touch of each one; with --close
+	 * each request's connect is part of its time. A connection that fails
+	 * here stays dead and is tried again, and counted, at its first use. */
+	if (!g_close) {
+		long pending = 0;
+		for (long i = 0; i < conns; i++)
+			if (open_conn(ep, &cs[i]) == 0)
+				pending++;
+		uint64_t give_up = now_ns() + tmo;
+		while (pending > 0 && now_ns() < give_up) {
+			int n = epoll_wait(ep, evs, 512, 10);
+			for (int e = 0; e < n; e++) {
+				struct conn *c = evs[e].data.ptr;
+				if (c->st != C_CONNECTING)
+					continue;
+				int so = 0;
+				socklen_t sl = sizeof so;
+				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so, &sl);
+				if (so || (evs[e].events & (EPOLLERR | EPOLLHUP))) {
+					close_conn(c);
+					pending--;
+				} else if (evs[e].events & EPOLLOUT) {
+					c->st = C_IDLE;
+					pending--;
+				}
+			}
+		}
+		for (long i = 0; i < conns; i++)
+			if (cs[i].st == C_CONNECTING)
+				close_conn(&cs[i]);
+		/* A connection is connected once the kernel has queued it, maybe
+		 * long before the server accepts it: one request on the last one
+		 * (accepts are taken in order) makes sure the server has them all
+		 * before the clock starts, instead of the run's first
+		 * milliseconds measuring its backlog of accepts. */
+		for (long i = conns - 1; i >= 0; i--)
+			if (cs[i].st == C_IDLE) {
+				warm_up(&cs[i], tmo);
+				break;
+			}
+	}
+	t0 = now_ns();
+	end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : UINT64_MAX;
 	for (;;) {
 		uint64_t now = now_ns();
 		bool stop_issuing = now >= end || (requests > 0 && issued >= requests) || issued >= cap;
@@ -215,19 +331,26 @@ int main(int argc, char **argv)
 				due = requests;
 			if (due > cap)
 				due = cap;
-			for (; next_due < due; next_due++)
+			for (; next_due < due; next_due++) {
 				recs[next_due].intended = t0 + (uint64_t)((double)next_due * 1e9 / rate);
+				PUSH_CAND(&cs[next_due % conns]);
+			}
 		}
-		/* Give work to free connections. */
-		for (long i = 0; i < conns; i++) {
-			struct conn *c = &cs[i];
+		/* Give work to free connections: the candidates at a fixed rate,
+		 * every connection in a closed loop. */
+		for (long j = 0; j < (rate > 0 ? ncand : conns); j++) {
+			struct conn *c = &cs[rate > 0 ? cand[j] : j];
+			if (rate > 0)
+				c->cand = false;
 			if (c->req >= 0 || (c->st != C_IDLE && c->st != C_DEAD))
 				continue;
 			long k;
 			if (rate > 0) {
-				if (queue_head >= next_due)
-					break;
-				k = queue_head++;
+				if (c->next_k >= next_due)
+					continue;
+				k = c->next_k;
+				c->next_k += conns;
+				sent_due++;
 			} else {
 				if (stop_issuing || (requests > 0 && issued >= requests) || issued >= cap)
 					break;
@@ -248,6 +371,8 @@ int main(int argc, char **argv)
 				c->req = -1;
 				inflight--;
 				completed++;
+				/* its next due request, if any: later in this pass */
+				PUSH_CAND(c);
 				continue;
 			}
 			if (c->st == C_IDLE) {
@@ -257,9 +382,10 @@ int main(int argc, char **argv)
 					c->sent = (size_t)n;
 			}
 		}
+		ncand = 0; /* every candidate was looked at (pushes included) */
 		if (rate > 0)
-			stop_issuing = stop_issuing || (now >= end && queue_head >= next_due);
-		if (stop_issuing && inflight == 0 && (rate == 0 || queue_head >= next_due))
+			stop_issuing = stop_issuing || (now >= end && sent_due >= next_due);
+		if (stop_issuing && inflight == 0 && (rate == 0 || sent_due >= next_due))
 			break;
 		/* Sleep until the next request is due (fixed rate) or 1 ms at most
 		 * (the timeouts' check): a coarser wait would send requests late
@@ -347,6 +473,7 @@ int main(int argc, char **argv)
 				close_conn(c);
 			else
 				c->st = C_IDLE;
+			PUSH_CAND(c);
 		}
 		/* Timeouts. */
 		for (long i = 0; i < conns; i++) {
@@ -358,6 +485,7 @@ int main(int argc, char **argv)
 				inflight--;
 				completed++;
 				close_conn(c);
+				PUSH_CAND(c);
 			}
 		}
 	}
@@ -418,6 +546,7 @@ int main(int argc, char **argv)
 			close(cs[i].fd);
 	free(lat);
 	free(late);
+	free(cand);
 	free(recs);
 	free(cs);
 	close(ep);

@@ -39,4 +39,10 @@ expect "$out" non2xx 50; expect "$out" ok 0
 kill -TERM $srv; wait $srv || { echo "FAIL: server exit status $?"; exit 1; }
 out=$($L --connections 2 --requests 10); echo "$out"
 expect "$out" ok 0; expect "$out" connect 10
+# at a fixed rate too: every due request is one connect error, none lost
+out=$($L --connections 3 --duration 0.2 --rate 200 --csv "$tmp/d.csv"); echo "$out"
+expect "$out" ok 0
+[ "$(field "$out" connect)" = "$(field "$out" requests)" ] || { echo "FAIL: not all connect errors"; exit 1; }
+[ "$(($(wc -l < "$tmp/d.csv") - 1))" = "$(field "$out" requests)" ] || { echo "FAIL: csv rows"; exit 1; }
+[ "$(field "$out" requests)" -ge 30 ] || { echo "FAIL: too few requests due"; exit 1; }
 echo "test_load: ok"
