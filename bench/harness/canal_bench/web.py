@@ -48,11 +48,11 @@ PAGE_SIZE = 1024
 QUICK = {"wrk": [10, 100, 1000], "ab": [100, 1000], "wrk_secs": 5,
          "ab_requests": 20000, "reps": 1,
          # canal's load generator at a fixed rate (latency from the intended start)
-         "load": [100], "load_rate": 20000, "load_secs": 3}
+         "load": [100], "load_rate": 60000, "load_secs": 3}
 FULL = {"wrk": [10, 100, 1000, 10000],
         "ab": [10, 100, 200, 500, 1000, 2000, 5000, 10000], "wrk_secs": 10,
         "ab_requests": 50000, "reps": 3,
-        "load": [100, 1000], "load_rate": 20000, "load_secs": 10,
+        "load": [100, 1000], "load_rate": 60000, "load_secs": 10,
         # the seed's Figures 2-3: a connection per request, 50 000 requests
         # at concurrency 1000, every request's completion over the run
         "scatter_servers": ["threads", "epoll", "uring", "nginx"], "scatter_conc": 1000}
