@@ -72,6 +72,7 @@ static struct sockaddr_in g_addr;
 static char g_req[512];
 static size_t g_req_len;
 static bool g_close;
+static bool g_no_pwait2; /* epoll_pwait2 missing: ms waits */
 
 static uint64_t now_ns(void)
 {
@@ -147,9 +148,10 @@ static int warm_up(struct conn *c, uint64_t tmo)
 {
 	uint64_t give_up = now_ns() + tmo;
 	size_t sent = 0;
-	long need = -1; /* bytes of the whole response, once the head is in */
+	long body_left = -1; /* -1 until the head is in; the body is dropped */
 	c->have = 0;
 	c->body_left = -1;
+	c->server_close = false;
 	while (now_ns() < give_up) {
 		if (sent < g_req_len) {
 			ssize_t s = send(c->fd, g_req + sent, g_req_len - sent, MSG_NOSIGNAL);
@@ -164,20 +166,29 @@ static int warm_up(struct conn *c, uint64_t tmo)
 		ssize_t got = recv(c->fd, c->buf + c->have, sizeof c->buf - c->have, 0);
 		if (got == 0 || (got < 0 && errno != EAGAIN))
 			break;
-		if (got > 0)
+		if (got <= 0)
+			continue;
+		if (body_left >= 0) {
+			if (got > body_left)
+				break; /* more than the response */
+			body_left -= got;
+		} else {
 			c->have += (size_t)got;
-		if (need < 0) {
 			int status = 0;
 			long hl = parse_head(c, &status);
 			if (hl < 0)
 				break;
-			if (hl > 0)
-				need = hl + c->body_left;
-		}
-		if (need >= 0 && c->have >= (size_t)need) {
-			if (c->have != (size_t)need || c->server_close)
+			if (hl == 0)
+				continue;
+			long extra = (long)c->have - hl;
+			if (extra > c->body_left)
 				break;
-			c->have = 0;
+			body_left = c->body_left - extra;
+		}
+		c->have = 0; /* the body's bytes are not kept */
+		if (body_left == 0) {
+			if (c->server_close)
+				break;
 			c->body_left = -1;
 			return 0;
 		}
@@ -291,12 +302,17 @@ int main(int argc, char **argv)
 			int n = epoll_wait(ep, evs, 512, 10);
 			for (int e = 0; e < n; e++) {
 				struct conn *c = evs[e].data.ptr;
+				if (c->st == C_IDLE &&
+				    (evs[e].events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))) {
+					close_conn(c); /* closed by the server: reopened at first use */
+					continue;
+				}
 				if (c->st != C_CONNECTING)
 					continue;
 				int so = 0;
 				socklen_t sl = sizeof so;
 				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so, &sl);
-				if (so || (evs[e].events & (EPOLLERR | EPOLLHUP))) {
+				if (so || (evs[e].events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))) {
 					close_conn(c);
 					pending--;
 				} else if (evs[e].events & EPOLLOUT) {
@@ -338,8 +354,11 @@ int main(int argc, char **argv)
 		}
 		/* Give work to free connections: the candidates at a fixed rate,
 		 * every connection in a closed loop. */
-		for (long j = 0; j < (rate > 0 ? ncand : conns); j++) {
-			struct conn *c = &cs[rate > 0 ? cand[j] : j];
+		for (long j = 0; rate > 0 ? ncand > 0 : j < conns; j++) {
+			/* Candidates come off the top: one whose connect fails at
+			 * once goes back on and is looked at again (its next due
+			 * request), so the stack never holds a connection twice. */
+			struct conn *c = rate > 0 ? &cs[cand[--ncand]] : &cs[j];
 			if (rate > 0)
 				c->cand = false;
 			if (c->req >= 0 || (c->st != C_IDLE && c->st != C_DEAD))
@@ -380,9 +399,20 @@ int main(int argc, char **argv)
 				ssize_t n = send(c->fd, g_req, g_req_len, MSG_NOSIGNAL);
 				if (n > 0)
 					c->sent = (size_t)n;
+				else if (n < 0 && errno != EAGAIN) {
+					/* The server closed it meanwhile (no edge-
+					 * triggered event would come): a read error,
+					 * as a close mid-request is. */
+					recs[k].err = E_READ;
+					recs[k].done = now;
+					c->req = -1;
+					inflight--;
+					completed++;
+					close_conn(c);
+					PUSH_CAND(c);
+				}
 			}
 		}
-		ncand = 0; /* every candidate was looked at (pushes included) */
 		if (rate > 0)
 			stop_issuing = stop_issuing || (now >= end && sent_due >= next_due);
 		if (stop_issuing && inflight == 0 && (rate == 0 || sent_due >= next_due))
@@ -392,7 +422,8 @@ int main(int argc, char **argv)
 		 * and, since latency counts from the intended start, charge the
 		 * client's own lateness to the server. */
 		uint64_t wait_ns = 1000000;
-		if (rate > 0 && !stop_issuing) {
+		bool more_due = next_due < cap && !(requests > 0 && next_due >= requests);
+		if (rate > 0 && !stop_issuing && more_due) {
 			uint64_t next_at = t0 + (uint64_t)((double)next_due * 1e9 / rate);
 			now = now_ns();
 			wait_ns = next_at > now ? next_at - now : 0;
@@ -400,7 +431,14 @@ int main(int argc, char **argv)
 				wait_ns = 1000000;
 		}
 		struct timespec wait_ts = {0, (long)wait_ns};
-		int n = epoll_pwait2(ep, evs, 512, &wait_ts, NULL);
+		int n = -1;
+		if (!g_no_pwait2) {
+			n = epoll_pwait2(ep, evs, 512, &wait_ts, NULL);
+			if (n < 0 && errno == ENOSYS)
+				g_no_pwait2 = true; /* before Linux 5.11 */
+		}
+		if (g_no_pwait2)
+			n = epoll_wait(ep, evs, 512, (int)((wait_ns + 999999) / 1000000));
 		now = now_ns();
 		for (int e = 0; e < n; e++) {
 			struct conn *c = evs[e].data.ptr;
