@@ -278,6 +278,18 @@ int main(int argc, char **argv)
 			cand[ncand++] = (long)((c_) - cs);        \
 		}                                                 \
 	} while (0)
+/* The end of c's request, whatever it was (err: E_NONE or why not): its
+ * record done now, c free again, and, at a fixed rate, a candidate for
+ * its next due request. */
+#define END_REQ(c_, err_)                                          \
+	do {                                                       \
+		recs[(c_)->req].done = now;                        \
+		recs[(c_)->req].err = (uint8_t)(err_);             \
+		(c_)->req = -1;                                    \
+		inflight--;                                        \
+		completed++;                                       \
+		PUSH_CAND(c_);                                     \
+	} while (0)
 
 	for (long i = 0; i < conns; i++) {
 		cs[i].fd = -1;
@@ -385,13 +397,8 @@ int main(int argc, char **argv)
 			if (inflight > max_inflight)
 				max_inflight = inflight;
 			if (c->st == C_DEAD && open_conn(ep, c) < 0) {
-				recs[k].err = E_CONNECT;
-				recs[k].done = now;
-				c->req = -1;
-				inflight--;
-				completed++;
 				/* its next due request, if any: later in this pass */
-				PUSH_CAND(c);
+				END_REQ(c, E_CONNECT);
 				continue;
 			}
 			if (c->st == C_IDLE) {
@@ -403,13 +410,8 @@ int main(int argc, char **argv)
 					/* The server closed it meanwhile (no edge-
 					 * triggered event would come): a read error,
 					 * as a close mid-request is. */
-					recs[k].err = E_READ;
-					recs[k].done = now;
-					c->req = -1;
-					inflight--;
-					completed++;
 					close_conn(c);
-					PUSH_CAND(c);
+					END_REQ(c, E_READ);
 				}
 			}
 		}
@@ -502,28 +504,18 @@ int main(int argc, char **argv)
 			}
 			continue;
 		finish:
-			r->done = now;
-			r->err = (uint8_t)fail;
-			c->req = -1;
-			inflight--;
-			completed++;
 			if (fail || g_close || c->server_close || c->have)
 				close_conn(c);
 			else
 				c->st = C_IDLE;
-			PUSH_CAND(c);
+			END_REQ(c, fail);
 		}
 		/* Timeouts. */
 		for (long i = 0; i < conns; i++) {
 			struct conn *c = &cs[i];
 			if (c->req >= 0 && now - recs[c->req].start > tmo) {
-				recs[c->req].done = now;
-				recs[c->req].err = E_TIMEOUT;
-				c->req = -1;
-				inflight--;
-				completed++;
 				close_conn(c);
-				PUSH_CAND(c);
+				END_REQ(c, E_TIMEOUT);
 			}
 		}
 	}
