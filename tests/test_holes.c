@@ -12,6 +12,8 @@
  *  - a live anonymous claimer repaired because the grace period was
  *    counted over several slots (two receivers: the one that moves on to
  *    the next slot in the same call), or over the slot's previous holder;
+ *  - a sender withdrawn that way writing its element, when it resumed,
+ *    into the slot's next claim;
  *  - select spinning on a send and a receive case of one synchronous
  *    channel;
  *  - canal_chan_recv_handle leaking the descriptors of a bad message;
@@ -650,6 +652,49 @@ static void test_repair_new_holder(void)
 	canal_chan_destroy(ch);
 }
 
+/* A sender stopped for longer than the anonymous grace between its claim
+ * and its owner word is withdrawn; meanwhile its slot is skipped and
+ * reused by the next sender, whose element it holds. When the stopped
+ * sender resumes, its copy must not land in that slot (it did: the copy
+ * came before the publish's CAS, which then failed, and the receiver got
+ * the stopped sender's element in place of the live one's). Played
+ * through the ring's encodings: canal__ring_fill is the resumed sender's
+ * step (send, batch). */
+static void test_resumed_claimer_writes_nothing(void)
+{
+	const uint64_t long_held = 1200000000ull; /* past the 0.9 s grace */
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 1,
+						  CANAL_SHARED);
+	CHECK(ch);
+	CHECK_EQ(ch->ring, 1);
+	uint64_t t = atomic_load(&ch->st->tail);
+	CHECK(atomic_compare_exchange_strong(&ch->st->tail, &t,
+					     t + tail_advance(1)));
+	uint64_t held = stamp_for(ch, 0, STAMP_FREE);
+	canal__repair_slot(ch, 0, held, long_held);
+	CHECK_EQ(atomic_load(&slot_at(ch, 0)->stamp),
+		 stamp_for(ch, 0, STAMP_SKIP));
+	uint64_t got = 0, live = 7, stale = 99;
+	/* A receiver skips position 0; the next sender sends position 1. */
+	CHECK_EQ(canal_try_recv(ch, &got), -EAGAIN);
+	CHECK_EQ(canal_send(ch, &live), 0);
+	/* The stopped sender resumes with position 0. */
+	CHECK(!canal__ring_still_claimed(ch, 0));
+	CHECK(!canal__ring_fill(ch, 0, &stale));
+	CHECK_EQ(canal_recv(ch, &got), 0);
+	CHECK_EQ(got, live);
+	/* A claim still held is filled (the check above is not one that
+	 * always refuses). */
+	t = atomic_load(&ch->st->tail);
+	CHECK(atomic_compare_exchange_strong(&ch->st->tail, &t,
+					     t + tail_advance(1)));
+	CHECK(canal__ring_still_claimed(ch, tail_position(t)));
+	CHECK(canal__ring_fill(ch, tail_position(t), &stale));
+	CHECK_EQ(canal_recv(ch, &got), 0);
+	CHECK_EQ(got, stale);
+	canal_chan_destroy(ch);
+}
+
 /* The same through canal__ring_wait_slot (a synchronous sender that gave
  * its unit back sleeps there, asking the repair between slices): the
  * stamp it noted moves on (FULL -> SKIP: a timed sender withdrew its
@@ -1111,6 +1156,7 @@ int main(void)
 	test_sync_dead_select();
 	test_sync_dead_select_anonymous();
 	test_grace_per_slot();
+	test_resumed_claimer_writes_nothing();
 	test_repair_new_holder();
 	test_wait_slot_new_holder();
 	test_pid_reuse();

@@ -268,8 +268,9 @@ int canal_try_send_reserve(struct canal_chan *ch, struct canal_slot *slot);
  * slot is not a live reserved slot of ch (a copy of one already committed
  * or aborted included), or, on a shared channel, -EOWNERDEAD if
  * a peer repaired the slot meanwhile, believing this process dead (nothing
- * is sent). Blocks only on a synchronous channel, until a receiver has
- * taken the element. */
+ * is sent; a repair long enough before the commit that the slot has moved
+ * on reads as a stale copy: -EINVAL). Blocks only on a synchronous
+ * channel, until a receiver has taken the element. */
 int canal_send_commit(struct canal_chan *ch, struct canal_slot *slot);
 
 /* canal_send_abort - withdraw a reserved slot: nobody receives it. Returns 0,
@@ -285,8 +286,9 @@ int canal_try_recv_borrow(struct canal_chan *ch, struct canal_slot *slot);
 /* canal_recv_release - give a borrowed slot back. Returns 0, -EINVAL if slot
  * is not a live borrowed slot of ch (a copy of one already released
  * included), or, on a shared channel, -EOWNERDEAD if a
- * peer repaired the slot meanwhile (what was read may be torn). Never
- * blocks. */
+ * peer repaired the slot meanwhile (what was read may be torn; a repair
+ * long enough before the release that the slot has moved on reads as a
+ * stale copy: -EINVAL). Never blocks. */
 int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
 
 /* ------------------------------------------------------------------ */

@@ -49,14 +49,17 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 		long ok = r;
 		for (long i = 0; i < r; i++) {
 			uint64_t p = pos + (uint64_t)i;
-			copy_elt(slot_data(ch, slot_at(ch, p)),
-				 src + (done + (size_t)i) * ch->elt_size,
-				 ch->elt_size);
 			/* After a slot lost to a repair (shared channels),
-			 * withdraw the rest: a batch is sent as a prefix. */
-			if (!canal__ring_publish(ch, p,
-						 ok < r ? STAMP_SKIP : STAMP_FULL) &&
-			    ok == r)
+			 * withdraw the rest: a batch is sent as a prefix. A
+			 * slot lost is not written (canal__ring_still_claimed:
+			 * it may be another claim's by now). */
+			if (ok < r) {
+				canal__ring_publish(ch, p, STAMP_SKIP);
+				continue;
+			}
+			if (!canal__ring_fill(ch, p,
+					      src + (done + (size_t)i) *
+							    ch->elt_size))
 				ok = i;
 		}
 		wake_receivers(ch, pos, (uint32_t)r);

@@ -414,6 +414,19 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos,
  * holder between them (shared). 0, or -ETIMEDOUT past deadline. */
 int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 			  uint64_t deadline);
+/* A sender's claimed slot is still its own: always on a thread channel;
+ * on a shared one, unless a peer withdrew the claim (repair.c: a claimer
+ * stopped for 0.9 s between its claim and its owner word is taken for
+ * dead). Asked before writing the element in: the slot may have been
+ * reused since, and the copy would overwrite another claim's element.
+ * (A repair that read the owner word before ours was written and
+ * withdraws the claim after this check leaves the copy in a withdrawn
+ * slot, which is reused only after receivers skip it: the claimer would
+ * have to stop again, right after this check, for that long.) */
+bool canal__ring_still_claimed(struct canal_chan *ch, uint64_t pos);
+/* A sender's claimed slot: if still its own, copy elt in and publish it
+ * (true); false if a repair took it (nothing written). */
+bool canal__ring_fill(struct canal_chan *ch, uint64_t pos, const void *elt);
 /* publish/release return false when a shared channel's peer repaired the
  * slot meanwhile, believing this process dead (the operation is lost). */
 bool canal__ring_publish(struct canal_chan *ch, uint64_t pos, unsigned state);

@@ -31,7 +31,10 @@
  * is lost with it). The repair is a CAS on the stamp from the held value:
  * if the claimer was only slow and publishes or releases first, the repair
  * does nothing; if the repair wins, the slow claimer's CAS fails and its
- * operation returns -EOWNERDEAD. So every element is delivered at most once.
+ * operation returns -EOWNERDEAD. A sender looks before it writes its
+ * element in (canal__ring_fill): a claim withdrawn while its sender was
+ * stopped may be reused by the time it resumes. So every element is
+ * delivered at most once.
  */
 #define _GNU_SOURCE 1
 #include "internal.h"

@@ -384,6 +384,22 @@ bool canal__ring_release(struct canal_chan *ch, uint64_t pos)
 		memory_order_relaxed);
 }
 
+bool canal__ring_still_claimed(struct canal_chan *ch, uint64_t pos)
+{
+	return likely(!ch->shared) ||
+	       atomic_load_explicit(&slot_at(ch, pos)->stamp,
+				    memory_order_relaxed) ==
+		       stamp_for(ch, pos, STAMP_FREE);
+}
+
+bool canal__ring_fill(struct canal_chan *ch, uint64_t pos, const void *elt)
+{
+	if (unlikely(!canal__ring_still_claimed(ch, pos)))
+		return false;
+	copy_elt(slot_data(ch, slot_at(ch, pos)), elt, ch->elt_size);
+	return canal__ring_publish(ch, pos, STAMP_FULL);
+}
+
 bool canal__ring_holds_claimed(struct canal_chan *ch, uint64_t pos)
 {
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);

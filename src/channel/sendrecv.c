@@ -104,14 +104,15 @@ again:
 	}
 	if (reserve) {
 		chain_senders(ch, pos + 1);
+		if (unlikely(!canal__ring_still_claimed(ch, pos)))
+			return -EOWNERDEAD;
 		reserve->data = slot_data(ch, slot_at(ch, pos));
 		reserve->position = pos;
 		return 0;
 	}
 	/* The chain once the element is published, not while its slot
 	 * holds up the receivers (see take_claimed). */
-	copy_elt(slot_data(ch, slot_at(ch, pos)), elt, ch->elt_size);
-	bool published = canal__ring_publish(ch, pos, STAMP_FULL);
+	bool published = canal__ring_fill(ch, pos, elt);
 	if (likely(published))
 		wake_receivers(ch, pos, 1);
 	chain_senders(ch, pos + 1);
