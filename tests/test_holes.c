@@ -678,16 +678,37 @@ static void test_resumed_claimer_writes_nothing(void)
 	/* A receiver skips position 0; the next sender sends position 1. */
 	CHECK_EQ(canal_try_recv(ch, &got), -EAGAIN);
 	CHECK_EQ(canal_send(ch, &live), 0);
-	/* The stopped sender resumes with position 0. */
+	uint64_t named = atomic_load(&slot_at(ch, 1)->owner[0]);
+	CHECK(owner_names(named, 1, OWNER_SENDER));
+	/* The stopped sender resumes with position 0: it does not name
+	 * itself over the live sender's name (which would make that live
+	 * claim look unnamed), nor write its element. */
+	CHECK(!canal__claim_name(ch, 12345, 0, OWNER_SENDER));
+	CHECK_EQ(atomic_load(&slot_at(ch, 1)->owner[0]), named);
 	CHECK(!canal__ring_still_claimed(ch, 0));
 	CHECK(!canal__ring_fill(ch, 0, &stale));
 	CHECK_EQ(canal_recv(ch, &got), 0);
 	CHECK_EQ(got, live);
-	/* A claim still held is filled (the check above is not one that
-	 * always refuses). */
+	/* A receiver withdrawn the same way (position 2, claimed and not
+	 * yet named when the repair came): it does not name itself either. */
+	CHECK_EQ(canal_send(ch, &live), 0);
+	uint64_t h = atomic_load(&ch->st->head);
+	CHECK_EQ(h, 2);
+	CHECK(atomic_compare_exchange_strong(&ch->st->head, &h, 3));
+	canal__repair_slot(ch, 2, stamp_for(ch, 2, STAMP_FULL), long_held);
+	CHECK_EQ(atomic_load(&slot_at(ch, 0)->stamp),
+		 stamp_for(ch, 3, STAMP_FREE));
+	named = atomic_load(&slot_at(ch, 2)->owner[0]);
+	CHECK(!canal__claim_name(ch, 12345, 2, OWNER_RECEIVER));
+	CHECK_EQ(atomic_load(&slot_at(ch, 2)->owner[0]), named);
+	/* A claim still held names itself and is filled (the checks above
+	 * are not ones that always refuse). */
 	t = atomic_load(&ch->st->tail);
 	CHECK(atomic_compare_exchange_strong(&ch->st->tail, &t,
 					     t + tail_advance(1)));
+	CHECK(canal__claim_name(ch, 12345, tail_position(t), OWNER_SENDER));
+	CHECK(owner_names(atomic_load(&slot_at(ch, tail_position(t))->owner[0]),
+			  tail_position(t), OWNER_SENDER));
 	CHECK(canal__ring_still_claimed(ch, tail_position(t)));
 	CHECK(canal__ring_fill(ch, tail_position(t), &stale));
 	CHECK_EQ(canal_recv(ch, &got), 0);

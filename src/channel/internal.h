@@ -414,6 +414,28 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max, uint64_t *pos,
  * holder between them (shared). 0, or -ETIMEDOUT past deadline. */
 int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 			  uint64_t deadline);
+/* A shared slot's owner word, written right after the claim of pos (the
+ * id taken before the claim: canal__self_id may re-attach after fork,
+ * syscalls that must not widen the anonymous window between the CAS and
+ * this store, repair.c). Unless the claim was withdrawn meanwhile (its
+ * claimer stopped 0.9 s right after its CAS and taken for dead): its name
+ * would land on the slot's next claim, which would then look unnamed and
+ * could be withdrawn although alive. Only a second stop, between this
+ * look and the store, for as long as the slot takes to be reused, lets
+ * that happen (GUARANTEES.md, limits). Returns whether it named itself. */
+static inline bool canal__claim_name(struct canal_chan *ch, uint32_t id,
+				     uint64_t pos, unsigned role)
+{
+	struct canal_slot_hdr *s = slot_at(ch, pos);
+	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_relaxed);
+	if (role == OWNER_SENDER ? st != stamp_for(ch, pos, STAMP_FREE)
+				 : !stamp_is_published(ch, pos, st))
+		return false;
+	atomic_store_explicit(&s->owner[0], owner_word(id, pos, role),
+			      memory_order_release);
+	return true;
+}
+
 /* A sender's claimed slot is still its own: always on a thread channel;
  * on a shared one, unless a peer withdrew the claim (repair.c: a claimer
  * stopped for 0.9 s between its claim and its owner word is taken for

@@ -155,15 +155,6 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 	}
 }
 
-/* The owner word right after a claim. The id is taken before the claim
- * (canal__self_id may re-attach after fork: syscalls that must not widen
- * the anonymous window between the CAS and this store, repair.c). */
-static inline void set_owner(struct canal_chan *ch, uint32_t id, uint64_t pos,
-			     unsigned role)
-{
-	atomic_store_explicit(&slot_at(ch, pos)->owner[0],
-			      owner_word(id, pos, role), memory_order_release);
-}
 
 /*
  * A claim's CAS lost (most likely to another claimer). A thread pauses
@@ -224,8 +215,8 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				    memory_order_seq_cst, memory_order_relaxed)) {
 				if (unlikely(ch->shared))
 					for (size_t i = 0; i < k; i++)
-						set_owner(ch, id, pos + i,
-							  OWNER_SENDER);
+						canal__claim_name(ch, id, pos + i,
+								  OWNER_SENDER);
 				*pos_out = pos;
 				return (long)k;
 			}
@@ -304,8 +295,8 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 				    memory_order_relaxed)) {
 				if (unlikely(ch->shared))
 					for (size_t i = 0; i < k; i++)
-						set_owner(ch, id, h + i,
-							  OWNER_RECEIVER);
+						canal__claim_name(ch, id, h + i,
+								  OWNER_RECEIVER);
 				*pos_out = h;
 				return (long)k;
 			}

@@ -133,6 +133,13 @@ static int take_claimed(struct canal_chan *ch, uint64_t pos, void *elt,
 	struct canal_slot_hdr *s = slot_at(ch, pos);
 	uint64_t st = atomic_load_explicit(&s->stamp, memory_order_acquire);
 
+	/* A claim withdrawn before we named ourselves (canal__claim_name):
+	 * the slot is no longer ours, and what it holds may be another
+	 * claim's element: neither copied nor lent. */
+	if (unlikely(ch->shared) && !stamp_is_published(ch, pos, st)) {
+		chain_receivers(ch, pos + 1);
+		return -EOWNERDEAD;
+	}
 	if (unlikely(ch->sync)) {
 		waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
 		/* Take the element: a timed sender may withdraw it at its
