@@ -407,6 +407,33 @@ static int one(const char *req, struct resp *r)
 
 /* ---- the tests ----------------------------------------------------------- */
 
+/* The server grew its descriptor table at start (core.c,
+ * reserve_fd_table): every growth under load, in a process of several
+ * threads, blocked the thread that took the descriptor for an RCU grace
+ * period. /proc's FDSize is the table's size. */
+static void test_fd_table(void)
+{
+	struct rlimit rl;
+	CHECK("fd table", getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit");
+	long want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 65536
+			    ? 65536
+			    : (long)rl.rlim_max;
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)g_srv.pid);
+	FILE *f = fopen(path, "r");
+	CHECK("fd table", f != NULL, "cannot read %s", path);
+	if (!f)
+		return;
+	long fdsize = -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "FDSize: %ld", &fdsize) == 1)
+			break;
+	fclose(f);
+	CHECK("fd table", fdsize >= want,
+	      "FDSize %ld, expected at least %ld (the open-file limit)", fdsize,
+	      want);
+}
+
 static void test_basic(void)
 {
 	struct resp r;
@@ -909,6 +936,7 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} tests[] = {
+		{"fd table", test_fd_table},
 		{"basic", test_basic},
 		{"bad input", test_bad_input},
 		{"traversal", test_traversal},
