@@ -587,6 +587,19 @@ static void test_grace_per_slot(void)
 	canal_chan_destroy(ch);
 }
 
+/* Held past the anonymous grace of repair.c (0.9 s). */
+#define LONG_HELD_NS 1200000000ull
+
+/* A shared channel of one slot: every position lands in slot 0. */
+static struct canal_chan *shared_ring1(void)
+{
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 1,
+						  CANAL_SHARED);
+	CHECK(ch);
+	CHECK_EQ(ch->ring, 1);
+	return ch;
+}
+
 /* ------------------------------------------------------------------ */
 /* The grace period belongs to one holder, not to the slot              */
 /* ------------------------------------------------------------------ */
@@ -601,11 +614,8 @@ static void test_grace_per_slot(void)
  * encodings: the repair is asked with the stamp the waiter saw. */
 static void test_repair_new_holder(void)
 {
-	const uint64_t long_held = 1200000000ull; /* past the 0.9 s grace */
-	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 1,
-						  CANAL_SHARED);
-	CHECK(ch);
-	CHECK_EQ(ch->ring, 1);
+	const uint64_t long_held = LONG_HELD_NS;
+	struct canal_chan *ch = shared_ring1();
 	struct canal_slot s;
 	uint64_t v = 7, got = 0;
 
@@ -662,11 +672,8 @@ static void test_repair_new_holder(void)
  * step (send, batch). */
 static void test_resumed_claimer_writes_nothing(void)
 {
-	const uint64_t long_held = 1200000000ull; /* past the 0.9 s grace */
-	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 1,
-						  CANAL_SHARED);
-	CHECK(ch);
-	CHECK_EQ(ch->ring, 1);
+	const uint64_t long_held = LONG_HELD_NS;
+	struct canal_chan *ch = shared_ring1();
 	uint64_t t = atomic_load(&ch->st->tail);
 	CHECK(atomic_compare_exchange_strong(&ch->st->tail, &t,
 					     t + tail_advance(1)));

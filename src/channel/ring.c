@@ -155,7 +155,6 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 	}
 }
 
-
 /*
  * A claim's CAS lost (most likely to another claimer). A thread pauses
  * (growing) before it retries, so that the line does not bounce at every
