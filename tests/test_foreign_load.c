@@ -112,26 +112,42 @@ static void live_busy_children(void)
 		waitpid(kids[i], NULL, 0);
 	}
 	if (seen) {
-		/* A child of this process keeps the parent's verdict for
-		 * the parent's window (load.c, load_fork_child: the machine
-		 * did not change at the fork; a short-lived child never reads
-		 * /proc/stat), and its first sample after that keeps it for
-		 * one more window (its process clock starts again, so that
-		 * sample has nothing to compare with): asked at a time past
-		 * the window, when the busy children are gone, it samples and
-		 * still says yes. (Without the fork handler the child would
-		 * compare its new clock with the parent's records: no.) */
+		/* A child of this process keeps the parent's verdict, and
+		 * takes no sample of its own (no read of /proc/stat) for
+		 * CANAL__FORK_QUIET_NS after the fork (load.c,
+		 * load_fork_child: the machine did not change at the fork;
+		 * fwd's 2 000 short-lived children each read it twice
+		 * before): asked two windows later it still says yes without
+		 * a sample. Past the quiet time it samples, and that first
+		 * sample keeps the verdict for one more window (its process
+		 * clock starts again, so it has nothing to compare with).
+		 * (Without the fork handler the child would compare its new
+		 * clock with the parent's records: no.) */
+		uint64_t t0 = canal_now_ns(); /* before the fork handler's */
 		pid_t c = fork();
 		CHECK(c >= 0);
-		if (c == 0) { /* t: inside the parent's cached window */
-			bool inherited = canal__foreign_load(t);
-			bool kept = canal__foreign_load(
-				t + 2 * CANAL__FOREIGN_WINDOW_NS);
-			_exit(inherited && kept ? 0 : 1);
+		if (c == 0) {
+			int code = 0;
+			if (!canal__foreign_load(t0))
+				code = 1; /* parent's verdict not inherited */
+			else if (!canal__foreign_load(
+					 t0 + 2 * CANAL__FOREIGN_WINDOW_NS) ||
+				 canal__foreign_samples() != 0)
+				code = 2; /* sampled within the quiet time */
+			else if (!canal__foreign_load(
+					 canal_now_ns() + CANAL__FORK_QUIET_NS +
+					 CANAL__FOREIGN_WINDOW_NS) ||
+				 canal__foreign_samples() != 1)
+				code = 3; /* no sample past it, or verdict lost */
+			_exit(code);
 		}
 		int st = 0;
 		CHECK(waitpid(c, &st, 0) == c);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(WIFEXITED(st));
+		if (WEXITSTATUS(st) != 0)
+			fprintf(stderr, "fork()ed child: failed step %d\n",
+				WEXITSTATUS(st));
+		CHECK(WEXITSTATUS(st) == 0);
 	}
 	if (!seen && cpu_quota()) {
 		/* load.h: a quota is not seen (the children may not have

@@ -32,6 +32,7 @@ enum { LOAD_NONE, LOAD_FOREIGN, LOAD_SATURATED };
 static _Atomic unsigned char verdict;
 static _Atomic int sampling;
 static uint64_t last_wall, last_busy_ticks, last_own;
+static _Atomic uint64_t samples; /* canal__foreign_samples */
 static char stat_buf[16384];
 
 bool canal__saturated_verdict(uint64_t busy_ns, uint64_t own_ns,
@@ -58,21 +59,19 @@ bool canal__foreign_verdict(uint64_t busy_ns, uint64_t own_ns,
 /* fork(): the child has one thread, and its process clock starts again.
  * A sampler of the parent that held `sampling` at the fork is gone: free
  * it, and start the records afresh. The machine's load did not change:
- * the child keeps the parent's verdict and its window, and its first
- * sample keeps that verdict for one more window (sample(): a child that
- * lives shorter than a window never reads /proc/stat, tens of
- * microseconds that every one of fwd's 2 000 processes paid). */
+ * the child keeps the parent's verdict (false if the parent never had
+ * one: it forked before its first wait, as fwd's forwarder does) for
+ * CANAL__FORK_QUIET_NS (load.h: a child that lives shorter never reads
+ * /proc/stat), and its first sample keeps that verdict for one more
+ * window (sample(): nothing to compare with yet). */
 static void load_fork_child(void)
 {
 	atomic_store_explicit(&sampling, 0, memory_order_relaxed);
+	atomic_store_explicit(&samples, 0, memory_order_relaxed);
 	last_wall = 0;
-	/* A parent that never sampled (it forked before its first wait, as
-	 * fwd's forwarder does), or whose window ran out: the child's first
-	 * window starts now, on the verdict it has (false if none). */
-	uint64_t now = canal_now_ns();
-	if (atomic_load_explicit(&window_end, memory_order_relaxed) <= now)
-		atomic_store_explicit(&window_end,
-				      now + CANAL__FOREIGN_WINDOW_NS,
+	uint64_t quiet = canal_now_ns() + CANAL__FORK_QUIET_NS;
+	if (atomic_load_explicit(&window_end, memory_order_relaxed) < quiet)
+		atomic_store_explicit(&window_end, quiet,
 				      memory_order_relaxed);
 }
 
@@ -145,6 +144,7 @@ static unsigned char sample(uint64_t now_ns)
 		tck = sysconf(_SC_CLK_TCK);
 	uint64_t ticks, own = canal__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	unsigned ncpus;
+	atomic_fetch_add_explicit(&samples, 1, memory_order_relaxed);
 	if (tck <= 0 || tck > 1000000000 || !allowed_busy_ticks(&ticks, &ncpus))
 		return LOAD_NONE;
 	uint64_t window = now_ns - last_wall;
@@ -205,6 +205,11 @@ bool canal__foreign_load(uint64_t now_ns)
 			      memory_order_relaxed);
 	atomic_store_explicit(&sampling, 0, memory_order_release);
 	return v != LOAD_NONE;
+}
+
+uint64_t canal__foreign_samples(void)
+{
+	return atomic_load_explicit(&samples, memory_order_relaxed);
 }
 
 bool canal__foreign_saturated(void)

@@ -46,12 +46,29 @@
 #define CANAL__FOREIGN_SHARE_PERMILLE 300u
 
 /*
+ * A fork()ed child keeps the verdict its parent had at the fork (none if
+ * the parent never sampled, as a process that forks before its first wait)
+ * and takes no sample of its own for this long after the fork; its first
+ * sample then keeps that verdict for one more window (nothing to compare
+ * with yet). A sample reads /proc/stat: 5-10 us of kernel time on a 2-vCPU
+ * VM, and the pages of sscanf that a child faults in. fwd between
+ * processes (1 000 writers and 1 000 readers forked, each waiting through
+ * a run of about 250 ms) read it about 4 000 times with a first sample
+ * 100 ms after each fork. Ten windows: a child that lives less than a
+ * second never samples; one that lives longer decides its yields on a
+ * verdict up to this plus a window old (an ancestor's, through a chain of
+ * forks less than this apart) before it has its own.
+ */
+#define CANAL__FORK_QUIET_NS 1000000000ull
+
+/*
  * True when, over the last completed window, other processes used more
  * than the share above. now_ns: canal_now_ns() of the caller. The verdict
  * is cached for CANAL__FOREIGN_WINDOW_NS; when it expires, one caller
  * samples (a read of /proc/stat and a clock_gettime), the others meanwhile
  * get the previous verdict. False until two samples exist (a fork()ed
- * child keeps its parent's verdict meanwhile: load.c, load_fork_child),
+ * child keeps its parent's verdict meanwhile, and for at least
+ * CANAL__FORK_QUIET_NS after the fork: load.c, load_fork_child),
  * and whenever /proc/stat cannot be read. Thread-safe; not a cancellation
  * point (it disables cancellation while it reads); not async-signal-safe
  * (it opens a file).
@@ -67,6 +84,11 @@ bool canal__foreign_load(uint64_t now_ns);
  * canal__foreign_load is. Thread-safe, a relaxed load.
  */
 bool canal__foreign_saturated(void);
+
+/* How many samples this process took or tried (each a read of
+ * /proc/stat unless it could not be opened): for the tests. A relaxed
+ * load. */
+uint64_t canal__foreign_samples(void);
 
 /* The verdict for one window, from its deltas (the arithmetic above; for
  * the tests): busy_ns and own_ns the machine's and the process's CPU time

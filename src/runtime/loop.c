@@ -872,6 +872,8 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	}
 	if ((r = canal__stack_pool_create(o.stack_size, &rt->pool)) != 0)
 		goto fail;
+	if (o.flags & CANAL_RUN_COMPACT_STACKS)
+		canal__stack_pool_no_commit_ahead(rt->pool);
 	canal__compact_configure(rt);
 
 	struct canal__loop *l0 = &rt->loops[0];

@@ -5,7 +5,9 @@
  * A block is [guard page][stack ... ][task area]: the task structure lives
  * at the top of its own stack block (one allocation per task), the stack
  * grows down from just below it. Pages are committed when first touched,
- * so a parked task costs the pages its stack used (one or two, usually).
+ * so a parked task costs the pages its stack used (one or two, usually);
+ * but the top page, which every task touches, is committed ahead for 16
+ * new blocks at a time (stack.c, COMMIT_AHEAD).
  *
  * Guard pages. Blocks are carved from slabs (one mapping for up to 64
  * blocks), each with a guard region on its first page (MADV_GUARD_INSTALL,
@@ -58,6 +60,11 @@ struct canal__stack_pool;
 
 int canal__stack_pool_create(size_t stack_size,
 			     struct canal__stack_pool **out);
+/* New blocks' top pages are not committed ahead (stack.c, COMMIT_AHEAD):
+ * for a compacting runtime, before the first get. */
+void canal__stack_pool_no_commit_ahead(struct canal__stack_pool *pool);
+/* Whether they are (false once the kernel refused: for the tests). */
+bool canal__stack_pool_commits_ahead(struct canal__stack_pool *pool);
 /* Every block must have been put back. */
 void canal__stack_pool_destroy(struct canal__stack_pool *pool);
 

@@ -1,4 +1,5 @@
-/* test_task_stack_pool.c - the stack pool gives pages back: beyond its
+/* test_task_stack_pool.c - the stack pool commits the top pages of new
+ * blocks ahead, 16 at a time, and gives pages back: beyond its
  * budget of free blocks that keep their pages (dirty_max), blocks put back
  * wait with their pages until a batch of them (trim_batch) has come, then
  * all of them lose every page (their descriptors kept apart, not in the
@@ -9,6 +10,7 @@
 #include "runtime/stack.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,9 +31,57 @@ static void touch(const struct canal__stack *st)
 	memset(st->lo, 0xa5, st->size);
 }
 
+/* Whether the top page of the stack (with its task area) is resident. */
+static int top_page_resident(const struct canal__stack *st)
+{
+	unsigned char v = 0;
+	CHECK_EQ(mincore(st->lo + st->size + CANAL__TASK_AREA - page, page,
+			 &v),
+		 0);
+	return v & 1;
+}
+
+/* New blocks come with their top page committed (stack.c, COMMIT_AHEAD:
+ * one process_madvise for the next 16 blocks instead of a fault each),
+ * touched by nobody yet; not after canal__stack_pool_no_commit_ahead
+ * (compacting runtimes). Gets 32 blocks without touching them and counts
+ * their resident top pages: all, or none. Only blocks with a guard page
+ * count (the canary of a canary block is written in the top page of the
+ * block below); a kernel that refuses the call (before 6.15, or a
+ * seccomp filter) turns it off, and the pool says so. */
+static void commit_ahead(bool on)
+{
+	struct canal__stack_pool *p = NULL;
+	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
+	if (!on)
+		canal__stack_pool_no_commit_ahead(p);
+	enum { N = 32 };
+	struct canal__stack st[N];
+	void *area[N];
+	unsigned resident = 0, guarded = 0;
+	for (unsigned i = 0; i < N; i++) {
+		area[i] = canal__stack_get(p, NULL, &st[i]);
+		CHECK(area[i] != NULL);
+	}
+	for (unsigned i = 0; i < N; i++)
+		if (st[i].guard) {
+			guarded++;
+			resident += (unsigned)top_page_resident(&st[i]);
+		}
+	if (on && !canal__stack_pool_commits_ahead(p))
+		printf("commit ahead: refused by this kernel, not checked\n");
+	else
+		CHECK_EQ(resident, on && st[0].block == 0 ? guarded : 0);
+	for (unsigned i = 0; i < N; i++)
+		canal__stack_put(p, NULL, area[i], &st[i]);
+	canal__stack_pool_destroy(p);
+}
+
 int main(void)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
+	commit_ahead(true);
+	commit_ahead(false);
 	struct canal__stack_pool *p = NULL;
 	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
 	size_t dm = canal__stack_pool_dirty_max(p);
