@@ -11,11 +11,17 @@
  * with a guard page of their own mapping against `guard_budget`; `slabs`
  * lists every slab mapping, unmapped at destroy once every block is back;
  * `commit_ahead` is set before the first get or under the lock (it only
- * goes from true to false). The pages a get commits ahead (COMMIT_AHEAD)
- * are those of blocks of the newest slab, which stays mapped until the
- * pool is destroyed: the call is made after the lock is dropped, and a
- * page that another get has handed out meanwhile is only committed
- * sooner. A loop's cache is touched by its own thread only.
+ * goes from true to false); `job` and `job_top` are written under the
+ * lock, `job_posted` too (read without it only as a hint, again under it
+ * before the job is taken). The pages committed ahead (COMMIT_AHEAD),
+ * by a get or by an idle loop, are those of blocks of a slab, which stays
+ * mapped until the pool is destroyed (after every loop has stopped): the
+ * call is made after the lock is dropped, and a page that a get has
+ * handed out meanwhile is only committed sooner (MADV_POPULATE_WRITE
+ * never changes a page that is there), or, if that block has meanwhile
+ * ended and been trimmed, committed again for nothing (a page per block,
+ * at most a window per call under way; its contents are zeros either
+ * way). A loop's cache is touched by its own thread only.
  */
 #define _GNU_SOURCE
 #include "runtime/stack.h"
@@ -77,11 +83,23 @@
  * process_madvise(MADV_POPULATE_WRITE) (any advice on one's own process:
  * Linux 6.13; PIDFD_SELF: 6.15) instead of a page fault each: fwd on
  * tasks (10 000 writers, 1 reader) took 5-8k faults, one per new block,
- * at about 1 us each on a VM. At most COMMIT_AHEAD - 1 pages are
- * committed for blocks not used yet. Not in a compacting runtime, whose
- * tasks touch their stacks only when they first run.
+ * at about 1 us each on a VM. The window after the one being carved is
+ * posted for a loop with nothing to run, which commits it meanwhile
+ * (canal__stack_pool_help): a task spawning thousands (fwd on tasks, one
+ * writer, 10 000 readers) spent most of its time in these calls, its
+ * loop's partner idle. At most 2 * COMMIT_AHEAD - 1 pages are committed
+ * for blocks not used yet. Not in a compacting runtime, whose tasks touch
+ * their stacks only when they first run.
  */
 #define COMMIT_AHEAD 16u
+
+/* The top pages to commit ahead (COMMIT_AHEAD above): filled under the
+ * lock by block_new, committed by canal__stack_get after it
+ * or by an idle loop (canal__stack_pool_help). */
+struct ahead {
+	struct iovec v[COMMIT_AHEAD];
+	unsigned n;
+};
 
 enum guard_how {
 	GUARD_REGIONS, /* slabs whose blocks have guard regions (6.13) */
@@ -126,6 +144,13 @@ struct canal__stack_pool {
 	unsigned slab_left;
 	unsigned slab_stacks; /* blocks per slab */
 	bool commit_ahead; /* COMMIT_AHEAD: on, until the kernel refuses */
+	/* The window after the one being carved, posted for an idle loop
+	 * (canal__stack_pool_help): job_top is its first top page (kept
+	 * once taken), job_posted says nobody took it yet. */
+	struct ahead job;
+	char *job_top;
+	_Atomic bool job_posted; /* written under lock; peeked without */
+	_Atomic size_t helped;   /* windows taken by canal__stack_pool_help */
 };
 
 /* process_madvise(2) on this process: bytes advised, or -1 (errno). */
@@ -295,26 +320,49 @@ bool canal__stack_pool_commits_ahead(struct canal__stack_pool *p)
 	return on;
 }
 
-/* The top pages to commit ahead (COMMIT_AHEAD above): filled under the
- * lock by block_new, committed by canal__stack_get after it. */
-struct ahead {
-	struct iovec v[COMMIT_AHEAD];
-	unsigned n;
-};
+/* Under pool->lock: the window of up to COMMIT_AHEAD blocks from the one
+ * whose top page is at top, at least two blocks (one page is a fault
+ * either way); n = 0 when fewer are left in the slab. */
+static void window(struct canal__stack_pool *p, char *top, size_t stride,
+		   unsigned left, struct ahead *a)
+{
+	a->n = left < 2 ? 0 : left < COMMIT_AHEAD ? left : COMMIT_AHEAD;
+	for (unsigned i = 0; i < a->n; i++)
+		a->v[i] = (struct iovec){top + i * stride, p->page};
+}
 
 /* Under pool->lock, carving the block whose top page is at top: every
- * COMMIT_AHEAD blocks, the top pages of it and of the next blocks of its
- * slab (at least two: one page is a fault either way). stride: from a
- * block to the next. */
+ * COMMIT_AHEAD blocks, the window it starts is to be committed (into a,
+ * for the caller), unless it was posted at the previous window and an
+ * idle loop took it; the next window of the slab is posted in its turn.
+ * Without idle loops the caller takes each posted window back when it
+ * gets there: one call per window either way. stride: from a block to the
+ * next. */
 static void plan_ahead(struct canal__stack_pool *p, char *top, size_t stride,
 		       struct ahead *a)
 {
 	unsigned carved = p->slab_stacks - p->slab_left;
-	if (!p->commit_ahead || carved % COMMIT_AHEAD || p->slab_left < 2)
+	if (!p->commit_ahead || carved % COMMIT_AHEAD)
 		return;
-	a->n = p->slab_left < COMMIT_AHEAD ? p->slab_left : COMMIT_AHEAD;
-	for (unsigned i = 0; i < a->n; i++)
-		a->v[i] = (struct iovec){top + i * stride, p->page};
+	bool posted = atomic_load_explicit(&p->job_posted,
+					   memory_order_relaxed);
+	if (p->job_top != top)
+		window(p, top, stride, p->slab_left, a);
+	else if (posted)
+		*a = p->job; /* nobody took it: ours now */
+	/* else an idle loop took it (done, or under way: a page it has not
+	 * reached yet costs the task a fault, no more) */
+	atomic_store_explicit(&p->job_posted, false, memory_order_relaxed);
+	p->job_top = NULL;
+	if (p->slab_left <= COMMIT_AHEAD)
+		return;
+	char *next = top + COMMIT_AHEAD * stride;
+	window(p, next, stride, p->slab_left - COMMIT_AHEAD, &p->job);
+	if (p->job.n) {
+		p->job_top = next;
+		atomic_store_explicit(&p->job_posted, true,
+				      memory_order_relaxed);
+	}
 }
 
 /* Without the lock. A failure costs the faults it was to save, no more:
@@ -329,7 +377,38 @@ static void commit_ahead(struct canal__stack_pool *p, const struct ahead *a)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->commit_ahead = false;
+	atomic_store_explicit(&p->job_posted, false, memory_order_relaxed);
+	p->job_top = NULL;
 	pthread_mutex_unlock(&p->lock);
+}
+
+bool canal__stack_pool_job_posted(struct canal__stack_pool *p)
+{
+	return atomic_load_explicit(&p->job_posted, memory_order_relaxed);
+}
+
+bool canal__stack_pool_help(struct canal__stack_pool *p)
+{
+	if (!atomic_load_explicit(&p->job_posted, memory_order_relaxed))
+		return false;
+	struct ahead a = {.n = 0};
+	pthread_mutex_lock(&p->lock);
+	if (atomic_load_explicit(&p->job_posted, memory_order_relaxed)) {
+		a = p->job;
+		atomic_store_explicit(&p->job_posted, false,
+				      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!a.n)
+		return false;
+	commit_ahead(p, &a);
+	atomic_fetch_add_explicit(&p->helped, 1, memory_order_relaxed);
+	return true;
+}
+
+size_t canal__stack_pool_helped(struct canal__stack_pool *p)
+{
+	return atomic_load_explicit(&p->helped, memory_order_relaxed);
 }
 
 /* Under pool->lock. The kind of a pool's slabs never changes once it has

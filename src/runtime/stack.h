@@ -7,7 +7,8 @@
  * grows down from just below it. Pages are committed when first touched,
  * so a parked task costs the pages its stack used (one or two, usually);
  * but the top page, which every task touches, is committed ahead for 16
- * new blocks at a time (stack.c, COMMIT_AHEAD).
+ * new blocks at a time, by the get that starts them or, for the next 16,
+ * by a loop with nothing else to do (stack.c, COMMIT_AHEAD).
  *
  * Guard pages. Blocks are carved from slabs (one mapping for up to 64
  * blocks), each with a guard region on its first page (MADV_GUARD_INSTALL,
@@ -63,6 +64,16 @@ int canal__stack_pool_create(size_t stack_size,
 /* New blocks' top pages are not committed ahead (stack.c, COMMIT_AHEAD):
  * for a compacting runtime, before the first get. */
 void canal__stack_pool_no_commit_ahead(struct canal__stack_pool *pool);
+/* From a loop with nothing to run: commit the window of new blocks' top
+ * pages that the pool posted ahead of its gets (stack.c, COMMIT_AHEAD),
+ * if nobody took it yet. True if it took it (one process_madvise: tens of
+ * microseconds; a kernel that refuses turns committing ahead off), false
+ * at once otherwise. Any thread, while the pool exists. */
+bool canal__stack_pool_help(struct canal__stack_pool *pool);
+/* Whether a window is posted (a hint: no lock, relaxed). */
+bool canal__stack_pool_job_posted(struct canal__stack_pool *pool);
+/* How many windows canal__stack_pool_help took (for the tests). */
+size_t canal__stack_pool_helped(struct canal__stack_pool *pool);
 /* Whether they are (false once the kernel refused: for the tests). */
 bool canal__stack_pool_commits_ahead(struct canal__stack_pool *pool);
 /* Every block must have been put back. */

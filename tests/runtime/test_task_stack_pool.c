@@ -1,5 +1,6 @@
 /* test_task_stack_pool.c - the stack pool commits the top pages of new
- * blocks ahead, 16 at a time, and gives pages back: beyond its
+ * blocks ahead, 16 at a time (the next 16 by an idle loop's help where one
+ * asks), and gives pages back: beyond its
  * budget of free blocks that keep their pages (dirty_max), blocks put back
  * wait with their pages until a batch of them (trim_batch) has come, then
  * all of them lose every page (their descriptors kept apart, not in the
@@ -77,11 +78,76 @@ static void commit_ahead(bool on)
 	canal__stack_pool_destroy(p);
 }
 
+/* Whether the top page of the i-th block after st's in its slab (guard
+ * regions: blocks one stack and one guard page apart) is resident. */
+static int later_top_resident(const struct canal__stack *st, unsigned i)
+{
+	size_t stride = st->size + CANAL__TASK_AREA + page;
+	unsigned char v = 0;
+	CHECK_EQ(mincore(st->lo + st->size + CANAL__TASK_AREA - page +
+				 i * stride,
+			 page, &v),
+		 0);
+	return v & 1;
+}
+
+/* The window after the one being carved is posted for an idle loop
+ * (canal__stack_pool_help): committed by whoever helps, or else by the
+ * get that reaches it. Blocks 0-15 come committed; 16-31 are posted and
+ * not resident until help; 32-47 are posted at block 16 and, nobody
+ * helping, committed by the get of block 32, which posts 48-63. */
+static void commit_ahead_help(void)
+{
+	struct canal__stack_pool *p = NULL;
+	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
+	enum { N = 33 };
+	struct canal__stack st[N];
+	void *area[N];
+	area[0] = canal__stack_get(p, NULL, &st[0]);
+	CHECK(area[0] != NULL);
+	if (!canal__stack_pool_commits_ahead(p) || !st[0].guard ||
+	    st[0].block != 0) {
+		printf("commit ahead help: no guarded slabs or refused by this "
+		       "kernel, not checked\n");
+		canal__stack_put(p, NULL, area[0], &st[0]);
+		canal__stack_pool_destroy(p);
+		return;
+	}
+	CHECK(canal__stack_pool_job_posted(p));
+	CHECK(later_top_resident(&st[0], 15));
+	CHECK(!later_top_resident(&st[0], 16));
+	CHECK(!later_top_resident(&st[0], 31));
+	CHECK(canal__stack_pool_help(p));
+	CHECK(!canal__stack_pool_job_posted(p));
+	for (unsigned i = 16; i < 32; i++)
+		CHECK(later_top_resident(&st[0], i));
+	CHECK(!later_top_resident(&st[0], 32));
+	CHECK(!canal__stack_pool_help(p)); /* nothing posted */
+	for (unsigned i = 1; i <= 16; i++) {
+		area[i] = canal__stack_get(p, NULL, &st[i]);
+		CHECK(area[i] != NULL);
+	}
+	CHECK(canal__stack_pool_job_posted(p));
+	CHECK(!later_top_resident(&st[0], 32));
+	for (unsigned i = 17; i <= 32; i++) {
+		area[i] = canal__stack_get(p, NULL, &st[i]);
+		CHECK(area[i] != NULL);
+	}
+	for (unsigned i = 32; i < 48; i++)
+		CHECK(later_top_resident(&st[0], i));
+	CHECK(canal__stack_pool_job_posted(p));
+	CHECK(!later_top_resident(&st[0], 48));
+	for (unsigned i = 0; i < N; i++)
+		canal__stack_put(p, NULL, area[i], &st[i]);
+	canal__stack_pool_destroy(p);
+}
+
 int main(void)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	commit_ahead(true);
 	commit_ahead(false);
+	commit_ahead_help();
 	struct canal__stack_pool *p = NULL;
 	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
 	size_t dm = canal__stack_pool_dirty_max(p);
