@@ -15,7 +15,7 @@
  *
  * Idle work: a loop with nothing to run commits the window of stack pages
  * that the pool posted ahead of its next spawns (stack.c, COMMIT_AHEAD)
- * before it spins or sleeps; a spinning loop watches for one too.
+ * before it spins or sleeps, and while it spins.
  *
  * Stealing: a loop whose queue is empty takes up to half of the longest
  * other queue before it sleeps, skipping pinned tasks (internal.h). A
@@ -135,12 +135,11 @@ static void loop_wake(struct canal__loop *l)
  * under thousands of waiting receivers, a broadcast) wake one sleeping
  * loop, which steals half (loop_steal): fwd on tasks with one writer and
  * 10 000 readers ran the readers' last wake-ups on one CPU while the
- * other slept (45.1 -> 36.0 ms with this, AMD EPYC). At 512 and its
+ * other slept (39.2 -> 36.4 ms with it, AMD EPYC). At 512 and its
  * multiples only (a queue still growing): a wake-up costs 20-45 us on
- * these VMs, a task's turn about a microsecond, and tasks stolen from a
- * short queue then hand off across CPUs. At 32, fwd with 100 writers
- * and 100 readers took 5.5 ms instead of 5.0 and 30 % more CPU; waking a
- * loop at every push to a queue of two (Go's wakep) made fwd
+ * these VMs and a task's turn about a microsecond, so a shorter queue is
+ * done before the woken loop is up (32 did no better: 36.4 ms); waking
+ * a loop at every push to a queue of two (Go's wakep) made fwd
  * 1 000/1 000 cost half again as much CPU for no gain in time
  * (docs/BENCHMARKS.md).
  */
@@ -603,13 +602,16 @@ static bool spin_watch(struct canal__loop *l, uint64_t ns,
 	return false;
 }
 
-/* What an idle loop watches besides its queue, every 32 looks at it: a
- * window of stack pages posted to commit ahead, which it commits at once
- * (true only for the loop that took it: the others keep spinning to
- * their bound). */
+/* What an idle loop does while it spins, every 32 looks at its queue:
+ * commit a window of stack pages posted meanwhile. It then spins on to
+ * its bound, watching its queue, as if it had not: ending the spin for
+ * it would send the loop back to steal, and fwd on tasks with 100
+ * writers and 100 readers, which runs fastest on one CPU, went to both
+ * in 25 runs of 41 instead of 11 (5.1 ms instead of 4.5). */
 static bool idle_work(struct canal__loop *l)
 {
-	return canal__stack_pool_help(l->rt->pool);
+	canal__stack_pool_help(l->rt->pool);
+	return false;
 }
 
 static bool idle_spin_watch(struct canal__loop *l)
@@ -698,13 +700,13 @@ static void loop_schedule(struct canal__loop *l)
 		if (atomic_load_explicit(&rt->stop, memory_order_acquire))
 			return;
 		/* Nothing to run: commit the stack pages the next spawns
-		 * will touch (stack.c, COMMIT_AHEAD), then look again. Also
-		 * with I/O in flight (a completion may wait for the call,
-		 * tens of microseconds): the spawner would make it anyway,
-		 * between two tasks of the same loop when it is the only
-		 * one. */
-		if (canal__stack_pool_help(rt->pool))
-			continue;
+		 * will touch (stack.c, COMMIT_AHEAD), then spin or sleep as
+		 * before (not a new look for work to steal: idle_work).
+		 * Also with I/O in flight (a completion may wait for the
+		 * call, tens of microseconds): the spawner would make it
+		 * anyway, between two tasks of the same loop when it is the
+		 * only one. */
+		canal__stack_pool_help(rt->pool);
 		if (idle_spin(l) || io_spin(l))
 			continue;
 		loop_sleep(l);
