@@ -251,7 +251,11 @@ struct canal__loop {
 	 * mutex; `sleeping` pairs with it: the loop stores sleeping = 1 (seq_cst) before its last look at the
 	 * queue under the mutex, a pusher loads it (seq_cst) after its push
 	 * under the mutex, so either the loop sees the task or the pusher
-	 * sees the sleeper and wakes it through the backend. */
+	 * sees the sleeper and wakes it through the backend. Whoever
+	 * clears `sleeping` (exchange: one per sleep) writes the eventfd:
+	 * pushers, the runtime's end, and a loop waking another to steal
+	 * from it (loop.c, wake_a_thief: no push; the woken loop finds its
+	 * queue empty and steals). */
 	struct canal__spinlock lock;
 	struct canal__task *head, *tail;
 	_Atomic uint32_t queued; /* length, readable without the lock */

@@ -9,9 +9,12 @@
  * the pairing). Pushers (spawn, a task's waker on any thread, a timer or
  * completion of its own loop) wake it through the backend only when they
  * see it sleeping and are first to clear the flag: no syscall while it
- * runs. The last task to end sets rt->stop and wakes every loop. A loop
- * whose own tasks grow its queue to BURST_WAKE (and each multiple) wakes
- * one other sleeping loop the same way (wake_a_thief), to steal.
+ * runs. The last task to end sets rt->stop and wakes every loop. A push
+ * made on a loop's own thread (a woken task, a spawn, a timer) that brings
+ * its queue to BURST_WAKE (or a multiple) wakes one other sleeping loop
+ * the same way (wake_a_thief), with nothing pushed to it: that loop finds
+ * its queue empty and steals, waiting for the victim's lock rather than
+ * giving up as other steals do (loop_steal).
  *
  * Idle work: a loop with nothing to run commits the window of stack pages
  * that the pool posted ahead of its next spawns (stack.c, COMMIT_AHEAD)
@@ -135,7 +138,7 @@ static void loop_wake(struct canal__loop *l)
  * under thousands of waiting receivers, a broadcast) wake one sleeping
  * loop, which steals half (loop_steal): fwd on tasks with one writer and
  * 10 000 readers ran the readers' last wake-ups on one CPU while the
- * other slept (39.2 -> 36.4 ms with it, AMD EPYC). At 512 and its
+ * other slept (39.2 -> 36.4 ms with it, AMD EPYC, 11 rounds). At 512 and its
  * multiples only (a queue still growing): a wake-up costs 20-45 us on
  * these VMs and a task's turn about a microsecond, so a shorter queue is
  * done before the woken loop is up (32 did no better: 36.4 ms); waking
@@ -261,7 +264,14 @@ static struct canal__task *loop_steal(struct canal__loop *l)
 			victim = v;
 		}
 	}
-	if (!victim || !canal__spin_trylock(&victim->lock))
+	/* A queue that reached half a burst (BURST_WAKE): wait for its
+	 * lock, as a loop woken by wake_a_thief arrives while the burst is
+	 * still being pushed; others give up at once and look again later. */
+	if (!victim)
+		return NULL;
+	if (best >= BURST_WAKE / 2)
+		canal__spin_lock(&victim->lock);
+	else if (!canal__spin_trylock(&victim->lock))
 		return NULL;
 	/* Take up to half, unpinned only, keeping their order. */
 	struct canal__task *got = NULL, **tailp = &got;
@@ -575,12 +585,12 @@ static bool idle_spin(struct canal__loop *l)
 
 /* Spin up to ns (and not past the loop's next timer) until a push to its
  * queue, the runtime's stop or, when not NULL, pending(l) (looked at with
- * the queue) or pending_slow(l) (every 32 looks): true if one came. The
- * loop's two spins before sleeping (idle_spin, io_spin) are this one
- * with different watches. */
+ * the queue): true if one came. Every 32 looks, idle(l) if not NULL (work
+ * done on the way, which ends nothing). The loop's two spins before
+ * sleeping (idle_spin, io_spin) are this one with different watches. */
 static bool spin_watch(struct canal__loop *l, uint64_t ns,
 		       bool (*pending)(struct canal__loop *l),
-		       bool (*pending_slow)(struct canal__loop *l))
+		       void (*idle)(struct canal__loop *l))
 {
 	uint64_t until = canal_now_ns() + ns;
 	uint64_t next = canal__timer_next(l);
@@ -596,8 +606,8 @@ static bool spin_watch(struct canal__loop *l, uint64_t ns,
 				return true;
 			canal__cpu_relax();
 		}
-		if (pending_slow && pending_slow(l))
-			return true;
+		if (idle)
+			idle(l);
 	} while (canal_now_ns() < until);
 	return false;
 }
@@ -608,10 +618,9 @@ static bool spin_watch(struct canal__loop *l, uint64_t ns,
  * it would send the loop back to steal, and fwd on tasks with 100
  * writers and 100 readers, which runs fastest on one CPU, went to both
  * in 25 runs of 41 instead of 11 (5.1 ms instead of 4.5). */
-static bool idle_work(struct canal__loop *l)
+static void idle_work(struct canal__loop *l)
 {
 	canal__stack_pool_help(l->rt->pool);
-	return false;
 }
 
 static bool idle_spin_watch(struct canal__loop *l)
