@@ -48,7 +48,13 @@ PAGE_SIZE = 1024
 QUICK = {"wrk": [10, 100, 1000], "ab": [100, 1000], "wrk_secs": 5,
          "ab_requests": 20000, "reps": 1,
          # canal's load generator at a fixed rate (latency from the intended start)
-         "load": [100], "load_rate": 60000, "load_secs": 3}
+         "load": [100], "load_rate": 60000, "load_secs": 3,
+         # the fixed-rate p99 rows of the summary: one 3 s run's p99 is one
+         # stall of the host away from another verdict (AMD EPYC,
+         # 2026-11-29: nginx 0.938 ms at 23:10, 0.289 at 00:20; four rounds
+         # by hand put the three servers level), so these three servers
+         # run it load_reps times in all, interleaved
+         "load_reps": 3, "load_reps_servers": ["uring", "tasks", "nginx"]}
 FULL = {"wrk": [10, 100, 1000, 10000],
         "ab": [10, 100, 200, 500, 1000, 2000, 5000, 10000], "wrk_secs": 10,
         "ab_requests": 50000, "reps": 3,
@@ -712,6 +718,17 @@ def placements(mode: str, ncpu: int) -> List[Tuple[str, Optional[str], Optional[
     return out
 
 
+def load_repeats(cfg: dict, names: Sequence[str]) -> List[Tuple[int, int, str]]:
+    """(repetition, concurrency, server) of the fixed-rate runs beyond the
+    cfg["reps"] of every cell: up to cfg["load_reps"] in all for the
+    servers of cfg["load_reps_servers"] present, interleaved (A B C A B C)."""
+    out = []
+    for rep in range(cfg["reps"], cfg.get("load_reps", cfg["reps"])):
+        for conc in cfg["load"]:
+            out += [(rep, conc, n) for n in names if n in cfg.get("load_reps_servers", ())]
+    return out
+
+
 def run(build_dir: str, mode: str) -> str:
     cfg = QUICK if mode == "quick" else FULL
     missing_tools = [t for t in ("wrk", "ab") if not shutil.which(t)]
@@ -750,6 +767,16 @@ def run(build_dir: str, mode: str) -> str:
                                 f"{tool} c={conc} {srv.name}: "
                                 + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
                                    if r.ok else f"FAILED {r.note}"))
+            if pi == 0 and have_load:
+                by_name = {s.name: s for s in present}
+                for rep, conc, name in load_repeats(cfg, names):
+                    r = one_run("load", by_name[name], conc, rep, root, cfg, cpus, build_dir)
+                    r.placement = label
+                    runs.append(r)
+                    report.progress(
+                        f"load c={conc} {name} (repetition {rep + 1}): "
+                        + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
+                           if r.ok else f"FAILED {r.note}"))
             if pi == 0 and have_load and cfg.get("scatter_servers"):
                 for srv in present:
                     if srv.name not in cfg["scatter_servers"]:
@@ -774,7 +801,11 @@ def run(build_dir: str, mode: str) -> str:
            f"wrk -t1 for {cfg['wrk_secs']} s (keep-alive); ab -n {cfg['ab_requests']} "
            f"(a connection per request, -r); canal's load generator at "
            f"{cfg['load_rate']} requests/s for {cfg['load_secs']} s; "
-           f"{cfg['reps']} repetition(s), medians"
+           f"{cfg['reps']} repetition(s)"
+           + (f" ({cfg['load_reps']} at a fixed rate for "
+              f"{', '.join(cfg['load_reps_servers'])})"
+              if cfg.get("load_reps", cfg["reps"]) > cfg["reps"] else "")
+           + ", medians"
            + (" with the min-max of requests/s" if cfg["reps"] > 1 else "") + ". "
            "Response times in ms: wrk's from its histogram, ab's from every request (-g, "
            "whole milliseconds), load's from every request's intended start.", ""]

@@ -258,6 +258,19 @@ def test_wrk_without_any_response_has_no_latency():
     assert row[2] == "0" and row[3:7] == ["-", "-", "-", "-"]
 
 
+def test_load_repeats():
+    cfg = dict(web.QUICK)
+    got = web.load_repeats(cfg, ["threads", "uring", "tasks", "nginx", "go"])
+    # quick: the three summary servers twice more each, interleaved
+    assert got == [(1, 100, "uring"), (1, 100, "tasks"), (1, 100, "nginx"),
+                   (2, 100, "uring"), (2, 100, "tasks"), (2, 100, "nginx")]
+    # a server that is not there is not run
+    assert web.load_repeats(cfg, ["uring", "tasks"]) == [(1, 100, "uring"), (1, 100, "tasks"),
+                                                         (2, 100, "uring"), (2, 100, "tasks")]
+    # full mode repeats every cell already
+    assert web.load_repeats(dict(web.FULL), ["uring", "tasks", "nginx"]) == []
+
+
 def test_placements():
     assert [p[1:] for p in web.placements("quick", 2)] == [("0", "1", 1)]
     assert [p[1:] for p in web.placements("full", 2)] == [("0", "1", 1), ("0,1", "1", 2)]
