@@ -756,27 +756,24 @@ def run(build_dir: str, mode: str) -> str:
             cpus = (scpu, ccpu)
             cells = sum(len(cfg[t]) for t in tools) * len(present) * cfg["reps"]
             report.progress(f"{cells} runs; {label}")
+            def cell(tool: str, srv: Server, conc: int, rep: int, tag: str = "") -> None:
+                r = one_run(tool, srv, conc, rep, root, cfg, cpus, build_dir)
+                r.placement = label
+                runs.append(r)
+                report.progress(
+                    f"{tool} c={conc} {srv.name}{tag}: "
+                    + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
+                       if r.ok else f"FAILED {r.note}"))
+
             for rep in range(cfg["reps"]):
                 for tool in tools:
                     for conc in cfg[tool]:
                         for srv in present:
-                            r = one_run(tool, srv, conc, rep, root, cfg, cpus, build_dir)
-                            r.placement = label
-                            runs.append(r)
-                            report.progress(
-                                f"{tool} c={conc} {srv.name}: "
-                                + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
-                                   if r.ok else f"FAILED {r.note}"))
+                            cell(tool, srv, conc, rep)
             if pi == 0 and have_load:
                 by_name = {s.name: s for s in present}
                 for rep, conc, name in load_repeats(cfg, names):
-                    r = one_run("load", by_name[name], conc, rep, root, cfg, cpus, build_dir)
-                    r.placement = label
-                    runs.append(r)
-                    report.progress(
-                        f"load c={conc} {name} (repetition {rep + 1}): "
-                        + (f"{r.rps:.0f} req/s, errors {errors_text(r.errors)}"
-                           if r.ok else f"FAILED {r.note}"))
+                    cell("load", by_name[name], conc, rep, f" (repetition {rep + 1})")
             if pi == 0 and have_load and cfg.get("scatter_servers"):
                 for srv in present:
                     if srv.name not in cfg["scatter_servers"]:
