@@ -49,12 +49,14 @@ QUICK = {"wrk": [10, 100, 1000], "ab": [100, 1000], "wrk_secs": 5,
          "ab_requests": 20000, "reps": 1,
          # canal's load generator at a fixed rate (latency from the intended start)
          "load": [100], "load_rate": 60000, "load_secs": 3,
-         # the fixed-rate p99 rows of the summary: one 3 s run's p99 is one
-         # stall of the host away from another verdict (AMD EPYC,
-         # 2026-11-29: nginx 0.938 ms at 23:10, 0.289 at 00:20; four rounds
-         # by hand put the three servers level), so these three servers
-         # run it load_reps times in all, interleaved
-         "load_reps": 3, "load_reps_servers": ["uring", "tasks", "nginx"]}
+         # The cells the summary's rows rest on (summary_cells) run
+         # summary_reps times in all for these three servers, interleaved:
+         # one run is one stall of the host away from another verdict.
+         # AMD EPYC, 2026-11-29: the fixed-rate p99 of nginx 0.938 ms at
+         # 23:10, 0.289 at 00:20 (four rounds by hand: the three level);
+         # 2026-11-30: tasks / io_uring with wrk at 1 000 connections 0.89x
+         # in one run, 0.96x over 12 interleaved rounds by hand.
+         "summary_reps": 3, "summary_reps_servers": ["uring", "tasks", "nginx"]}
 FULL = {"wrk": [10, 100, 1000, 10000],
         "ab": [10, 100, 200, 500, 1000, 2000, 5000, 10000], "wrk_secs": 10,
         "ab_requests": 50000, "reps": 3,
@@ -718,14 +720,31 @@ def placements(mode: str, ncpu: int) -> List[Tuple[str, Optional[str], Optional[
     return out
 
 
-def load_repeats(cfg: dict, names: Sequence[str]) -> List[Tuple[int, int, str]]:
-    """(repetition, concurrency, server) of the fixed-rate runs beyond the
-    cfg["reps"] of every cell: up to cfg["load_reps"] in all for the
-    servers of cfg["load_reps_servers"] present, interleaved (A B C A B C)."""
+def summary_cells(cfg: dict, tools: Sequence[str]) -> List[Tuple[str, int]]:
+    """(tool, concurrency) of the cells that headlines() reads: wrk at its
+    smallest and largest concurrency, ab at its largest, every fixed-rate
+    load; only the tools that run."""
+    cells: List[Tuple[str, int]] = []
+    if "wrk" in tools and cfg["wrk"]:
+        cells += [("wrk", c) for c in sorted({min(cfg["wrk"]), max(cfg["wrk"])})]
+    if "ab" in tools and cfg["ab"]:
+        cells.append(("ab", max(cfg["ab"])))
+    if "load" in tools:
+        cells += [("load", c) for c in cfg["load"]]
+    return cells
+
+
+def summary_repeats(cfg: dict, names: Sequence[str],
+                    tools: Sequence[str]) -> List[Tuple[str, int, int, str]]:
+    """(tool, repetition, concurrency, server) of the runs beyond the
+    cfg["reps"] of every cell: the summary's cells (summary_cells) up to
+    cfg["summary_reps"] times in all, for the servers of
+    cfg["summary_reps_servers"] present, interleaved (A B C A B C)."""
     out = []
-    for rep in range(cfg["reps"], cfg.get("load_reps", cfg["reps"])):
-        for conc in cfg["load"]:
-            out += [(rep, conc, n) for n in names if n in cfg.get("load_reps_servers", ())]
+    keep = [n for n in names if n in cfg.get("summary_reps_servers", ())]
+    for rep in range(cfg["reps"], cfg.get("summary_reps", cfg["reps"])):
+        for tool, conc in summary_cells(cfg, tools):
+            out += [(tool, rep, conc, n) for n in keep]
     return out
 
 
@@ -770,10 +789,10 @@ def run(build_dir: str, mode: str) -> str:
                     for conc in cfg[tool]:
                         for srv in present:
                             cell(tool, srv, conc, rep)
-            if pi == 0 and have_load:
+            if pi == 0:
                 by_name = {s.name: s for s in present}
-                for rep, conc, name in load_repeats(cfg, names):
-                    cell("load", by_name[name], conc, rep, f" (repetition {rep + 1})")
+                for tool, rep, conc, name in summary_repeats(cfg, names, tools):
+                    cell(tool, by_name[name], conc, rep, f" (repetition {rep + 1})")
             if pi == 0 and have_load and cfg.get("scatter_servers"):
                 for srv in present:
                     if srv.name not in cfg["scatter_servers"]:
@@ -799,9 +818,10 @@ def run(build_dir: str, mode: str) -> str:
            f"(a connection per request, -r); canal's load generator at "
            f"{cfg['load_rate']} requests/s for {cfg['load_secs']} s; "
            f"{cfg['reps']} repetition(s)"
-           + (f" ({cfg['load_reps']} at a fixed rate for "
-              f"{', '.join(cfg['load_reps_servers'])})"
-              if cfg.get("load_reps", cfg["reps"]) > cfg["reps"] else "")
+           + (f" ({cfg['summary_reps']} for "
+              f"{', '.join(cfg['summary_reps_servers'])} in the cells of the summary: "
+              + ", ".join(f"{t} at {c}" for t, c in summary_cells(cfg, tools)) + ")"
+              if cfg.get("summary_reps", cfg["reps"]) > cfg["reps"] else "")
            + ", medians"
            + (" with the min-max of requests/s" if cfg["reps"] > 1 else "") + ". "
            "Response times in ms: wrk's from its histogram, ab's from every request (-g, "

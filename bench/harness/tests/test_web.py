@@ -258,17 +258,27 @@ def test_wrk_without_any_response_has_no_latency():
     assert row[2] == "0" and row[3:7] == ["-", "-", "-", "-"]
 
 
-def test_load_repeats():
+def test_summary_repeats():
     cfg = dict(web.QUICK)
-    got = web.load_repeats(cfg, ["threads", "uring", "tasks", "nginx", "go"])
-    # quick: the three summary servers twice more each, interleaved
-    assert got == [(1, 100, "uring"), (1, 100, "tasks"), (1, 100, "nginx"),
-                   (2, 100, "uring"), (2, 100, "tasks"), (2, 100, "nginx")]
-    # a server that is not there is not run
-    assert web.load_repeats(cfg, ["uring", "tasks"]) == [(1, 100, "uring"), (1, 100, "tasks"),
-                                                         (2, 100, "uring"), (2, 100, "tasks")]
+    tools = ["wrk", "ab", "load"]
+    assert web.summary_cells(cfg, tools) == [("wrk", 10), ("wrk", 1000), ("ab", 1000),
+                                             ("load", 100)]
+    got = web.summary_repeats(cfg, ["threads", "uring", "tasks", "nginx", "go"], tools)
+    # quick: the three summary servers twice more in each summary cell,
+    # interleaved server by server, a whole round before the next
+    three = ["uring", "tasks", "nginx"]
+    want = [(t, rep, c, n) for rep in (1, 2) for t, c in web.summary_cells(cfg, tools)
+            for n in three]
+    assert got == want and len(got) == 24
+    assert got[:4] == [("wrk", 1, 10, "uring"), ("wrk", 1, 10, "tasks"),
+                       ("wrk", 1, 10, "nginx"), ("wrk", 1, 1000, "uring")]
+    # a server that is not there is not run; nor is a tool that does not
+    # (no load generator built)
+    got = web.summary_repeats(cfg, ["uring", "tasks"], ["wrk", "ab"])
+    assert {n for _, _, _, n in got} == {"uring", "tasks"}
+    assert {t for t, _, _, _ in got} == {"wrk", "ab"} and len(got) == 12
     # full mode repeats every cell already
-    assert web.load_repeats(dict(web.FULL), ["uring", "tasks", "nginx"]) == []
+    assert web.summary_repeats(dict(web.FULL), ["uring", "tasks", "nginx"], tools) == []
 
 
 def test_placements():
