@@ -144,7 +144,7 @@ static void loop_wake(struct canal__loop *l)
  * done before the woken loop is up (32 did no better: 36.4 ms); waking
  * a loop at every push to a queue of two (Go's wakep) made fwd
  * 1 000/1 000 cost half again as much CPU for no gain in time
- * (docs/BENCHMARKS.md).
+ * (docs/results/history.md, 2026-11-29).
  */
 #define BURST_WAKE 512u
 
