@@ -234,8 +234,10 @@ int canal_cond_broadcast(struct canal_cond *c);
  *
  * Returns what the system call returns (a byte count, 0, an accepted fd)
  * or -errno. read/write/readv/writev use and advance the file position
- * (the kernel's offset -1). send adds MSG_NOSIGNAL. accept returns a
- * socket with flags (SOCK_CLOEXEC, SOCK_NONBLOCK) as accept4(2).
+ * (the kernel's offset -1); read, write, recv and send move at most
+ * 0x7ffff000 bytes per call, as read(2) and write(2) do (a larger len
+ * gives a short count). send adds MSG_NOSIGNAL. accept returns a socket
+ * with flags (SOCK_CLOEXEC, SOCK_NONBLOCK) as accept4(2).
  *
  * First, unless canal_run was given CANAL_RUN_NO_SYNC_SHORTCUT, the call
  * is tried without blocking (RWF_NOWAIT, MSG_DONTWAIT) and returns at once
@@ -244,12 +246,21 @@ int canal_cond_broadcast(struct canal_cond *c);
  * (read, readv, recv, accept) whose previous try by the same task on the
  * same fd would have blocked skips the try, but one time in 8 (a keep-alive
  * connection's next request has rarely come when the task asks for it);
- * the outcome is the same either way.
+ * the outcome is the same either way. timeout_ns 0 always makes the one
+ * try (with or without CANAL_RUN_NO_SYNC_SHORTCUT), then -ETIMEDOUT.
  *
  * Epoll backend: operations wait for readiness and then run; one reading
  * and one writing operation may wait on a given fd per loop at a time
  * (another gets -EBUSY); files that epoll cannot watch (regular files)
- * are read and written synchronously.
+ * are read and written synchronously. canal_io_close of an fd on which
+ * tasks of the same loop wait ends their operations with -EBADF. A file
+ * that refuses RWF_NOWAIT (a pty, an inotify descriptor) is read or
+ * written once poll(2) says it will not block; if another reader or
+ * writer of the same file in blocking mode can take the bytes or the room
+ * first, give the file O_NONBLOCK, or the loop's thread may block. A
+ * listener in blocking mode is made non-blocking for the instant of each
+ * accept, so that a connection another acceptor took first cannot block
+ * the loop.
  *
  * Outside a task (a plain thread or a detached task) the call blocks the
  * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.
@@ -290,7 +301,9 @@ int canal_io_close(int fd);
  * (IOSQE_IO_LINK, IOSQE_IO_HARDLINK), drain the ring (IOSQE_IO_DRAIN: the
  * loop always has a read in flight) or drop its completion
  * (IOSQE_CQE_SKIP_SUCCESS) or select a provided buffer
- * (IOSQE_BUFFER_SELECT: the loop's buffers are its receive streams');
+ * (IOSQE_BUFFER_SELECT: the loop's buffers are its receive streams'),
+ * or it is a multishot accept (each further completion would be a
+ * connection nobody sees); these checks come first, whatever timeout_ns;
  * -EPERM outside a task; -EOPNOTSUPP on the
  * epoll backend (readiness cannot express an arbitrary operation); -EBUSY
  * the submission queue is full.

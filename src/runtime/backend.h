@@ -32,6 +32,10 @@ struct canal__backend_ops {
 	/* Start op: 0 (its completion will come through poll), or -errno
 	 * (nothing started; -EOPNOTSUPP for what the backend cannot do). */
 	int (*submit)(struct canal__loop *l, struct canal__io *op);
+	/* May the caller's SQE (struct io_uring_sqe, canal_io_submit) be
+	 * submitted alone? 0 or -EINVAL; NULL: the backend takes no SQEs
+	 * (-EOPNOTSUPP). Asked before anything else, whatever the timeout. */
+	int (*sqe_check)(const void *sqe);
 	/* Chains (canal_io_submit_link, canal_io_submit_batch); all three
 	 * NULL: the backend has none (-EOPNOTSUPP). link_check: may the n
 	 * SQEs (struct io_uring_sqe) form a chain (as_given: a batch whose

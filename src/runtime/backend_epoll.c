@@ -122,6 +122,44 @@ static void fd_remove(struct epoll_backend *b, struct canal__io *op)
 	}
 }
 
+/*
+ * The waiters of fd's entry end with res, and the entry is emptied. A file
+ * leaves every epoll set by itself when its last descriptor closes, and
+ * the table would not know: the file that next gets the number inherited
+ * the entry, and its operations failed (-EBUSY for the slot, -ENOENT from
+ * EPOLL_CTL_MOD) while the old waiters waited on a file that was gone (a
+ * hostile review). Called when canal_io_close closes fd on this loop (the
+ * entry leaves the set first: a dup of fd would keep the registration),
+ * and when the set says that the entry's registration is gone (ENOENT).
+ * Waiters are tasks of this loop (pinned while they wait), woken from its
+ * thread, as ep_ready does.
+ */
+static void fd_flush(struct epoll_backend *b, int fd, int32_t res)
+{
+	if (fd < 0 || (size_t)fd >= b->nfds)
+		return;
+	struct fd_waiters *w = &b->fds[fd];
+	struct canal__io *rd = w->rd, *wr = w->wr;
+	if (w->events)
+		(void)epoll_ctl(b->epfd, EPOLL_CTL_DEL, fd, NULL);
+	w->rd = w->wr = NULL;
+	w->events = 0;
+	if (rd)
+		canal__io_complete(rd, res);
+	if (wr)
+		canal__io_complete(wr, res);
+}
+
+/* Is fd's entry still registered in the set (or did its file go)? One
+ * system call: asked only when the entry is in the way. */
+static bool fd_registered(struct epoll_backend *b, int fd)
+{
+	struct epoll_event ev = {.events = b->fds[fd].events,
+				 .data.u64 = (uint64_t)fd};
+	return epoll_ctl(b->epfd, EPOLL_CTL_MOD, fd, &ev) == 0 ||
+	       errno != ENOENT;
+}
+
 static void ep_ready(struct canal__loop *l, struct canal__io *op)
 {
 	int r = canal__io_try(op, true);
@@ -194,6 +232,7 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 	if (op->kind == IO_SQE)
 		return -EOPNOTSUPP;
 	if (op->kind == IO_CLOSE) {
+		fd_flush(b, op->fd, -EBADF);
 		canal__io_complete(op, close(op->fd) == 0 ? 0 : -errno);
 		return 0;
 	}
@@ -231,10 +270,21 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 	}
 	struct fd_waiters *w = &b->fds[op->fd];
 	struct canal__io **slot = is_reader(op) ? &w->rd : &w->wr;
+	if (*slot && w->events && !fd_registered(b, op->fd))
+		fd_flush(b, op->fd, -EBADF); /* its file is gone */
 	if (*slot)
 		return -EBUSY;
 	*slot = op;
 	int r = fd_sync(b, op->fd);
+	if (r == -ENOENT && w->events) {
+		/* The other direction's waiter is on a file that is gone
+		 * (EPOLL_CTL_MOD found no registration): it ends, ours is
+		 * registered afresh. */
+		*slot = NULL;
+		fd_flush(b, op->fd, -EBADF);
+		*slot = op;
+		r = fd_sync(b, op->fd);
+	}
 	if (r) {
 		*slot = NULL;
 		if (fd_sync(b, op->fd) != 0)

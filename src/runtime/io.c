@@ -13,10 +13,12 @@
 #include "base/park.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <string.h>
@@ -58,6 +60,93 @@ static int ret(ssize_t r)
 	return r < 0 ? -errno : (int)r;
 }
 
+/* The events an operation waits for. */
+static short poll_events(const struct canal__io *op)
+{
+	return (op->kind == IO_READ || op->kind == IO_READV ||
+		op->kind == IO_RECV || op->kind == IO_ACCEPT)
+		       ? POLLIN
+		       : POLLOUT;
+}
+
+/*
+ * A read or write on a file that refuses RWF_NOWAIT (a pty, an inotify
+ * descriptor, ...), reported ready by the backend (ready: epoll; io_uring
+ * never asks, it does such files itself). A file in non-blocking mode is
+ * read or written plainly. A file in blocking mode only if poll() says,
+ * now, that it will not block: the readiness epoll reported may be stale
+ * (level-triggered: each report is true when made). What remains: another
+ * reader (writer) of the same blocking file that takes the bytes (room)
+ * between this poll and the call, which then blocks the loop until more
+ * come; give such files O_NONBLOCK. Before this, such a read was
+ * "would block" for ever: epoll reported the fd at once, again and again,
+ * and the loop spun without reading (a hostile review, 2026-11-30).
+ */
+static int try_plain(struct canal__io *op)
+{
+	int fl = fcntl(op->fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_NONBLOCK)) {
+		struct pollfd p = {.fd = op->fd, .events = poll_events(op)};
+		int n = poll(&p, 1, 0);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EAGAIN;
+	}
+	switch (op->kind) {
+	case IO_READ:
+		return ret(read(op->fd, op->buf, op->len));
+	case IO_WRITE:
+		return ret(write(op->fd, op->buf, op->len));
+	case IO_READV:
+		return ret(readv(op->fd, op->iov, op->iovcnt));
+	default:
+		return ret(writev(op->fd, op->iov, op->iovcnt));
+	}
+}
+
+/*
+ * accept4 has no per-call "don't wait": a listener in blocking mode,
+ * reported readable, is made non-blocking for the call and put back at
+ * once (as a connect is started, backend_epoll.c). A connection can be
+ * gone by the time we accept: another loop's acceptor, woken by the same
+ * connection, or a thread, took it; a blocking accept4 would then hold
+ * the loop's thread (and every task on it) until the next connection (a
+ * hostile review: 1.8 s against the task's 300 ms timeout). The mode's
+ * look, change, accept and restore go under one lock of the process
+ * (uncontended: a lock and an unlock per accept):
+ * two loops doing it at once interleaved (A and B both see blocking, A
+ * restores it, B accepts in blocking mode and blocks: 3 runs in 3 with
+ * 30 connections). A thread of the program that enters a blocking accept
+ * on the same listener within these few instructions gets EAGAIN; one
+ * already waiting in it does not.
+ */
+static pthread_mutex_t accept_mode_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int try_accept(struct canal__io *op, bool ready)
+{
+	/* Under the lock even to look: a mode seen non-blocking may be
+	 * another loop's instant, put back before our accept4. */
+	pthread_mutex_lock(&accept_mode_lock);
+	int r, fl = fcntl(op->fd, F_GETFL);
+	if (fl < 0) {
+		r = -errno;
+	} else if (fl & O_NONBLOCK) {
+		r = ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
+	} else if (!ready) {
+		r = -EAGAIN; /* wait for readiness first */
+	} else if (fcntl(op->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+		r = -errno;
+	} else {
+		r = ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
+		(void)fcntl(op->fd, F_SETFL, fl);
+	}
+	pthread_mutex_unlock(&accept_mode_lock);
+	return r;
+}
+
 int canal__io_try(struct canal__io *op, bool ready)
 {
 	int r;
@@ -87,17 +176,9 @@ int canal__io_try(struct canal__io *op, bool ready)
 		r = ret(send(op->fd, op->buf, op->len,
 			     op->flags | MSG_DONTWAIT | MSG_NOSIGNAL));
 		break;
-	case IO_ACCEPT: {
-		/* accept4 has no per-call "don't wait": only a listener in
-		 * non-blocking mode can be tried. */
-		int fl = fcntl(op->fd, F_GETFL);
-		if (fl < 0)
-			return -errno;
-		if (!(fl & O_NONBLOCK) && !ready)
-			return -EAGAIN;
-		r = ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
+	case IO_ACCEPT:
+		r = try_accept(op, ready);
 		break;
-	}
 	case IO_CONNECT: {
 		/* Only once the connection was started and the fd reported
 		 * writable (epoll): how did it end? */
@@ -116,8 +197,13 @@ int canal__io_try(struct canal__io *op, bool ready)
 		r = -EAGAIN;
 	if (r == -EOPNOTSUPP && (op->kind == IO_READ || op->kind == IO_WRITE ||
 				 op->kind == IO_READV ||
-				 op->kind == IO_WRITEV))
-		r = -EAGAIN; /* RWF_NOWAIT unsupported for this file */
+				 op->kind == IO_WRITEV)) {
+		/* RWF_NOWAIT unsupported for this file: wait for readiness
+		 * first, then try it another way. */
+		r = ready ? try_plain(op) : -EAGAIN;
+		if (r == -EWOULDBLOCK)
+			r = -EAGAIN;
+	}
 	return r;
 }
 
@@ -129,18 +215,23 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 {
 	if (op->kind == IO_SQE)
 		return -EPERM;
-	short ev = (op->kind == IO_READ || op->kind == IO_READV ||
-		    op->kind == IO_RECV || op->kind == IO_ACCEPT)
-			   ? POLLIN
-			   : POLLOUT;
 	if (timeout_ns >= 0 && op->kind != IO_CLOSE) {
-		struct pollfd p = {.fd = op->fd, .events = ev};
-		int ms = (int)((timeout_ns + 999999) / 1000000);
-		int r = poll(&p, 1, ms);
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -ETIMEDOUT;
+		/* poll() takes an int of milliseconds: waits longer than
+		 * INT_MAX ms (24.8 days) go in several, to the deadline. */
+		uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
+		struct pollfd p = {.fd = op->fd, .events = poll_events(op)};
+		for (;;) {
+			uint64_t now = canal_now_ns();
+			uint64_t left = deadline > now ? deadline - now : 0;
+			uint64_t ms = left / 1000000 + (left % 1000000 != 0);
+			int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+			if (r < 0)
+				return -errno;
+			if (r > 0)
+				break;
+			if (canal_now_ns() >= deadline)
+				return -ETIMEDOUT;
+		}
 	}
 	switch (op->kind) {
 	case IO_READ:
@@ -262,9 +353,22 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		return io_blocking(op, timeout_ns);
 	struct canal__loop *l = canal__this_loop();
 	struct canal__runtime *rt = l->rt;
+	if (op->kind == IO_SQE) {
+		/* Refused SQEs are refused whatever the timeout (a timeout
+		 * of 0 said -ETIMEDOUT to a linked SQE, and on epoll). */
+		int e = rt->backend->sqe_check
+				? rt->backend->sqe_check(op->sqe)
+				: -EOPNOTSUPP;
+		if (e)
+			return e;
+	}
+	/* A timeout of 0 always tries: the shortcut's skips (try_first)
+	 * and CANAL_RUN_NO_SYNC_SHORTCUT change the cost, never the
+	 * outcome, and a poll that does not look could never succeed. */
 	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
-	    !(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
-	    try_first(l, t, op)) {
+	    (timeout_ns == 0 ||
+	     (!(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
+	      try_first(l, t, op)))) {
 		int r = canal__io_try(op, false);
 		try_outcome(t, op, r);
 		if (r != -EAGAIN)
