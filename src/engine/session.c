@@ -688,39 +688,6 @@ static bool flushed(struct canal_engine *e)
 	return true;
 }
 
-/* The orderly end of the gates whose drivers have one (driver.h,
- * linger): every gate stops sending, then what the peers still send is
- * read and dropped until each has ended too, or for CLOSE_LINGER_NS in
- * all (a peer still busy elsewhere: its side ends when it closes). */
-#define CLOSE_LINGER_NS (1000u * 1000 * 1000)
-
-static void linger(struct canal_engine *e)
-{
-	if (e->native || !e->gates)
-		return;
-	bool *done = calloc((size_t)e->size, sizeof *done);
-	if (!done)
-		return;
-	uint64_t deadline = canal_now_ns() + CLOSE_LINGER_NS;
-	for (bool first = true;; first = false) {
-		bool waiting = false;
-		for (int gi = 0; gi < e->size; gi++) {
-			struct canal__gate *g = &e->gates[gi];
-			if (done[gi] || gi == e->rank || g->error || !g->drv ||
-			    !g->drv->ops->linger)
-				continue;
-			if (g->drv->ops->linger(g->drv, first))
-				done[gi] = true;
-			else
-				waiting = true;
-		}
-		if (!waiting || canal_now_ns() >= deadline)
-			break;
-		usleep(1000);
-	}
-	free(done);
-}
-
 EXPORT int canal_engine_close(struct canal_engine *e)
 {
 	if (!e)
@@ -731,7 +698,6 @@ EXPORT int canal_engine_close(struct canal_engine *e)
 		if (canal__engine_progress_once(e) == 0)
 			sched_yield();
 	}
-	linger(e);
 	int err = 0;
 	for (uint32_t i = 0; i < e->reqcap; i++)
 		if (e->reqtab[i] && !e->reqtab[i]->internal &&

@@ -372,15 +372,6 @@ static int dispatch(struct canal_engine *e, int gi,
 			*why = "data piece outside any pending receive";
 			return -EPROTO;
 		}
-		/* The sender sends its chunks in order (send_data), and every
-		 * driver delivers them so: a chunk anywhere but where the
-		 * last one ended is a repeat or a forgery (a repeated first
-		 * half completed a receive whose second half was never
-		 * written: a hostile review). */
-		if (h->b != r->arrived) {
-			*why = "data piece out of order (repeated or forged)";
-			return -EPROTO;
-		}
 
 		if (h->b < r->len) {
 			size_t n = r->len - h->b < h->len ? r->len - h->b : h->len;

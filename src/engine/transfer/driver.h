@@ -117,13 +117,6 @@ struct canal__driver_ops {
 			 size_t cap, size_t len, void **h);
 	int (*bulk_test)(struct canal__driver *d, void *h, size_t *len);
 	void (*bulk_cancel)(struct canal__driver *d, void *h);
-	/* An orderly end before close (NULL: none needed). first: stop
-	 * sending (the peer reads what was sent, then the end); every call:
-	 * read and drop what the peer still sends. 1 once the peer has ended
-	 * too (or the link is broken: nothing to wait for), 0 while it has
-	 * not. A stream socket closed with unread bytes resets the
-	 * connection, and the reset drops what it had not delivered yet. */
-	int (*linger)(struct canal__driver *d, bool first);
 	void (*close)(struct canal__driver *d);
 };
 

@@ -210,28 +210,6 @@ static int tcp_health(struct canal__driver *d)
 	return 0;
 }
 
-/* canal_engine_close ends a TCP gate in order (driver.h, linger): the
- * sender's last messages could be lost when the peer's CREDIT pieces came
- * in unread before its close (a hostile review: messages the peer had
- * seen complete never arrived, -ECONNRESET, 1-4 rounds in 40). */
-static int tcp_linger(struct canal__driver *d_, bool first)
-{
-	struct tcp_driver *d = (struct tcp_driver *)d_;
-	if (first && shutdown(d->fd, SHUT_WR) != 0)
-		return 1;
-	unsigned char buf[4096];
-	for (;;) {
-		ssize_t n = recv(d->fd, buf, sizeof buf, MSG_DONTWAIT);
-		if (n > 0)
-			continue;
-		if (n == 0)
-			return 1;
-		if (errno == EINTR)
-			continue;
-		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : 1;
-	}
-}
-
 static void tcp_close(struct canal__driver *d_)
 {
 	struct tcp_driver *d = (struct tcp_driver *)d_;
@@ -250,7 +228,6 @@ static const struct canal__driver_ops tcp_ops = {
 	.buffered = tcp_buffered,
 	.idle = tcp_idle,
 	.health = tcp_health,
-	.linger = tcp_linger,
 	.read_peer = NULL,
 	.close = tcp_close,
 };
