@@ -46,6 +46,7 @@ static void window_init(struct window *w, bool costly, size_t max_packet)
 	w->drv.caps.eager_max = max_packet - 256;
 	w->drv.caps.costly_packets = costly;
 	w->g.drv = &w->drv;
+	canal__list_init(&w->g.control);
 	canal__list_init(&w->g.express);
 	canal__list_init(&w->g.normal);
 	w->g.credits = CANAL__CREDIT_WINDOW;

@@ -138,9 +138,15 @@ struct canal__gate {
 	int error;                  /* 0, or the negative errno that closed it */
 	char errmsg[160];
 	struct canal__driver *drv;
-	/* schedule: the window. express holds control and express pieces,
-	 * sent first; normal the others in order. */
-	struct canal__list express, normal;
+	/* schedule: the window. control holds the control pieces (RTR, FIN,
+	 * CREDIT), looked at first, always; express the express pieces
+	 * (rendezvous DATA, EXPRESS messages), then normal the others in
+	 * order. Control apart: behind more than a strategy's scan of
+	 * express pieces waiting for credit, a CREDIT was never seen, and
+	 * two peers flooding each other with EXPRESS messages both waited
+	 * for credit for ever (a hostile review). None of them is ordered
+	 * with this side's sends: they answer the peer's. */
+	struct canal__list control, express, normal;
 	struct canal__list bulk;     /* requests with a bulk transfer */
 	size_t queued_bytes;        /* payload bytes in both queues */
 	int64_t credits;            /* eager bytes we may still send */
@@ -153,6 +159,14 @@ struct canal__gate {
 	uint64_t unexpected_bytes;      /* credit of what is held for no
 					 * receive yet (match.c) */
 };
+
+/* Pieces wait in the gate's window (any of its three queues). */
+static inline bool canal__gate_queued(const struct canal__gate *g)
+{
+	return !canal__list_empty(&g->control) ||
+	       !canal__list_empty(&g->express) ||
+	       !canal__list_empty(&g->normal);
+}
 
 struct canal_engine {
 	int rank, size;

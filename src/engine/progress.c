@@ -118,8 +118,7 @@ static bool has_work(const struct canal_engine *e)
 			continue;
 		/* (Credits owed below a quarter of the window are not work:
 		 * they go back once a quarter is owed, as a queued piece.) */
-		if (!canal__list_empty(&g->express) ||
-		    !canal__list_empty(&g->normal))
+		if (canal__gate_queued(g))
 			return true;
 		if (!g->drv->caps.flush_noop && !g->drv->ops->idle(g->drv))
 			return true;

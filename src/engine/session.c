@@ -551,8 +551,7 @@ int canal__engine_progress_once(struct canal_engine *e)
 		/* An idle round of a waiter is this loop: keep it short (the
 		 * shorter it is, the sooner an arrival is seen). */
 		if (!g->drv || !g->drv->caps.flush_noop ||
-		    !canal__list_empty(&g->express) ||
-		    !canal__list_empty(&g->normal))
+		    canal__gate_queued(g))
 			n += canal__sched_push(e, gi);
 	}
 	health_tick(e);
@@ -678,9 +677,7 @@ static bool flushed(struct canal_engine *e)
 		struct canal__gate *g = &e->gates[gi];
 		if (gi == e->rank || g->error || !g->drv)
 			continue;
-		if (!canal__list_empty(&g->express) ||
-		    !canal__list_empty(&g->normal) ||
-		    !canal__list_empty(&g->bulk))
+		if (canal__gate_queued(g) || !canal__list_empty(&g->bulk))
 			return false;
 		/* TCP: bytes accepted but not yet in the kernel. shm's ring
 		 * outlives us in the peer's mapping: nothing to wait for. */

@@ -144,8 +144,23 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 	}
 	parent->gate = p->gate;
 	parent->tag = p->tag;
+	/* A piece no packet header can describe (4 GiB or more) fails the
+	 * whole pack before any sequence number is taken: taken and never
+	 * sent, its number left a hole in the flow, and every later message
+	 * of (gate, tag) waited behind it for ever (a hostile review). */
+	for (int i = 0; i < p->n; i++) {
+		if (p->piece[i].len > UINT32_MAX) {
+			pack_free(p);
+			parent->error = -EMSGSIZE;
+			canal__req_complete(parent, parent->error);
+			*req = parent;
+			return 0;
+		}
+	}
 	/* Sequence numbers in packing order; queueing order: ordered pieces
-	 * first, reorderable ones after (they give way). */
+	 * first, reorderable ones after (they give way). What remains: a
+	 * piece that fails later (no memory for its request, a gate that
+	 * fails while the pack is queued) leaves its number unsent. */
 	struct canal__gate *g = &e->gates[p->gate];
 	uint32_t seq0 = g->send_next[p->tag];
 	g->send_next[p->tag] += (uint32_t)p->n;

@@ -45,11 +45,11 @@
  * packet's system call costs more than the wait: 43 -> 52 us. */
 #define EXPRESS_PACKET ((size_t)4096)
 
-/* Walk the window in order (express queue, then normal, at most
- * SCAN_LIMIT pieces each) and call take() on each piece that may go now:
- * control pieces always, data pieces in order while they have credit and
- * take() accepts them; the first data piece refused stops the data.
- * Returns the number taken. */
+/* Walk the window in order (control queue, express queue, then normal,
+ * at most SCAN_LIMIT pieces each) and call take() on each piece that may
+ * go now: control pieces always, data pieces in order while they have
+ * credit and take() accepts them; the first data piece refused stops the
+ * data. Returns the number taken. */
 struct selection {
 	struct canal__piece **out;
 	int k, max;
@@ -72,8 +72,8 @@ static bool take(struct selection *sel, struct canal__piece *p)
 static int walk(struct canal__gate *g, struct selection *sel, int limit)
 {
 	bool data_blocked = false;
-	struct canal__list *qs[2] = { &g->express, &g->normal };
-	for (int q = 0; q < 2; q++) {
+	struct canal__list *qs[3] = { &g->control, &g->express, &g->normal };
+	for (int q = 0; q < 3; q++) {
 		int seen = 0;
 		for (struct canal__list *l = qs[q]->next;
 		     l != qs[q] && seen < SCAN_LIMIT && sel->k < limit;
@@ -109,12 +109,12 @@ static int select_aggregate(struct canal_engine *e, struct canal__gate *g,
 {
 	(void)e;
 	struct canal__driver *d = g->drv;
-	if (!d->ops->idle(d) && g->queued_bytes < AGGREGATE_FLUSH &&
-	    canal__list_empty(&g->express))
+	bool urgent = !canal__list_empty(&g->control) ||
+		      !canal__list_empty(&g->express);
+	if (!d->ops->idle(d) && g->queued_bytes < AGGREGATE_FLUSH && !urgent)
 		return 0;
 	size_t room = d->caps.max_packet;
-	if (!canal__list_empty(&g->express) && !d->caps.costly_packets &&
-	    room > EXPRESS_PACKET)
+	if (urgent && !d->caps.costly_packets && room > EXPRESS_PACKET)
 		room = EXPRESS_PACKET;
 	struct selection sel = { out, 0, max, g->credits, room };
 	int k = walk(g, &sel, max);

@@ -29,6 +29,7 @@
 
 void canal__sched_gate_init(struct canal__gate *g)
 {
+	canal__list_init(&g->control);
 	canal__list_init(&g->express);
 	canal__list_init(&g->normal);
 	canal__list_init(&g->bulk);
@@ -60,7 +61,8 @@ static void enqueue(struct canal__gate *g, struct canal__piece *p)
 	g->queued_bytes += p->payload_len;
 }
 
-/* A control piece (RTR, FIN, CREDIT): express, free of credit. */
+/* A control piece (RTR, FIN, CREDIT): express, free of credit, in the
+ * control queue (internal.h). */
 static int enqueue_control(struct canal__gate *g,
 			   const struct canal__piece_hdr *h)
 {
@@ -68,7 +70,7 @@ static int enqueue_control(struct canal__gate *g,
 	if (!p)
 		return -ENOMEM;
 	p->express = true;
-	enqueue(g, p);
+	canal__list_append(&g->control, &p->link);
 	return 0;
 }
 
@@ -155,7 +157,7 @@ int canal__sched_send(struct canal_engine *e, int gi,
 	 * receiver's side starts only when the RTS is there. */
 	bool bulk = (h.flags & PIECE_FLAG_BULK) != 0;
 	if ((eager || bulk) && !r->internal &&
-	    canal__list_empty(&g->express) && canal__list_empty(&g->normal) &&
+	    !canal__gate_queued(g) &&
 	    !g->error && g->credits >= (int64_t)p->credit_cost &&
 	    e->strategy->lone(g, p)) {
 		struct iovec iov[2] = {
@@ -287,7 +289,7 @@ int canal__sched_push(struct canal_engine *e, int gi)
 	if (err < 0)
 		return canal__gate_fail(e, gi, err, "peer %d: %s", gi, d->why), 0;
 	int sent = 0;
-	while (!canal__list_empty(&g->express) || !canal__list_empty(&g->normal)) {
+	while (canal__gate_queued(g)) {
 		struct canal__piece *sel[MAX_SELECT];
 		int k = e->strategy->select(e, g, sel, MAX_SELECT);
 		if (k == 0)
@@ -506,8 +508,8 @@ void canal__sched_gate_drop(struct canal__gate *g)
 		g->drv->ops->bulk_cancel(g->drv, r->bulk);
 		r->bulk = NULL;
 	}
-	struct canal__list *qs[2] = { &g->express, &g->normal };
-	for (int i = 0; i < 2; i++) {
+	struct canal__list *qs[3] = { &g->control, &g->express, &g->normal };
+	for (int i = 0; i < 3; i++) {
 		while (!canal__list_empty(qs[i])) {
 			struct canal__piece *p = canal__container_of(
 				qs[i]->next, struct canal__piece, link);

@@ -32,6 +32,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -316,6 +317,44 @@ static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
  * its limit passed while our hello was late on a lossy link), is dialed
  * again; a refusal (wrong key, rank) is final. The connected socket, or a
  * negative errno (logged). */
+/* connect(2) bounded by deadline (now_ms clock): 0 or -errno
+ * (-ETIMEDOUT). A blocking connect to an address that drops SYNs waited
+ * out the kernel's retries (about 127 s) whatever the job's
+ * connect_timeout_ms said (a hostile review). The socket is back in
+ * blocking mode after. */
+static int connect_until(int fd, const struct sockaddr_in *sa,
+			 uint64_t deadline)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0)
+		return -errno;
+	int err = 0;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) != 0)
+		err = -errno;
+	while (err == -EINPROGRESS || err == -EINTR) {
+		uint64_t now = now_ms();
+		uint64_t left = now < deadline ? deadline - now : 0;
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0) {
+			err = errno == EINTR ? -EINTR : -errno;
+			continue;
+		}
+		if (n == 0) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		int so = 0;
+		socklen_t len = sizeof so;
+		err = getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &len) != 0
+			      ? -errno
+			      : -so;
+	}
+	if (fcntl(fd, F_SETFL, fl) != 0 && !err)
+		err = -errno;
+	return err;
+}
+
 int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 		    const unsigned char *key, uint64_t deadline)
 {
@@ -325,7 +364,8 @@ int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 			return -errno;
 		int err = 0;
 		char why[160] = "";
-		if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) {
+		err = connect_until(fd, sa, deadline);
+		if (err == 0) {
 			uint64_t now = now_ms();
 			int wait = now < deadline ? (int)(deadline - now) : 0;
 			err = canal__auth_connect(fd, key, rank, peer,
@@ -333,8 +373,6 @@ int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 						  why, sizeof why);
 			if (!err)
 				return fd;
-		} else {
-			err = -errno;
 		}
 		close(fd);
 		bool again = err == -ECONNREFUSED || err == -EINTR ||
