@@ -75,19 +75,27 @@ static short poll_events(const struct canal__io *op)
  * never asks, it does such files itself). A file in non-blocking mode is
  * read or written plainly. A file in blocking mode only if poll() says,
  * now, that it will not block: the readiness epoll reported may be stale
- * (level-triggered: each report is true when made). What remains: another
- * reader (writer) of the same blocking file that takes the bytes (room)
- * between this poll and the call, which then blocks the loop until more
- * come; give such files O_NONBLOCK. Before this, such a read was
+ * (level-triggered: each report is true when made); a write to it asks
+ * for at most PLAIN_WRITE_MAX bytes. What remains: another reader
+ * (writer) of the same blocking file that takes the bytes (room) between
+ * this poll and the call, which then blocks the loop until more come;
+ * give such files O_NONBLOCK. Before this, such a read was
  * "would block" for ever: epoll reported the fd at once, again and again,
  * and the loop spun without reading (a hostile review, 2026-11-30).
  */
+/* Bytes a write to a blocking file may ask for once poll(2) said POLLOUT
+ * (a tty reports it from 256 bytes of room, a pipe from PIPE_BUF): a
+ * larger write(2) waits until it has all gone. A short count, as write(2)
+ * may return. */
+#define PLAIN_WRITE_MAX 256u
+
 static int try_plain(struct canal__io *op)
 {
 	int fl = fcntl(op->fd, F_GETFL);
 	if (fl < 0)
 		return -errno;
-	if (!(fl & O_NONBLOCK)) {
+	bool blocking = !(fl & O_NONBLOCK);
+	if (blocking) {
 		struct pollfd p = {.fd = op->fd, .events = poll_events(op)};
 		int n = poll(&p, 1, 0);
 		if (n < 0)
@@ -98,12 +106,27 @@ static int try_plain(struct canal__io *op)
 	switch (op->kind) {
 	case IO_READ:
 		return ret(read(op->fd, op->buf, op->len));
-	case IO_WRITE:
-		return ret(write(op->fd, op->buf, op->len));
 	case IO_READV:
 		return ret(readv(op->fd, op->iov, op->iovcnt));
-	default:
-		return ret(writev(op->fd, op->iov, op->iovcnt));
+	case IO_WRITE:
+		return ret(write(op->fd, op->buf,
+				 blocking && op->len > PLAIN_WRITE_MAX
+					 ? PLAIN_WRITE_MAX
+					 : op->len));
+	default: {
+		if (!blocking)
+			return ret(writev(op->fd, op->iov, op->iovcnt));
+		/* The first non-empty part, at most PLAIN_WRITE_MAX. */
+		for (int i = 0; i < op->iovcnt; i++) {
+			size_t n = op->iov[i].iov_len;
+			if (n == 0)
+				continue;
+			return ret(write(op->fd, op->iov[i].iov_base,
+					 n > PLAIN_WRITE_MAX ? PLAIN_WRITE_MAX
+							     : n));
+		}
+		return 0;
+	}
 	}
 }
 
