@@ -339,11 +339,6 @@ static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
 	return 0;
 }
 
-/* Dial peer at sa until deadline (now_ms clock): a connection the peer
- * refused to listen on yet, or dropped before its handshake verdict (auth.h:
- * its limit passed while our hello was late on a lossy link), is dialed
- * again; a refusal (wrong key, rank) is final. The connected socket, or a
- * negative errno (logged). */
 /* connect(2) bounded by deadline (now_ms clock): 0 or -errno
  * (-ETIMEDOUT). A blocking connect to an address that drops SYNs waited
  * out the kernel's retries (about 127 s) whatever the job's
@@ -382,6 +377,11 @@ static int connect_until(int fd, const struct sockaddr_in *sa,
 	return err;
 }
 
+/* Dial peer at sa until deadline (now_ms clock): a connection the peer
+ * refused to listen on yet, or dropped before its handshake verdict (auth.h:
+ * its limit passed while our hello was late on a lossy link), is dialed
+ * again; a refusal (wrong key, rank) is final. The connected socket, or a
+ * negative errno (logged). */
 int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 		    const unsigned char *key, uint64_t deadline)
 {
