@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -89,6 +90,32 @@ static short poll_events(const struct canal__io *op)
  * may return. */
 #define PLAIN_WRITE_MAX 256u
 
+/* read, readv, write or writev of op, plainly: a write asks for at most
+ * cap bytes (writev: of its first non-empty part, when cap is not
+ * SIZE_MAX); a short count, as write(2) may return. */
+static int plain_rw(const struct canal__io *op, size_t cap)
+{
+	switch (op->kind) {
+	case IO_READ:
+		return ret(read(op->fd, op->buf, op->len));
+	case IO_READV:
+		return ret(readv(op->fd, op->iov, op->iovcnt));
+	case IO_WRITE:
+		return ret(write(op->fd, op->buf,
+				 op->len > cap ? cap : op->len));
+	default:
+		if (cap == SIZE_MAX)
+			return ret(writev(op->fd, op->iov, op->iovcnt));
+		for (int i = 0; i < op->iovcnt; i++) {
+			size_t n = op->iov[i].iov_len;
+			if (n != 0)
+				return ret(write(op->fd, op->iov[i].iov_base,
+						 n > cap ? cap : n));
+		}
+		return 0;
+	}
+}
+
 static int try_plain(struct canal__io *op)
 {
 	int fl = fcntl(op->fd, F_GETFL);
@@ -103,31 +130,7 @@ static int try_plain(struct canal__io *op)
 		if (n == 0)
 			return -EAGAIN;
 	}
-	switch (op->kind) {
-	case IO_READ:
-		return ret(read(op->fd, op->buf, op->len));
-	case IO_READV:
-		return ret(readv(op->fd, op->iov, op->iovcnt));
-	case IO_WRITE:
-		return ret(write(op->fd, op->buf,
-				 blocking && op->len > PLAIN_WRITE_MAX
-					 ? PLAIN_WRITE_MAX
-					 : op->len));
-	default: {
-		if (!blocking)
-			return ret(writev(op->fd, op->iov, op->iovcnt));
-		/* The first non-empty part, at most PLAIN_WRITE_MAX. */
-		for (int i = 0; i < op->iovcnt; i++) {
-			size_t n = op->iov[i].iov_len;
-			if (n == 0)
-				continue;
-			return ret(write(op->fd, op->iov[i].iov_base,
-					 n > PLAIN_WRITE_MAX ? PLAIN_WRITE_MAX
-							     : n));
-		}
-		return 0;
-	}
-	}
+	return plain_rw(op, blocking ? PLAIN_WRITE_MAX : SIZE_MAX);
 }
 
 /*
@@ -258,13 +261,10 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 	}
 	switch (op->kind) {
 	case IO_READ:
-		return ret(read(op->fd, op->buf, op->len));
 	case IO_WRITE:
-		return ret(write(op->fd, op->buf, op->len));
 	case IO_READV:
-		return ret(readv(op->fd, op->iov, op->iovcnt));
 	case IO_WRITEV:
-		return ret(writev(op->fd, op->iov, op->iovcnt));
+		return plain_rw(op, SIZE_MAX);
 	case IO_RECV:
 		return ret(recv(op->fd, op->buf, op->len, op->flags));
 	case IO_SEND:
