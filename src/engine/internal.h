@@ -93,7 +93,18 @@ struct canal__piece {
 	struct canal_engine_req *req; /* pieces_left-- when handed over */
 };
 
-/* canal__req_new() sets every field one by one: add new ones there too. */
+/* The DATA chunks of a receive's rendezvous, from its RTR to its last
+ * chunk (schedule/chunks.c): which of them have been written. */
+struct canal__chunks {
+	struct canal__list link;    /* on its gate's rndv_recv list */
+	uint64_t *map;              /* bit i: chunk i written; &small for
+				     * up to 64 chunks, else allocated */
+	uint64_t small;
+	uint32_t left;              /* chunks not written yet */
+};
+
+/* canal__req_new() sets every field one by one: add new ones there too
+ * (all but the union at the end, set up whole where it is used). */
 struct canal_engine_req {
 	struct canal__list link;    /* gate's posted list, or any-gate list */
 	struct canal_engine *e;
@@ -111,7 +122,6 @@ struct canal_engine_req {
 	unsigned char *buf;         /* user buffer */
 	size_t len;                 /* send: length; receive: capacity */
 	size_t msg_len;             /* receive: length of the message */
-	size_t arrived;             /* receive (rendezvous): bytes written */
 	uint32_t pieces_left;       /* send: pieces not yet handed over */
 	uint64_t cookie;            /* id in the table: (generation << 32) | index */
 	struct canal_engine_req *parent; /* pack this piece belongs to */
@@ -125,8 +135,16 @@ struct canal_engine_req {
 	 * collect/match.c, completes the request): a request is never
 	 * completed otherwise while nat.live, nor freed. */
 	struct canal__native_op nat;
-	/* The EAGER or RTS piece of a send: no allocation per message. */
-	struct canal__piece piece;
+	/* Not set at init (the path of every message): each is set up whole
+	 * before its first use, and a request uses one of them only. */
+	union {
+		/* A send's EAGER or RTS piece, set up by canal__sched_send():
+		 * no allocation per message. */
+		struct canal__piece piece;
+		/* A receive's rendezvous DATA (RTR sent), set up by
+		 * canal__sched_accept_rts(). */
+		struct canal__chunks chunks;
+	};
 };
 
 struct canal__driver;
@@ -148,6 +166,8 @@ struct canal__gate {
 	 * with this side's sends: they answer the peer's. */
 	struct canal__list control, express, normal;
 	struct canal__list bulk;     /* requests with a bulk transfer */
+	struct canal__list rndv_recv; /* receives waiting for DATA (their
+				       * RTR sent): schedule/chunks.h */
 	size_t queued_bytes;        /* payload bytes in both queues */
 	int64_t credits;            /* eager bytes we may still send */
 	uint64_t credit_owed;       /* eager bytes freed here, not yet returned */
@@ -283,17 +303,18 @@ static inline void canal__req_init_but_nat(struct canal_engine *e,
 					   struct canal_engine_req *r,
 					   int kind)
 {
-	/* Every field before the embedded piece, one by one (a memset here
-	 * compiled to rep stos: a fifth of the engine's CPU per message, by
-	 * perf on engine_overhead). The piece is set up whole by
-	 * canal__sched_send() before any use. Keep in step with the struct. */
+	/* Every field before nat, one by one (a memset here compiled to rep
+	 * stos: a fifth of the engine's CPU per message, by perf on
+	 * engine_overhead). The union after nat (a send's piece, a
+	 * receive's chunks) is set up whole before any use. Keep in step
+	 * with the struct. */
 	r->done = r->posted = r->internal = r->rndv_wait = false;
 	r->error = 0;
 	r->tag = 0;
 	r->seq = 0;
 	r->flags = 0;
 	r->buf = NULL;
-	r->len = r->msg_len = r->arrived = 0;
+	r->len = r->msg_len = 0;
 	r->pieces_left = 0;
 	r->parent = NULL;
 	r->children_left = 0;

@@ -15,6 +15,7 @@
  */
 #include "schedule.h"
 
+#include "chunks.h"
 #include "../transfer/driver.h"
 #include "../transfer/lazy.h"
 
@@ -22,8 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Rendezvous data goes in chunks of this size (one per packet). */
-#define DATA_CHUNK ((uint32_t)65536)
 #define MAX_SELECT 30
 #define POLL_BUDGET 32
 
@@ -33,6 +32,7 @@ void canal__sched_gate_init(struct canal__gate *g)
 	canal__list_init(&g->express);
 	canal__list_init(&g->normal);
 	canal__list_init(&g->bulk);
+	canal__list_init(&g->rndv_recv);
 	g->queued_bytes = 0;
 	g->credits = CANAL__CREDIT_WINDOW;
 	g->credit_owed = 0;
@@ -184,7 +184,6 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 	struct canal__gate *g = &e->gates[gi];
 	struct canal__driver *d = g->drv;
 	r->msg_len = rts->len;
-	r->arrived = 0;
 	size_t n = r->msg_len < r->len ? r->msg_len : r->len;
 	if (rts->flags & PIECE_FLAG_BULK) {
 		if (!d->caps.bulk)
@@ -225,7 +224,12 @@ int canal__sched_accept_rts(struct canal_engine *e, int gi,
 		.a = rts->a,
 		.b = r->cookie
 	};
-	/* DATA pieces are accepted only for a receive in this state. */
+	/* DATA pieces are accepted only for a receive in this state, each
+	 * chunk once (chunks.h): the map is there before the RTR can leave.
+	 * An error fails the gate (the caller's), which ends the chunks. */
+	int err = canal__chunks_start(g, r);
+	if (err)
+		return err;
 	r->rndv_wait = true;
 	return enqueue_control(g, &rtr);
 }
@@ -239,21 +243,22 @@ void canal__sched_credit_send(struct canal_engine *e, int gi)
 		g->credit_owed = 0;
 }
 
-/* The RTR for send request r arrived: queue its data, chunk by chunk. */
+/* The RTR for send request r arrived: queue its data, chunk by chunk
+ * (the layout the receiver checks: chunks.h). */
 static int send_data(struct canal__gate *g, struct canal_engine_req *r,
 		     uint64_t cookie_r)
 {
-	for (size_t off = 0; off < r->len; off += DATA_CHUNK) {
-		size_t n = r->len - off < DATA_CHUNK ? r->len - off : DATA_CHUNK;
+	for (size_t off = 0; off < r->len; off += CANAL__DATA_CHUNK) {
+		uint32_t n = canal__chunk_len(r->len, off);
 		struct canal__piece_hdr h = { .kind = PIECE_DATA,
 					      .tag = (uint16_t)r->tag,
-					      .len = (uint32_t)n,
+					      .len = n,
 					      .a = cookie_r, .b = off };
 		struct canal__piece *p = piece_new(&h, r);
 		if (!p)
 			return -ENOMEM;
 		p->payload = r->buf + off;
-		p->payload_len = (uint32_t)n;
+		p->payload_len = n;
 		/* In the express queue: free of credit, for a receive that
 		 * is posted (it sent the RTR), it must never wait behind
 		 * pieces that wait for credit the receiver returns only as
@@ -330,6 +335,7 @@ static int dispatch(struct canal_engine *e, int gi,
 {
 	struct canal__gate *g = &e->gates[gi];
 	struct canal_engine_req *r;
+	int err;
 	switch (h->kind) {
 	case PIECE_EAGER:
 		if (h->len > (g->drv->caps.eager_accept_max
@@ -366,20 +372,25 @@ static int dispatch(struct canal_engine *e, int gi,
 		return send_data(g, r, h->b);
 	case PIECE_DATA:
 		r = canal__req_lookup(e, h->a, gi, REQ_RECV);
-		if (!r || !r->rndv_wait || r->bulk || h->b > r->msg_len ||
-		    h->len > r->msg_len - h->b ||
-		    h->len > r->msg_len - r->arrived) {
+		if (!r || !r->rndv_wait || r->bulk) {
 			*why = "data piece outside any pending receive";
 			return -EPROTO;
 		}
-
+		/* One chunk of the message, not written before: the receive
+		 * completes when every chunk has been written, never with a
+		 * byte missing. */
+		err = canal__chunks_claim(r, h->b, h->len, why);
+		if (err)
+			return err;
 		if (h->b < r->len) {
 			size_t n = r->len - h->b < h->len ? r->len - h->b : h->len;
 			memcpy(r->buf + h->b, payload, n);
 		}
-		r->arrived += h->len;
-		if (r->arrived == r->msg_len && (r->rndv_wait = false, true))
+		if (r->chunks.left == 0) {
+			canal__chunks_end(r);
+			r->rndv_wait = false;
 			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
+		}
 		return 0;
 	case PIECE_FIN:
 		r = canal__req_lookup(e, h->a, gi, REQ_SEND);
@@ -439,7 +450,6 @@ static int bulk_poll(struct canal_engine *e, int gi)
 					 gi, r->msg_len);
 			return n;
 		} else {
-			r->arrived = r->msg_len;
 			canal__req_complete(r, r->msg_len > r->len ? -EMSGSIZE : 0);
 		}
 	}
@@ -508,6 +518,11 @@ void canal__sched_gate_drop(struct canal__gate *g)
 		g->drv->ops->bulk_cancel(g->drv, r->bulk);
 		r->bulk = NULL;
 	}
+	/* Receives waiting for DATA: their chunk maps (chunks.h). */
+	while (g->rndv_recv.next && !canal__list_empty(&g->rndv_recv))
+		canal__chunks_end(canal__container_of(g->rndv_recv.next,
+						      struct canal_engine_req,
+						      chunks.link));
 	struct canal__list *qs[3] = { &g->control, &g->express, &g->normal };
 	for (int i = 0; i < 3; i++) {
 		while (!canal__list_empty(qs[i])) {
