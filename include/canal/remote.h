@@ -57,6 +57,24 @@
  * peer died are lost; what a receiver got is a prefix of each producer's
  * sequence (per-producer FIFO), each element once.
  *
+ * Reopening. A (gate, tag) whose end was closed by canal_remote_close()
+ * may be opened again in the hub once the closing exchange is over: when
+ * the close returns, unless its wait ran out (then the hub finishes the
+ * exchange in the background, and open says -EBUSY until it has).
+ * Nothing of the old channel reaches the new one: each end's
+ * last message ends the old channel's flow, and an end takes the peer's
+ * messages through that last one. A channel that failed with -EPROTO is
+ * an exception made safe: an end that finds the fault stops receiving at
+ * once (the peer may not follow the protocol, and the close does not
+ * wait for it), so what its peer sent after the fault stays queued in the
+ * engine; the session remembers it, and the next end opened on that
+ * (gate, tag), by this hub or a later one of the session, first takes and
+ * discards it, through the old peer end's last message (a peer that
+ * follows the protocol sends it: the fault is told to it, and it fails in
+ * turn), then works as any. A peer that never sends its last message (one
+ * that does not follow the protocol) leaves the new channel waiting, as a
+ * peer that never opened.
+ *
  * The session. While a hub runs, its thread drives the engine session:
  * the application calls other canal_engine_* functions on that session
  * only between canal_remote_hub_lock() and canal_remote_hub_unlock(), and
@@ -152,7 +170,8 @@ void canal_remote_hub_unlock(struct canal_remote_hub *hub);
  *            out of range), tag above CANAL_ENGINE_TAG_MAX, elt_size 0 or
  *            above the maximum, capacity 0 or above CANAL_CAPACITY_MAX;
  *   -EBUSY   a remote channel of this hub is open on (gate, tag), or was
- *            and has not finished its closing exchange;
+ *            and has not finished its closing exchange (its close's wait
+ *            ran out; see "Reopening" above);
  *   -ENOMEM  (or the errno of canal_chan_create) no memory for the local
  *            channel or the buffers;
  *   the gate's error (-ECONNRESET, -EPROTO) if its peer already failed.

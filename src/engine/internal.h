@@ -237,6 +237,10 @@ struct canal_engine {
 	/* Callers inside canal_engine_wait(): the progress thread sleeps
 	 * while there are any (seq_cst, paired in progress.c). */
 	_Atomic uint32_t waiters;
+	/* remote.c's: the FINs its remote channels' peers still owe on
+	 * their (gate, tag) (remote.c, "Incarnations"), kept here so that
+	 * every hub of the session knows them; NULL when none. */
+	struct canal__remote_owed *remote_owed;
 };
 
 /* The session lock (progress.c), taken by every public call that touches
@@ -429,5 +433,8 @@ struct canal__remote_rounds {
 };
 void canal__remote_hub_rounds(struct canal_remote_hub *hub,
 			      struct canal__remote_rounds *out);
+/* remote.c: free the session's list of FINs owed (free_session()). */
+struct canal__remote_owed;
+void canal__remote_owed_free(struct canal__remote_owed *list);
 
 #endif /* CANAL_ENGINE_INTERNAL_H */

@@ -27,6 +27,34 @@
  * end posts its one receive again only until the peer's FIN, so a normal
  * ending leaves no receive posted on the tag (the engine has no cancel).
  *
+ * Incarnations of a (gate, tag): the engine delivers one (gate, tag)'s
+ * messages in the order they were sent, and each end's FIN is its last
+ * message, so the peer's FIN is the boundary between the channel that
+ * ends and the next one opened on that (gate, tag). An end that ended
+ * normally took everything of the peer's through its FIN: nothing is
+ * left for the next channel. An end that found a protocol error stops
+ * receiving at once (fail()) without the peer's FIN: a hostile peer may
+ * never send one, and its close must not wait for it nor leave a receive
+ * posted (no cancel). Then the peer's FIN is owed: a well-behaved peer
+ * does send it (the FIN this end sends on the error makes it fail and
+ * answer, or it had sent it already), but it, and whatever the peer sent
+ * before it, stays in the engine's unexpected queue of the (gate, tag).
+ * So when such an end leaves the hub (hub_forget_end()), the FINs owed
+ * on (gate, tag) are recorded (struct canal__remote_owed, kept by the
+ * session so that a later hub of the session knows them too); the next
+ * end opened there takes that count (skip_fins) and takes and discards
+ * the peer's messages through that many FINs before it takes any as its
+ * own (skip_stale()). Without it the stale FIN (reason 2) was the first
+ * thing the reopened channel received: it failed at once and left its
+ * own FIN behind, and the tag was poisoned for good. Why not a generation
+ * number in each message instead: the two processes would have to count
+ * the opens of each (gate, tag) in lockstep (a restarted hub, or an open
+ * that one side never made, desynchronises them for good), and the wire
+ * would change; the FINs owed are this side's own knowledge and need
+ * neither. What is not covered: a hostile peer that never sends its FIN
+ * keeps the next channel of the tag skipping (it is then as a peer that
+ * never opened).
+ *
  * Invariants (S counts sent and returned, R granted, received, pushed,
  * returned; consumed = pushed - len(R's local channel), a lower bound of
  * what R's users took because only the hub sends into that channel):
@@ -40,7 +68,10 @@
  *    channel (received - pushed <= r - len).
  *
  * Threading: the hub's mutex protects every struct canal_remote field and
- * serializes the engine session (one thread at a time, engine.h); whoever
+ * the session's list of FINs owed (e->remote_owed: one hub per session at
+ * a time, and the next one starts after the last one's thread was
+ * joined) and serializes the engine session (one thread at a time,
+ * engine.h); whoever
  * runs a round (the hub thread, or a user thread by caller progress, with
  * a trylock) holds it for one round over all channels, then lets it go. A
  * thread that wants it (open, close, error, hub_lock) counts itself in
@@ -138,12 +169,33 @@ struct canal_remote {
 	uint64_t granted, received, pushed;	  /* R */
 	uint64_t returned;			  /* both */
 	bool hello_sent, hello_received, fin_sent, fin_received;
+	/* A protocol error ended this end before the peer's FIN came: the
+	 * FIN is still owed (see "Incarnations" above). */
+	bool peer_fin_owed;
+	/* FINs of earlier channels on (gate, tag) to take and discard,
+	 * with what came before them, before the peer's first message. */
+	unsigned skip_fins;
+	/* Allocated at open so that recording owed FINs when the end
+	 * leaves cannot fail; NULL once in the session's list. */
+	struct canal__remote_owed *spare;
 	bool drained;	/* S: local channel closed and empty */
 	bool we_closed; /* the hub closed the local channel */
 	bool detached;	/* the closer left: the hub frees it when finished */
 	bool finished;
 	int error;
 	char why[192];
+};
+
+/* The peer's FINs owed on (gate, tag) by ends that left before they came
+ * (see "Incarnations" above), in a list of the session (e->remote_owed,
+ * touched under the hub's lock: only the hub uses the session while it
+ * runs): at most one record per (gate, tag), none while an end is open
+ * there (open takes it). */
+struct canal__remote_owed {
+	struct canal__remote_owed *next;
+	int gate;
+	unsigned tag;
+	unsigned fins;
 };
 
 struct canal_remote_hub {
@@ -220,11 +272,35 @@ static void close_local(struct canal_remote *r)
 static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
 		      uint64_t a, uint64_t b, uint64_t c);
 
-/* The channel failed: err is the gate's error (why from the engine) or
- * -EPROTO (why given). Both directions stop; R's users first get what had
- * arrived; a protocol error is told to the peer by a FIN. */
+/* Send this end's FIN, its last message, if not yet sent: reason as the
+ * end's step says, FIN_ERROR once a protocol error was seen (an -EPROTO
+ * with fin_sent still false is the channel's: a failed gate sets
+ * fin_sent). Sets fin_sent when queued; when the control slots are full
+ * it is tried again by the next step (each step sends its FIN once
+ * fin_received is set, as fail() does). */
+static bool send_fin(struct canal_remote *r, uint32_t reason)
+{
+	if (r->fin_sent)
+		return false;
+	if (r->error == -EPROTO)
+		reason = FIN_ERROR;
+	if (!ctrl_send(r, MSG_FIN, reason, 0, 0, 0))
+		return false;
+	r->fin_sent = true;
+	return true;
+}
+
+/* The channel failed: err is the gate's error (why NULL: the engine says
+ * why; it may be -EPROTO too, for a malformed frame) or a protocol error
+ * of the channel, found here or told by the peer's FIN (-EPROTO, why
+ * given). Both directions stop; R's users first get what had arrived. A
+ * protocol error is told to the peer by a FIN, and this end stops
+ * receiving at once: if the peer's FIN had not come, it is owed (see
+ * "Incarnations" above). A failed gate takes nothing more and carries
+ * nothing more: no FIN, nothing owed. */
 static void fail(struct canal_remote *r, int err, const char *why)
 {
+	bool gate_failed = why == NULL;
 	if (r->error == 0) {
 		r->error = err;
 		if (why)
@@ -234,11 +310,18 @@ static void fail(struct canal_remote *r, int err, const char *why)
 			snprintf(r->why, sizeof r->why, "peer %d: %s", r->gate,
 				 canal_strerror(err));
 	}
-	r->fin_received = true;
-	if (!r->fin_sent) {
+	if (!gate_failed) {
+		if (!r->fin_received)
+			r->peer_fin_owed = true;
+		r->fin_received = true;
+		/* (ctrl_send() failing on the gate comes back here as a
+		 * gate failure, which sets fin_sent: no loop.) */
+		send_fin(r, FIN_ERROR);
+	} else {
+		r->fin_received = true;
 		r->fin_sent = true;
-		if (err == -EPROTO)
-			ctrl_send(r, MSG_FIN, FIN_ERROR, 0, 0, 0);
+		r->peer_fin_owed = false;
+		r->skip_fins = 0;
 	}
 	if (r->ch && r->pend_n) {
 		ssize_t k = canal_try_send_batch(
@@ -434,6 +517,21 @@ static void handle_message(struct canal_remote *r, size_t len)
 	}
 }
 
+/* A message received while earlier channels' FINs are still to be taken
+ * (skip_fins > 0): it belongs to an earlier channel on (gate, tag) and is
+ * discarded; a FIN ends one of them. t is the receive's result: a message
+ * longer than the buffer (-EMSGSIZE, consumed all the same) is no FIN,
+ * which is CTRL_LEN bytes and fits every end's buffer. */
+static void skip_stale(struct canal_remote *r, int t, size_t len)
+{
+	if (t < 0 && t != -EMSGSIZE) {
+		fail(r, t, NULL);
+		return;
+	}
+	if (t > 0 && len == CTRL_LEN && get32(r->rbuf) == MSG_FIN)
+		r->skip_fins--;
+}
+
 /* Test the posted receive, handle what came. */
 static int receive_step(struct canal_remote *r)
 {
@@ -444,7 +542,9 @@ static int receive_step(struct canal_remote *r)
 	if (t == 0)
 		return 0;
 	r->rreq = NULL;
-	if (t == -EMSGSIZE)
+	if (r->skip_fins)
+		skip_stale(r, t, st.len);
+	else if (t == -EMSGSIZE)
 		protocol_error(r, "message longer than any this end expects");
 	else if (t < 0)
 		fail(r, t, NULL);
@@ -472,7 +572,7 @@ static void post_receive(struct canal_remote *r)
 static int send_end_step(struct canal_remote *r)
 {
 	int act = 0;
-	if (!r->hello_sent && !r->fin_sent &&
+	if (!r->hello_sent && !r->fin_sent && !r->error &&
 	    ctrl_send(r, MSG_HELLO, CANAL_REMOTE_SEND, r->elt_size, r->capacity, 0)) {
 		r->hello_sent = true;
 		act++;
@@ -506,11 +606,9 @@ static int send_end_step(struct canal_remote *r)
 		r->sent += (uint64_t)n;
 		act++;
 	}
-	if (!r->fin_sent && r->hello_sent && (stop || r->drained) &&
-	    ctrl_send(r, MSG_FIN, r->drained ? FIN_NORMAL : FIN_STOPPED, 0, 0, 0)) {
-		r->fin_sent = true;
+	if (r->hello_sent && (stop || r->drained) &&
+	    send_fin(r, r->drained ? FIN_NORMAL : FIN_STOPPED))
 		act++;
-	}
 	if (r->fin_received)
 		close_local(r);
 	act += complete_sends(r);
@@ -520,7 +618,7 @@ static int send_end_step(struct canal_remote *r)
 static int recv_end_step(struct canal_remote *r)
 {
 	int act = 0;
-	if (!r->hello_sent && !r->fin_sent &&
+	if (!r->hello_sent && !r->fin_sent && !r->error &&
 	    ctrl_send(r, MSG_HELLO, CANAL_REMOTE_RECV, r->elt_size, r->capacity,
 		      r->window)) {
 		r->hello_sent = true;
@@ -547,12 +645,9 @@ static int recv_end_step(struct canal_remote *r)
 	post_receive(r);
 	/* Users closed the local channel, or the closer left: stop early. */
 	bool stopped = !r->ch || (!r->we_closed && canal_chan_is_closed(r->ch));
-	if (!r->fin_sent && r->hello_sent &&
-	    ((r->fin_received && r->pend_n == 0) || stopped) &&
-	    ctrl_send(r, MSG_FIN, r->fin_received ? FIN_NORMAL : FIN_STOPPED, 0, 0, 0)) {
-		r->fin_sent = true;
+	if (r->hello_sent && ((r->fin_received && r->pend_n == 0) || stopped) &&
+	    send_fin(r, r->fin_received ? FIN_NORMAL : FIN_STOPPED))
 		act++;
-	}
 	/* Give back the credits of the elements users took, once the
 	 * sender holds at most half the window as far as this end knows
 	 * (granted - received: what it has not used, or has in flight) -
@@ -594,7 +689,49 @@ static void remote_free(struct canal_remote *r)
 	for (int i = 0; i < DATA_SLOTS; i++)
 		free(r->data[i].buf);
 	free(r->rbuf);
+	free(r->spare);
 	free(r);
+}
+
+/* Where the session's record of the FINs owed on (gate, tag) is linked
+ * (*result NULL: none). Under the lock. */
+static struct canal__remote_owed **owed_find(struct canal_remote_hub *hub,
+					     int gate, unsigned tag)
+{
+	struct canal__remote_owed **p = &hub->e->remote_owed;
+	while (*p && ((*p)->gate != gate || (*p)->tag != tag))
+		p = &(*p)->next;
+	return p;
+}
+
+void canal__remote_owed_free(struct canal__remote_owed *list)
+{
+	while (list) {
+		struct canal__remote_owed *next = list->next;
+		free(list);
+		list = next;
+	}
+}
+
+/* Finished end r leaves the hub's list (under the lock; the caller frees
+ * it): the peer's FINs it did not take are recorded for the next end on
+ * its (gate, tag) (see "Incarnations" above). No receive of r is posted
+ * (finished), so the next end's receives take the peer's messages from
+ * where r stopped. */
+static void hub_forget_end(struct canal_remote_hub *hub, struct canal_remote *r)
+{
+	canal__list_remove(&r->link);
+	unsigned fins = r->skip_fins + (r->peer_fin_owed ? 1u : 0u);
+	if (fins == 0)
+		return;
+	/* None while r was open (open took it), but merging costs nothing. */
+	struct canal__remote_owed **p = owed_find(hub, r->gate, r->tag);
+	if (!*p) {
+		*p = r->spare;
+		r->spare = NULL;
+		**p = (struct canal__remote_owed){ NULL, r->gate, r->tag, 0 };
+	}
+	(*p)->fins += fins;
 }
 
 /* ------------------------------------------------------------------ */
@@ -613,7 +750,7 @@ static int hub_steps(struct canal_remote_hub *hub)
 			canal__container_of(l, struct canal_remote, link);
 		act += remote_step(r);
 		if (r->finished && r->detached) {
-			canal__list_remove(&r->link);
+			hub_forget_end(hub, r);
 			remote_free(r);
 		}
 	}
@@ -960,7 +1097,8 @@ EXPORT int canal_remote_open(struct canal_remote_hub *hub, int gate,
 	r->rbuf_len = end == CANAL_REMOTE_RECV && data_len > CTRL_LEN ? data_len
 								       : CTRL_LEN;
 	r->rbuf = malloc(r->rbuf_len);
-	int err = r->rbuf ? 0 : -ENOMEM;
+	r->spare = malloc(sizeof *r->spare);
+	int err = r->rbuf && r->spare ? 0 : -ENOMEM;
 	for (int i = 0; !err && end == CANAL_REMOTE_SEND && i < DATA_SLOTS; i++)
 		if (!(r->data[i].buf = malloc(data_len)))
 			err = -ENOMEM;
@@ -997,9 +1135,19 @@ EXPORT int canal_remote_open(struct canal_remote_hub *hub, int gate,
 			err = ge < 0 ? ge : 0;
 		}
 	}
-	if (!err)
+	struct canal__remote_owed *owed = NULL;
+	if (!err) {
+		/* What an earlier channel on (gate, tag) left untaken is
+		 * this end's to skip: its receives come first from now on. */
+		struct canal__remote_owed **p = owed_find(hub, gate, tag);
+		if ((owed = *p)) {
+			r->skip_fins = owed->fins;
+			*p = owed->next;
+		}
 		canal__list_append(&hub->chans, &r->link);
+	}
 	pthread_mutex_unlock(&hub->lock);
+	free(owed);
 	if (err) {
 		canal_chan_destroy(r->ch);
 		remote_free(r);
@@ -1044,7 +1192,7 @@ EXPORT int canal_remote_close(struct canal_remote *r, int64_t timeout_ns)
 	for (;;) {
 		hub_enter(hub);
 		if (r->finished) {
-			canal__list_remove(&r->link);
+			hub_forget_end(hub, r);
 			int err = r->error;
 			pthread_mutex_unlock(&hub->lock);
 			canal_chan_destroy(ch);

@@ -108,6 +108,7 @@ static void free_session(struct canal_engine *e)
 		canal__pmix_fini(&x);
 	}
 	canal__lazy_close(e->lazy);
+	canal__remote_owed_free(e->remote_owed);
 	if (e->pmix_dir)
 		rmdir(e->dir);
 	free(e->reqtab);
