@@ -160,7 +160,15 @@ struct canal_engine_options {
 			       * (and says which) when an entry names no
 			       * address of this host, -EINVAL when one is
 			       * malformed */
-	int connect_timeout_ms; /* waiting for the peers at open; 0: 30000 */
+	int connect_timeout_ms; /* how long open waits for the peers: a
+				 * peer missing that long fails it with
+				 * -ETIMEDOUT. TCP: connections to this
+				 * rank's listener that are not its peers'
+				 * (a stray process, slow or silent) hold
+				 * up neither the peers nor open: each is
+				 * closed and logged when its opening
+				 * fails, 10 s after it came, or when open
+				 * returns. 0: 30000 */
 	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
 			       * or answers no keepalive probe, this long is
 			       * declared dead (TCP_USER_TIMEOUT and keepalive
