@@ -160,7 +160,17 @@ struct canal_engine_options {
 			       * (and says which) when an entry names no
 			       * address of this host, -EINVAL when one is
 			       * malformed */
-	int connect_timeout_ms; /* waiting for the peers at open; 0: 30000 */
+	int connect_timeout_ms; /* how long open waits for the peers, in
+				 * all (every gate, rail and driver kind
+				 * together): a peer missing that long
+				 * fails it with -ETIMEDOUT. TCP:
+				 * connections to this rank's listener
+				 * that are not its peers' (a stray
+				 * process, slow or silent) hold up neither
+				 * the peers nor open: each is closed and
+				 * logged when its opening fails, 10 s
+				 * after it came, or when open returns.
+				 * 0: 30000 */
 	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
 			       * or answers no keepalive probe, this long is
 			       * declared dead (TCP_USER_TIMEOUT and keepalive
@@ -220,7 +230,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
  *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr);
  *   -EACCES     key_file readable by others or not this user's;
- *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms;
+ *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms (open
+ *               returns then, about connect_timeout_ms after it began);
  *   -ENOMEM, or the errno of a failed socket/mmap/open call.
  * Blocks until every peer is connected (lazy: has opened). Thread-safe
  * (different sessions). A gate connected lazily that cannot be (its

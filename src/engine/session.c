@@ -29,6 +29,7 @@
 #include <canal/channel.h>
 #include "base/spin.h"
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,16 +135,29 @@ static int split_bind(const char *bind, char addrs[4][CANAL__ADDR_MAX])
 	}
 }
 
+/* What is left until deadline (canal__now_ms() clock) for the next step of
+ * connecting, in ms: connect_timeout_ms bounds the open as a whole, not
+ * each rail, kind or gate in turn (each took the whole of it, so an open
+ * with a missing peer could wait it out once per step). At least 1: a
+ * step begun at the deadline still looks once, then says -ETIMEDOUT. */
+static int ms_left(uint64_t deadline)
+{
+	uint64_t now = canal__now_ms();
+	if (now >= deadline)
+		return 1;
+	return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+}
+
 /* TCP gates: one connection per peer, or with bind = "addr0,addr1,..."
  * one per address (rails, up to 4; rail i published as "tcp<i>") joined
  * per peer by the rails driver. A rail is declared dead after dead ms of
  * silence (2 s when not set: a pulled cable is seen by its timeout). */
-static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
-		     int dead, const unsigned char *key,
+static int tcp_rails(struct canal__xchg *x, const char *bind,
+		     uint64_t deadline, int dead, const unsigned char *key,
 		     struct canal__driver **drv)
 {
 	if (!bind || !strchr(bind, ','))
-		return canal__tcp_connect_xchg(x, bind, timeout,
+		return canal__tcp_connect_xchg(x, bind, ms_left(deadline),
 					       dead > 0 ? dead : 0, key, drv);
 	char addrs[4][CANAL__ADDR_MAX], keys[4][16];
 	int n = split_bind(bind, addrs);
@@ -157,7 +171,7 @@ static int tcp_rails(struct canal__xchg *x, const char *bind, int timeout,
 		snprintf(keys[i], sizeof keys[i], "tcp%d", i);
 		struct canal__xchg xi = *x;
 		xi.tcp_key = keys[i];
-		err = canal__tcp_connect_xchg(&xi, addrs[i], timeout,
+		err = canal__tcp_connect_xchg(&xi, addrs[i], ms_left(deadline),
 					      dead > 0 ? dead : 2000, key,
 					      sub + (size_t)i * (size_t)x->size);
 	}
@@ -230,7 +244,7 @@ static int parse_drivers(const char *driver, bool *shm, bool *tcp, bool *ucx)
  * connects to every peer as it would alone, then each peer's drivers are
  * joined by the rails driver (which takes them over). */
 static int mixed_rails(struct canal__xchg *x, bool shm, bool ucx, bool tcp,
-		       const char *bind, int timeout, int dead,
+		       const char *bind, uint64_t deadline, int dead,
 		       const unsigned char *key, struct canal__driver **drv)
 {
 	size_t size = (size_t)x->size;
@@ -241,16 +255,18 @@ static int mixed_rails(struct canal__xchg *x, bool shm, bool ucx, bool tcp,
 	int err = 0;
 	for (int gi = 0; shm && gi < x->size && !err; gi++)
 		if (gi != x->rank)
-			err = canal__shm_connect(x->dir, x->rank, gi, timeout,
-						 false, &kshm[gi]); /* rails never read */
+			err = canal__shm_connect(x->dir, x->rank, gi,
+						 ms_left(deadline), false,
+						 &kshm[gi]); /* rails never read */
 #ifdef CANAL_HAVE_UCX
 	if (!err && ucx)
-		err = canal__ucx_connect_all(x, timeout, false, kucx);
+		err = canal__ucx_connect_all(x, ms_left(deadline), false,
+					     kucx);
 #else
 	(void)ucx, (void)kucx;
 #endif
 	if (!err && tcp)
-		err = canal__tcp_connect_xchg(x, bind, timeout,
+		err = canal__tcp_connect_xchg(x, bind, ms_left(deadline),
 					      dead > 0 ? dead : 2000, key, ktcp);
 	for (size_t g = 0; g < size; g++) {
 		if ((int)g == x->rank)
@@ -315,6 +331,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 					: env_str("CANAL_ENGINE_CONNECT", "lazy");
 	bool lazy = !strcmp(connect, "lazy");
 	int timeout = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 30000;
+	/* Every step of connecting below shares this one (ms_left). */
+	uint64_t deadline = canal__now_ms() + (uint64_t)timeout;
 	bool shm = false, tcp = false, ucx = false;
 	int kinds = parse_drivers(driver, &shm, &tcp, &ucx);
 	const struct canal__strategy *strat = canal__strategy_find(strategy);
@@ -438,15 +456,15 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		if (!drv) {
 			err = -ENOMEM;
 		} else if (kinds > 1) {
-			err = mixed_rails(&xchg, shm, ucx, tcp, bind, timeout,
+			err = mixed_rails(&xchg, shm, ucx, tcp, bind, deadline,
 					  dead, key_file ? key : NULL, drv);
 		} else if (tcp) {
-			err = tcp_rails(&xchg, bind, timeout, dead,
+			err = tcp_rails(&xchg, bind, deadline, dead,
 					key_file ? key : NULL, drv);
 #ifdef CANAL_HAVE_UCX
 		} else if (ucx) {
-			err = canal__ucx_connect_all(&xchg, timeout, native,
-						     drv);
+			err = canal__ucx_connect_all(&xchg, ms_left(deadline),
+						     native, drv);
 			if (!err && native)
 				err = canal__ucx_native_new(drv, size, rank,
 							    &e->native);
@@ -455,16 +473,17 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			/* shm alone: each gate gets its segment on first use
 			 * (transfer/lazy.c); open only waits for the peers'
 			 * inboxes. */
-			err = canal__lazy_open(dir, rank, size, timeout,
-					       shm_read, &e->lazy);
+			err = canal__lazy_open(dir, rank, size,
+					       ms_left(deadline), shm_read,
+					       &e->lazy);
 		} else {
 			/* Peers in increasing rank everywhere: the pairwise
 			 * waits cannot form a cycle. */
 			for (int gi = 0; gi < size && !err; gi++)
 				if (gi != rank)
-					err = canal__shm_connect(dir, rank, gi,
-								 timeout, shm_read,
-								 &drv[gi]);
+					err = canal__shm_connect(
+						dir, rank, gi, ms_left(deadline),
+						shm_read, &drv[gi]);
 		}
 		for (int gi = 0; gi < size && drv; gi++)
 			e->gates[gi].drv = drv[gi];

@@ -2,13 +2,32 @@
 /*
  * transfer/auth.c - the TCP connection's opening: plain hello or the keyed
  * challenge-response handshake (protocol in auth.h).
+ *
+ * Waiting: neither side ever blocks in recv() or send(). The connector
+ * reads each answer under one deadline for the whole opening (poll, then
+ * MSG_DONTWAIT); the acceptor's opening (struct canal__auth_opening) reads
+ * what has come and returns, so that its caller can watch many at once,
+ * and fails once its own deadline has passed. No socket option is set or
+ * left behind (SO_RCVTIMEO, as before, is a limit per recv(): a peer
+ * sending a byte now and then renewed it at every byte).
+ *
+ * Sending never waits either: each side sends at most 80 bytes over the
+ * whole opening (acceptor: 72 + an 8-byte verdict; connector: 40 + 32),
+ * each message only after reading the other's previous one, while a
+ * socket's send buffer holds at least 4 KiB (tcp_wmem's minimum; a Unix
+ * socket pair's far more). A send that would block cannot happen unless
+ * the kernel is out of memory; send_now() reports it (-ENOBUFS) rather
+ * than wait.
  */
 #define _GNU_SOURCE
 #include "auth.h"
+#include "exchange.h"
 
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <sodium.h>
 #include <stdint.h>
@@ -18,21 +37,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define NONCE 32
+#define NONCE CANAL__NONCE_BYTES
 
-/*
- * How long either side waits for the other's next handshake message.
- * Not 2 s, as before: on a lossy link, once a SYN or SYN-ACK has been
- * lost the connection's retransmission timeout starts at 3 s (RFC 6298,
- * 5.7), so one more lost segment delays the hello past 2 s. The acceptor
- * then refused a rank that was merely late, and the rank, whose connect
- * had succeeded, found its link reset: test_launch_hosts (1 % of segments
- * dropped, 8 ranks on 4 namespaces) failed that way now and then. A silent
- * stray connection holds the accept loop this long before it is refused.
- */
-#define HANDSHAKE_WAIT_S 10
-
-_Static_assert(crypto_auth_BYTES == 32, "HMAC-SHA-512-256 is 32 bytes");
+_Static_assert(crypto_auth_BYTES == CANAL__MAC_BYTES,
+	       "HMAC-SHA-512-256 is 32 bytes");
 _Static_assert(crypto_auth_KEYBYTES == CANAL__KEY_BYTES, "key size");
 
 int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
@@ -73,19 +81,70 @@ int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 	return err;
 }
 
-static int io_all(int fd, void *p, size_t n, bool wr)
+/* Read into buf[*have, need) what fd holds now, without waiting: 0 once
+ * the need bytes are there, -EINPROGRESS while some are still to come,
+ * -ECONNRESET at end of stream, or recv's negative errno. */
+static int recv_now(int fd, void *buf, size_t need, size_t *have)
 {
-	size_t done = 0;
-	while (done < n) {
-		ssize_t k = wr ? send(fd, (char *)p + done, n - done, MSG_NOSIGNAL)
-			       : recv(fd, (char *)p + done, n - done, 0);
+	while (*have < need) {
+		ssize_t k = recv(fd, (char *)buf + *have, need - *have,
+				 MSG_DONTWAIT);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0)
-			return k == 0 ? -ECONNRESET : -errno;
-		done += (size_t)k;
+		if (k < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK
+				       ? -EINPROGRESS
+				       : -errno;
+		if (k == 0)
+			return -ECONNRESET;
+		*have += (size_t)k;
 	}
 	return 0;
+}
+
+/* Send n bytes at once (they fit: see the top of this file): 0, or a
+ * negative errno (-ENOBUFS for a send the buffer could not take whole). */
+static int send_now(int fd, const void *p, size_t n)
+{
+	ssize_t k;
+	do
+		k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (k < 0 && errno == EINTR);
+	if (k < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -ENOBUFS
+							       : -errno;
+	return (size_t)k == n ? 0 : -ENOBUFS;
+}
+
+/* Wait until fd is readable or deadline (canal__now_ms() clock) has
+ * passed: 0 (readable, or interrupted: the caller reads and looks at the
+ * clock again), -ETIMEDOUT, or poll's negative errno. */
+static int wait_readable(int fd, uint64_t deadline)
+{
+	uint64_t now = canal__now_ms();
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	uint64_t left = deadline - now;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left) < 0 &&
+	    errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/* Read n bytes by deadline: 0, -ETIMEDOUT, -ECONNRESET at end of stream,
+ * or a negative errno. */
+static int recv_until(int fd, void *buf, size_t n, uint64_t deadline)
+{
+	size_t have = 0;
+	for (;;) {
+		int err = recv_now(fd, buf, n, &have);
+		if (err != -EINPROGRESS)
+			return err;
+		err = wait_readable(fd, deadline);
+		if (err)
+			return err;
+	}
 }
 
 static void mac(unsigned char out[32], const unsigned char *key, char label,
@@ -116,11 +175,13 @@ static const char *verdict_text(uint32_t code)
 	}
 }
 
-/* The acceptor's verdict: 0, or a negative errno with why set. */
-static int read_verdict(int fd, int peer, char *why, size_t whylen)
+/* The acceptor's verdict, by deadline: 0, or a negative errno with why
+ * set when the acceptor answered something else than code 0. */
+static int read_verdict(int fd, int peer, uint64_t deadline, char *why,
+			size_t whylen)
 {
 	uint32_t v[2];
-	int err = io_all(fd, v, sizeof v, false);
+	int err = recv_until(fd, v, sizeof v, deadline);
 	if (err)
 		return err;
 	uint32_t magic = le32toh(v[0]), code = le32toh(v[1]);
@@ -141,8 +202,7 @@ int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
 {
 	if (wait_ms < 1)
 		wait_ms = 1;
-	struct timeval tv = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	uint64_t deadline = canal__now_ms() + (uint64_t)wait_ms;
 	unsigned char hello[8 + NONCE];
 	uint32_t h[2] = { htole32(key ? CANAL__AUTH_MAGIC : CANAL__HELLO_MAGIC),
 			  htole32((uint32_t)rank) };
@@ -150,52 +210,47 @@ int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
 	int err;
 	why[0] = 0;
 	if (!key) {
-		err = io_all(fd, hello, 8, true);
+		err = send_now(fd, hello, 8);
 		goto verdict;
 	}
 	randombytes_buf(hello + 8, NONCE);
-	err = io_all(fd, hello, sizeof hello, true);
+	err = send_now(fd, hello, sizeof hello);
 	/* The hello's verdict: a refusal (no key here, rank), or go on. */
 	if (!err)
-		err = read_verdict(fd, peer, why, whylen);
-	unsigned char reply[NONCE + 32], want[32];
+		err = read_verdict(fd, peer, deadline, why, whylen);
+	unsigned char reply[NONCE + CANAL__MAC_BYTES], want[CANAL__MAC_BYTES];
 	if (!err)
-		err = io_all(fd, reply, sizeof reply, false);
+		err = recv_until(fd, reply, sizeof reply, deadline);
 	if (err)
 		goto out;
 	mac(want, key, 'A', hello + 8, reply, rank, peer);
-	if (sodium_memcmp(want, reply + NONCE, 32) != 0) {
+	if (sodium_memcmp(want, reply + NONCE, sizeof want) != 0) {
 		snprintf(why, whylen, "peer %d failed the handshake (wrong key)",
 			 peer);
 		return -EACCES;
 	}
 	mac(want, key, 'C', hello + 8, reply, rank, peer);
-	err = io_all(fd, want, 32, true);
+	err = send_now(fd, want, sizeof want);
 verdict:
 	if (!err)
-		err = read_verdict(fd, peer, why, whylen);
+		err = read_verdict(fd, peer, deadline, why, whylen);
 out:
 	/* Dropped without a verdict: the acceptor closed it (its limit for
-	 * a late hello, or it is going away); the caller may dial again. A
-	 * reply timeout is SO_RCVTIMEO's EAGAIN: say so. */
-	if (err == -EAGAIN || err == -EWOULDBLOCK)
-		err = -ETIMEDOUT;
-	else if (err == -ECONNRESET || err == -EPIPE)
+	 * a late hello, room for newer connections, or it is going away);
+	 * the caller may dial again. */
+	if (err == -ECONNRESET || err == -EPIPE)
 		err = -EAGAIN;
 	if (err && !why[0])
 		snprintf(why, whylen, "handshake with peer %d: %s", peer,
 			 err == -EAGAIN ? "dropped by the peer before its verdict"
 					: strerror(-err));
-	tv.tv_sec = 0;
-	tv.tv_usec = 0;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	return err;
 }
 
 int canal__auth_answer(int fd, enum canal__verdict code)
 {
 	uint32_t v[2] = { htole32(CANAL__VERDICT_MAGIC), htole32((uint32_t)code) };
-	return io_all(fd, v, sizeof v, true);
+	return send_now(fd, v, sizeof v);
 }
 
 /* Refuse with a verdict (the peer spoke canal's opening): err. */
@@ -205,67 +260,149 @@ static int refuse(int fd, enum canal__verdict code, int err)
 	return err;
 }
 
-int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
-		       int hi, int *peer, char *why, size_t whylen)
+void canal__auth_opening_init(struct canal__auth_opening *o, int fd,
+			      const unsigned char *key, int rank, int lo,
+			      int hi, uint64_t deadline)
 {
-	struct timeval tv = { HANDSHAKE_WAIT_S, 0 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	unsigned char hello[8 + NONCE];
-	uint32_t h[2];
-	int err = io_all(fd, hello, 8, false);
-	if (err) {
-		snprintf(why, whylen, "no hello (%s)", strerror(-err));
-		return err;
+	memset(o, 0, sizeof *o);
+	o->fd = fd;
+	o->key = key;
+	o->rank = rank;
+	o->lo = lo;
+	o->hi = hi;
+	o->deadline = deadline;
+	o->stage = CANAL__OPENING_HELLO;
+	o->peer = -1;
+}
+
+static int opening_fail(struct canal__auth_opening *o, int err)
+{
+	o->stage = CANAL__OPENING_FAILED;
+	o->err = err;
+	return err;
+}
+
+/* A read of the opening that did not complete (err from recv_now): wait
+ * for more while the deadline allows, else fail, saying what was missing. */
+static int opening_short(struct canal__auth_opening *o, int err,
+			 const char *missing)
+{
+	if (err == -EINPROGRESS) {
+		if (canal__now_ms() < o->deadline)
+			return -EINPROGRESS;
+		err = -ETIMEDOUT;
 	}
-	memcpy(h, hello, 8);
+	snprintf(o->why, sizeof o->why, "%s (%s)", missing, strerror(-err));
+	return opening_fail(o, err);
+}
+
+/* The hello {magic, rank} has come: 0 to go on, or the refusal (its
+ * verdict sent when the peer spoke canal's opening). */
+static int opening_check_hello(struct canal__auth_opening *o)
+{
+	uint32_t h[2];
+	memcpy(h, o->hello, 8);
 	uint32_t magic = le32toh(h[0]);
 	int r = (int)le32toh(h[1]);
 	if (magic != CANAL__HELLO_MAGIC && magic != CANAL__AUTH_MAGIC) {
-		snprintf(why, whylen, "not a canal engine hello (garbage)");
+		snprintf(o->why, sizeof o->why,
+			 "not a canal engine hello (garbage)");
 		return -EPROTO;
 	}
-	if (magic == CANAL__HELLO_MAGIC && key) {
-		snprintf(why, whylen, "peer has no key (plain hello to a keyed rank)");
-		return refuse(fd, CANAL__V_KEY, -EACCES);
+	if (magic == CANAL__HELLO_MAGIC && o->key) {
+		snprintf(o->why, sizeof o->why,
+			 "peer has no key (plain hello to a keyed rank)");
+		return refuse(o->fd, CANAL__V_KEY, -EACCES);
 	}
-	if (magic == CANAL__AUTH_MAGIC && !key) {
-		snprintf(why, whylen, "peer sent a keyed handshake, this rank has no key");
-		return refuse(fd, CANAL__V_KEY, -EACCES);
+	if (magic == CANAL__AUTH_MAGIC && !o->key) {
+		snprintf(o->why, sizeof o->why,
+			 "peer sent a keyed handshake, this rank has no key");
+		return refuse(o->fd, CANAL__V_KEY, -EACCES);
 	}
-	if (r < lo || r >= hi) {
-		snprintf(why, whylen, "rank %d out of range", r);
-		return refuse(fd, CANAL__V_RANK, -EPROTO);
+	if (r < o->lo || r >= o->hi) {
+		snprintf(o->why, sizeof o->why, "rank %d out of range", r);
+		return refuse(o->fd, CANAL__V_RANK, -EPROTO);
 	}
-	if (key) {
-		err = io_all(fd, hello + 8, NONCE, false);
+	o->peer = r;
+	return 0;
+}
+
+/* The stages in protocol order (auth.h): each reads its message, and when
+ * it is whole, checks it, answers and hands on to the next. */
+int canal__auth_opening_step(struct canal__auth_opening *o)
+{
+	int err;
+	if (o->stage == CANAL__OPENING_HELLO) {
+		err = recv_now(o->fd, o->hello, 8, &o->have);
+		if (err)
+			return opening_short(o, err, "no hello");
+		err = opening_check_hello(o);
+		if (err)
+			return opening_fail(o, err);
+		o->stage = o->key ? CANAL__OPENING_NONCE : CANAL__OPENING_PASSED;
+	}
+	if (o->stage == CANAL__OPENING_NONCE) {
+		err = recv_now(o->fd, o->hello, sizeof o->hello, &o->have);
+		if (err)
+			return opening_short(o, err, "handshake cut short");
 		/* The hello's verdict (go on), then the challenge. */
-		unsigned char out[8 + NONCE + 32], got[32], want[32];
-		unsigned char *reply = out + 8;
+		unsigned char out[8 + NONCE + CANAL__MAC_BYTES];
 		uint32_t go[2] = { htole32(CANAL__VERDICT_MAGIC),
 				   htole32(CANAL__V_OK) };
 		memcpy(out, go, 8);
-		randombytes_buf(reply, NONCE);
-		if (!err) {
-			mac(reply + NONCE, key, 'A', hello + 8, reply, r, rank);
-			err = io_all(fd, out, sizeof out, true);
-		}
-		if (!err)
-			err = io_all(fd, got, 32, false);
+		randombytes_buf(o->nonce_a, NONCE);
+		memcpy(out + 8, o->nonce_a, NONCE);
+		mac(out + 8 + NONCE, o->key, 'A', o->hello + 8, o->nonce_a,
+		    o->peer, o->rank);
+		err = send_now(o->fd, out, sizeof out);
 		if (err) {
-			snprintf(why, whylen, "handshake cut short (%s)",
-				 strerror(-err));
-			return err;
+			snprintf(o->why, sizeof o->why,
+				 "handshake cut short (%s)", strerror(-err));
+			return opening_fail(o, err);
 		}
-		mac(want, key, 'C', hello + 8, reply, r, rank);
-		if (sodium_memcmp(want, got, 32) != 0) {
-			snprintf(why, whylen,
+		o->stage = CANAL__OPENING_ANSWER;
+		o->have = 0;
+	}
+	if (o->stage == CANAL__OPENING_ANSWER) {
+		err = recv_now(o->fd, o->mac_c, sizeof o->mac_c, &o->have);
+		if (err)
+			return opening_short(o, err, "handshake cut short");
+		unsigned char want[CANAL__MAC_BYTES];
+		mac(want, o->key, 'C', o->hello + 8, o->nonce_a, o->peer,
+		    o->rank);
+		if (sodium_memcmp(want, o->mac_c, sizeof want) != 0) {
+			snprintf(o->why, sizeof o->why,
 				 "claimed rank %d failed the handshake (wrong key or replay)",
-				 r);
-			return refuse(fd, CANAL__V_MAC, -EACCES);
+				 o->peer);
+			return opening_fail(o, refuse(o->fd, CANAL__V_MAC,
+						      -EACCES));
+		}
+		o->stage = CANAL__OPENING_PASSED;
+	}
+	return o->stage == CANAL__OPENING_PASSED ? 0 : o->err;
+}
+
+int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
+		       int hi, int *peer, char *why, size_t whylen)
+{
+	struct canal__auth_opening o;
+	canal__auth_opening_init(&o, fd, key, rank, lo, hi,
+				 canal__now_ms() + CANAL__OPENING_WAIT_MS);
+	int err;
+	/* wait_readable's own -ETIMEDOUT is not used: the step after the
+	 * deadline fails the opening itself, and says at which stage. */
+	while ((err = canal__auth_opening_step(&o)) == -EINPROGRESS) {
+		int werr = wait_readable(fd, o.deadline);
+		if (werr && werr != -ETIMEDOUT) {
+			snprintf(why, whylen, "waiting for the hello: %s",
+				 strerror(-werr));
+			return werr;
 		}
 	}
-	tv.tv_sec = 0;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	*peer = r;
+	if (err) {
+		snprintf(why, whylen, "%s", o.why);
+		return err;
+	}
+	*peer = o.peer;
 	return 0;
 }

@@ -29,8 +29,9 @@
  * comes at once, in step 2's place. The connector counts as connected
  * only once it has read code 0, so it tells a refusal (a clear error,
  * never retried) from a connection the acceptor dropped without a verdict
- * (end of stream or a reset: its 10 s limit passed while the hello was
- * late on a lossy link, or it is going away), which the connector dials
+ * (end of stream or a reset: its 10 s limit for the whole opening passed
+ * while the hello was late on a lossy link, it made room for newer
+ * connections (accept.c), or it is going away), which the connector dials
  * again until its deadline. Garbage (a wrong magic) and a short read get
  * no verdict: the acceptor does not talk to what is not a canal engine.
  * Each refusal is logged on stderr by the acceptor; nothing the connection
@@ -42,6 +43,7 @@
 #define CANAL_ENGINE_AUTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CANAL__KEY_BYTES 32
 #define CANAL__HELLO_MAGIC 0x63746370u /* "pctc" */
@@ -62,27 +64,95 @@ enum canal__verdict {
  * with the reason in why (-EACCES: permissions, -EINVAL: size). */
 int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		     char *why, size_t whylen);
-/* Connector side, on a connected blocking socket; key NULL: plain hello.
- * Waits up to wait_ms (at least 1 ms) for each message of the acceptor,
- * the verdict included (the acceptor takes connections one at a time, so
- * others may go first). 0 once the acceptor's verdict accepted this rank;
- * else a negative errno with the reason in why: -EACCES refused for the
- * key (or the acceptor's MAC is wrong), -EPROTO refused for the rank or a
- * malformed answer, -EAGAIN the acceptor dropped the connection without
- * a verdict (end of stream, reset or broken pipe: worth dialing again),
- * -ETIMEDOUT nothing within wait_ms. */
+/* Connector side, on a connected socket; key NULL: plain hello. Waits up
+ * to wait_ms (at least 1 ms) in all for the acceptor's messages, the
+ * verdict included (the acceptor answers once it has dialed its own lower
+ * ranks, so it may take that long). 0 once the acceptor's verdict accepted
+ * this rank; else a negative errno with the reason in why: -EACCES refused
+ * for the key (or the acceptor's MAC is wrong), -EPROTO refused for the
+ * rank or a malformed answer, -EAGAIN the acceptor dropped the connection
+ * without a verdict (end of stream, reset or broken pipe: worth dialing
+ * again), -ETIMEDOUT no verdict within wait_ms. */
 int canal__auth_connect(int fd, const unsigned char *key, int rank,
 			int peer, int wait_ms, char *why, size_t whylen);
-/* Acceptor side: checks the opening; the peer's rank (which must be in
- * [lo, hi)) in *peer. 0 when the handshake succeeded: the caller then
- * sends the verdict itself (canal__auth_answer: CANAL__V_OK, or
- * CANAL__V_TWICE for a rank it has already). Else a negative errno with
- * the reason in why, the refusal's verdict already sent when the peer
- * spoke canal's opening (none to garbage or a short read); the caller
- * closes the connection and logs. */
+
+/*
+ * How long the acceptor gives one connection for its whole opening (the
+ * hello and, with a key, the answer to the challenge), from its accept.
+ * Not 2 s, as before: on a lossy link, once a SYN or SYN-ACK has been
+ * lost the connection's retransmission timeout starts at 3 s (RFC 6298,
+ * 5.7), so one more lost segment delays the hello past 2 s. The acceptor
+ * then refused a rank that was merely late, and the rank, whose connect
+ * had succeeded, found its link reset: test_launch_hosts (1 % of segments
+ * dropped, 8 ranks on 4 namespaces) failed that way now and then.
+ * A deadline for the whole opening, not a limit per recv() (SO_RCVTIMEO,
+ * as before): a stray that sent a byte every few seconds renewed the limit
+ * at each byte. A slow or silent stray holds one of the acceptor's slots
+ * this long, never the others (accept.c reads every opening at once).
+ */
+#define CANAL__OPENING_WAIT_MS 10000
+#define CANAL__NONCE_BYTES 32
+#define CANAL__MAC_BYTES 32
+
+/* Where one connection's opening stands, on the acceptor side. */
+enum canal__opening_stage {
+	CANAL__OPENING_HELLO,  /* reading {magic, rank} */
+	CANAL__OPENING_NONCE,  /* keyed: reading nonce_c */
+	CANAL__OPENING_ANSWER, /* keyed: challenge sent, reading mac_c */
+	CANAL__OPENING_PASSED, /* the caller sends the verdict */
+	CANAL__OPENING_FAILED, /* refused or cut short: err and why */
+};
+
+/*
+ * One connection's opening on the acceptor side, advanced by
+ * canal__auth_opening_step() as its bytes come, never waiting, so that an
+ * acceptor can have many in flight and none waits for another (accept.c).
+ * The caller owns it and fd; key (NULL: plain hello) stays valid while the
+ * opening lives. Read only stage, peer, err, why and deadline.
+ */
+struct canal__auth_opening {
+	int fd;
+	const unsigned char *key;
+	int rank, lo, hi;        /* ours, and the range the peer's must be in */
+	uint64_t deadline;       /* canal__now_ms() clock: the whole opening */
+	enum canal__opening_stage stage;
+	size_t have;             /* bytes of the message being read */
+	int peer;                /* PASSED: the connector's rank */
+	int err;                 /* FAILED: the negative errno */
+	unsigned char hello[8 + CANAL__NONCE_BYTES];
+	unsigned char nonce_a[CANAL__NONCE_BYTES];
+	unsigned char mac_c[CANAL__MAC_BYTES];
+	char why[160];
+};
+
+/* Start the opening of fd, a connection just accepted: the peer's rank
+ * must be in [lo, hi), the whole opening done by deadline (canal__now_ms()
+ * clock; at most CANAL__OPENING_WAIT_MS away, as the caller chooses).
+ * Reads nothing yet. */
+void canal__auth_opening_init(struct canal__auth_opening *o, int fd,
+			      const unsigned char *key, int rank, int lo,
+			      int hi, uint64_t deadline);
+/* Read what fd has of the opening now and answer what it calls for,
+ * without waiting. Returns 0 once it passed (the peer's rank in o->peer;
+ * the caller then sends the verdict itself: canal__auth_answer with
+ * CANAL__V_OK, or CANAL__V_TWICE for a rank it has already);
+ * -EINPROGRESS while more is to come (call again when fd is readable, or
+ * at o->deadline); else the negative errno it failed with, the reason in
+ * o->why, the refusal's verdict already sent when the peer spoke canal's
+ * opening (none to garbage, a short read or a late one): -EPROTO garbage,
+ * a rank out of range, -EACCES no key on one side or a wrong MAC,
+ * -ECONNRESET end of stream, -ETIMEDOUT unfinished at o->deadline, or a
+ * socket's errno. The caller closes the connection and logs. Once it has
+ * passed or failed, every call returns the same. */
+int canal__auth_opening_step(struct canal__auth_opening *o);
+/* The same on one connection, waiting: checks the opening of fd within
+ * CANAL__OPENING_WAIT_MS; the peer's rank (which must be in [lo, hi)) in
+ * *peer. 0 when the handshake succeeded (the caller then sends the
+ * verdict), else a negative errno with the reason in why (as above). */
 int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
 		       int hi, int *peer, char *why, size_t whylen);
-/* Send the verdict code on fd: 0, or a negative errno (the connector is
+/* Send the verdict code on fd, without waiting (it fits in the socket's
+ * buffer: auth.c, send_now): 0, or a negative errno (the connector is
  * gone: the caller drops the connection). */
 int canal__auth_answer(int fd, enum canal__verdict code);
 

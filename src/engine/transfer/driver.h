@@ -175,6 +175,19 @@ struct sockaddr_in;
 int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 		    const unsigned char *key, uint64_t deadline);
 
+/* accept.c: accept on lfd (a listening socket, non-blocking) the
+ * connections of the ranks in [lo, hi) whose fds[] entry is -1, reading
+ * their openings (auth.h; key NULL: plain) all at once so that a slow or
+ * silent connection holds up none of the others; each opening has
+ * CANAL__OPENING_WAIT_MS from its accept. Connections refused, late or
+ * unfinished when the call returns are closed and logged on stderr.
+ * fds[r] receives rank r's connected socket once it has been answered
+ * CANAL__V_OK; the caller owns those, also after a failure. Returns 0 once
+ * every fds[lo, hi) is set; -ETIMEDOUT at deadline (canal__now_ms()
+ * clock); -ENOMEM; or the errno of a failed poll or accept. */
+int canal__tcp_accept_peers(int lfd, const unsigned char *key, int rank,
+			    int lo, int hi, uint64_t deadline, int *fds);
+
 /* ucx.c: a UCP worker for the session, its address published through x, an
  * endpoint per peer. native: the session's messages will go by UCX's own
  * matching (below), so no rendezvous threshold of the engine's is set;

@@ -20,8 +20,11 @@
  * A connection opens with a hello {u32 magic, u32 rank}, or with a shared
  * key the handshake of auth.h; a wrong magic, a failed handshake, a rank
  * out of range or a rank seen twice is refused (closed, logged on stderr).
- * Connecting before accepting cannot deadlock: a connect completes in the
- * peer's listen backlog.
+ * The acceptor reads the openings of all its connections at once, each
+ * under its own deadline (accept.c), so a stray connection that is slow
+ * or silent holds up no real peer. Connecting before accepting cannot
+ * deadlock: a connect completes in the peer's listen backlog, and the
+ * dialer waits for its verdict until the open's deadline.
  */
 #define _GNU_SOURCE
 #include "driver.h"
@@ -442,7 +445,9 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 	}
 	bind_addr = addr;
 	if (rank < size - 1) {
-		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* Non-blocking: accept.c drains it (accept until EAGAIN). */
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			     0);
 		if (lfd < 0)
 			return -errno;
 		struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -480,50 +485,29 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 			goto out;
 		}
 	}
-	for (int left = size - 1 - rank; left > 0;) {
-		int64_t wait = (int64_t)(deadline - now_ms());
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		if (wait <= 0 || poll(&p, 1, (int)wait) == 0) {
-			err = -ETIMEDOUT;
+	if (lfd >= 0) {
+		int *fds = malloc((size_t)size * sizeof *fds);
+		if (!fds) {
+			err = -ENOMEM;
 			goto out;
 		}
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		int peer = -1;
-		char why[160];
-		int aerr = canal__auth_accept(fd, key, rank, rank + 1, size,
-					      &peer, why, sizeof why);
-		if (!aerr && drivers[peer]) {
-			snprintf(why, sizeof why, "rank %d connected twice", peer);
-			aerr = -EPROTO;
-			(void)canal__auth_answer(fd, CANAL__V_TWICE);
-		} else if (!aerr) {
-			aerr = canal__auth_answer(fd, CANAL__V_OK);
-			if (aerr)
-				snprintf(why, sizeof why,
-					 "rank %d left before the verdict (%s)",
-					 peer, strerror(-aerr));
+		for (int j = 0; j < size; j++)
+			fds[j] = -1;
+		err = canal__tcp_accept_peers(lfd, key, rank, rank + 1, size,
+					      deadline, fds);
+		/* What was accepted is ours, after a failure too. */
+		for (int j = rank + 1; j < size; j++) {
+			if (fds[j] < 0)
+				continue;
+			int derr = err ? err
+				       : tcp_driver_new(fds[j], dead_after_ms,
+							&drivers[j]);
+			if (derr) {
+				close(fds[j]);
+				err = derr;
+			}
 		}
-		if (aerr) {
-			/* Not one of ours: refuse it, keep waiting. */
-			struct sockaddr_in from;
-			socklen_t fl = sizeof from;
-			char a[64] = "?";
-			if (getpeername(fd, (struct sockaddr *)&from, &fl) == 0)
-				inet_ntop(AF_INET, &from.sin_addr, a, sizeof a);
-			fprintf(stderr,
-				"canal engine: rank %d: refused a connection from %s:%d: %s\n",
-				rank, a, ntohs(from.sin_port), why);
-			close(fd);
-			continue;
-		}
-		err = tcp_driver_new(fd, dead_after_ms, &drivers[peer]);
-		if (err) {
-			close(fd);
-			goto out;
-		}
-		left--;
+		free(fds);
 	}
 out:
 	if (lfd >= 0)
