@@ -303,6 +303,16 @@ int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
  * delivered exactly once, except the element a dying receiver had taken.
  * Death is told by a lock the kernel releases with the process, not by
  * pid: processes may be in different PID namespaces.
+ *
+ * fork(): a child that uses a shared channel it inherited holds its lock
+ * as a record lock (fcntl F_SETLK) on the channel's memory file, which
+ * the kernel also releases when the process closes any descriptor of that
+ * file. So a forked child must not close a descriptor of the memory file
+ * of an inherited channel once it has used that channel (one it passed to
+ * canal_chan_open_fd, received, or got from canal_chan_fd; closing it
+ * before the first use, or exec, is fine): its peers would take it for
+ * dead and its operations could then fail with -EOWNERDEAD. canal's own
+ * closes (canal_chan_destroy, opens by name or descriptor) keep the lock.
  */
 
 /* Accept whatever the segment says (element size or capacity), on open. */

@@ -162,9 +162,7 @@ CANAL_EXPORT void canal_chan_destroy(struct canal_chan *ch)
 		munmap(ch->st, ch->map_size);
 	else
 		free(ch->st);
-	if (ch->fd >= 0)
-		close(ch->fd);
-	if (ch->lock_fd >= 0)
-		close(ch->lock_fd);
+	if (ch->shared)
+		canal__detach(ch); /* its descriptors, without the others' locks */
 	free(ch);
 }

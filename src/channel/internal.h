@@ -86,6 +86,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #define CANAL_MAGIC 0x4c414e4143ull /* "CANAL" */
 #define CANAL_LAYOUT_VERSION 3u
@@ -176,8 +177,15 @@ struct canal_chan {
 	/* Shared channels: a description of the memory file of this
 	 * handle's own, holding its liveness lock (liveness.c), or -1; its
 	 * attacher id (owner words name it) and the process that attached
-	 * (a forked child re-attaches). */
+	 * (a forked child re-attaches). lock_kind says what holds the lock
+	 * (LIVE_*), dev and ino name the memory file, and live_prev/next
+	 * chain the process's shared handles: all four are liveness.c's,
+	 * under its registry lock. */
 	int lock_fd;
+	int lock_kind;
+	dev_t dev;
+	ino_t ino;
+	struct canal_chan *live_prev, *live_next;
 	/* Shared channels: a peer cut the memory file short and this
 	 * process's mapping was replaced by zeros (sigbus.c). */
 	_Atomic uint32_t damaged;
@@ -361,6 +369,12 @@ uint32_t canal__self_id(struct canal_chan *ch);
 bool canal__attacher_gone(struct canal_chan *ch, uint32_t id);
 /* A file description of the memory file fd of one's own (lock holder). */
 int canal__reopen_fd(int fd);
+/* Closes a shared handle's descriptors (canal_chan_destroy). */
+void canal__detach(struct canal_chan *ch);
+/* Closes fd, a descriptor that may name a shared channel's memory file,
+ * without dropping this process's liveness locks on that file (canal's
+ * every close of such a descriptor goes through here). */
+void canal__segment_close(int fd);
 
 /* Named segments are not sealed: a peer may truncate them. Map faults in
  * a registered mapping into zeros and mark the handle damaged instead of

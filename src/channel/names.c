@@ -155,7 +155,7 @@ CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capac
 	if (fd < 0)
 		return -errno;
 	err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
-	close(fd);
+	canal__segment_close(fd); /* this process may hold record locks on it */
 	return err;
 }
 
@@ -248,15 +248,14 @@ CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capaci
 			if (nfds++ == 0)
 				fd = got;
 			else
-				close(got);
+				canal__segment_close(got);
 		}
 	}
 	if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
-		if (fd >= 0)
-			close(fd);
+		canal__segment_close(fd);
 		return -EBADMSG;
 	}
 	int err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
-	close(fd);
+	canal__segment_close(fd); /* this process may hold record locks on it */
 	return err;
 }

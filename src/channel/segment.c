@@ -115,7 +115,7 @@ CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 				     MAP_SHARED, myfd, 0);
 	if (st == MAP_FAILED) {
 		err = -errno;
-		close(myfd);
+		canal__segment_close(myfd);
 		free(ch);
 		return err;
 	}
