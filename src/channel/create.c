@@ -88,7 +88,7 @@ void canal__chan_handle_init(struct canal_chan *ch, struct chan_state *st,
 	ch->mmapped = mmapped;
 	ch->map_size = st->map_size;
 	ch->fd = fd;
-	ch->lock_fd = -1;
+	ch->lock_map = NULL;
 }
 
 CANAL_EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,

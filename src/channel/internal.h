@@ -174,18 +174,16 @@ struct canal_chan {
 	uint32_t mmapped;    /* the state was mmap()ed (else heap) */
 	size_t map_size;
 	int fd;		     /* shared: the memory file, else -1 */
-	/* Shared channels: a description of the memory file of this
-	 * handle's own, holding its liveness lock (liveness.c), or -1; its
-	 * attacher id (owner words name it) and the process that attached
-	 * (a forked child re-attaches). lock_kind says what holds the lock
-	 * (LIVE_*), dev and ino name the memory file, and live_prev/next
-	 * chain the process's shared handles: all four are liveness.c's,
-	 * under its registry lock. */
-	int lock_fd;
+	/* Shared channels, liveness.c's (under its registry lock): what
+	 * holds this handle's liveness lock (lock_kind, LIVE_*) and, for an
+	 * OFD lock, the one-page mapping of a description of the memory
+	 * file of the handle's own that holds it (lock_map, else NULL); the
+	 * memory file (dev, ino); the attacher id (owner words name it) and
+	 * the process that attached (a forked child re-attaches). */
+	void *lock_map;
 	int lock_kind;
 	dev_t dev;
 	ino_t ino;
-	struct canal_chan *live_prev, *live_next;
 	/* Shared channels: a peer cut the memory file short and this
 	 * process's mapping was replaced by zeros (sigbus.c). */
 	_Atomic uint32_t damaged;

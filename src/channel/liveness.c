@@ -9,64 +9,75 @@
  * an attacher id (a counter in the segment) and holds a write lock on one
  * byte of the memory file at LIVENESS_BASE + id, far past its end (locks
  * past the end of a file are allowed and cost no memory). Anyone asks
- * F_OFD_GETLK on that byte through a description of the file: no
- * conflicting lock means the attacher is gone (an OFD question is answered
- * with every lock not held through the asking description, including the
- * asker's own process's record locks; no lock is ever held through a
- * handle's fd, so the answer is complete). Owner words name attacher ids.
+ * F_OFD_GETLK on that byte through the handle's fd: no conflicting lock
+ * means the attacher is gone (an OFD question is answered with every lock
+ * not held through the asking description, the asker's own process's
+ * record locks included; no lock is ever held through a handle's fd, so
+ * the answer is complete). Owner words name attacher ids.
  *
  * Two kinds of lock, by how the handle came to this process (lock_kind):
  *
  *  LIVE_OFD: a handle made here (create, open, open_fd, recv_handle) holds
  *    an open-file-description lock (F_OFD_SETLK) through a description of
- *    the memory file of its own (lock_fd: reopened through /proc/self/fd,
- *    never a dup(), never mapped, never shown to the application). The
- *    kernel drops it when the last reference to that description goes,
- *    that is when the process dies, and whatever the application does with
- *    its own descriptors of the file.
+ *    the memory file of its own, reopened through /proc/self/fd (never a
+ *    dup()), then held by a one-page PROT_NONE mapping (lock_map, never
+ *    touched) marked MADV_DONTFORK, and by no descriptor. The kernel drops
+ *    the lock when the last reference to the description goes: at munmap
+ *    (canal_chan_destroy), or when the process dies or execs, whatever the
+ *    application does with its own descriptors of the file. A child made
+ *    by fork() gets no copy of the mapping: it never holds its parent's
+ *    lock (a descriptor would be copied, and would keep the parent looking
+ *    alive as long as the child lives, unless every fork closed it, with a
+ *    walk of the file's lock list each).
  *
  *  LIVE_POSIX: a handle inherited through fork() re-attaches in the child,
  *    at its first claim or its first question about liveness, with a
  *    process-associated record lock (F_SETLK) through the descriptor it
  *    inherited: record locks are not inherited, so the lock is the child's
- *    own without a description of its own, and without /proc. That is the
- *    cost that matters for processes forked by the thousand (fwd between
- *    processes, 2 000 children on one channel, AMD EPYC 2026-11-30): a
- *    reopen through /proc costs a new process about 28 us of CPU, and the
- *    release of an OFD lock at exit walks the file's list of locks twice
- *    more than a record lock's; 113 ms of CPU a run against 52.
+ *    own without a description of its own, without /proc, and without a
+ *    descriptor or a mapping more. That is the cost that matters for
+ *    processes forked by the thousand (fwd between processes, 2 000
+ *    children on one channel, AMD EPYC 2026-11-30): a reopen through /proc
+ *    costs a new process about 28 us of CPU, and an OFD lock's release at
+ *    exit walks the file's list of locks more often than a record lock's.
  *    The catch of record locks: the kernel drops all of a process's record
  *    locks on a file when the process closes ANY descriptor of that file.
  *    So every close by canal of a descriptor that may name a memory file
- *    goes through canal__segment_close, which parks the descriptor (keeps
- *    it open) while a record lock of this process is on that file, and
- *    closes the parked ones when the last such lock goes. The application
- *    must not close, in a forked child, a descriptor of the memory file of
- *    an inherited handle the child has used (channel.h): the child would
- *    look dead to its peers.
+ *    goes through canal__segment_close (or close_or_park), which parks the
+ *    descriptor (keeps it open) while a record lock of this process is on
+ *    that file, and closes the parked ones when the last such lock goes.
+ *    The application must not close, in a forked child, a descriptor of
+ *    the memory file of an inherited handle the child has used
+ *    (channel.h): the child would look dead to its peers.
  *
- * Fork. The child starts without record locks, holding copies of its
- * parent's lock descriptions, which would keep the parent's locks held
- * (its death unseen) as long as the child lives. The fork handler closes
- * them in the child at once (before the child has any record lock, so the
- * closes drop nothing of its own) and forgets the parked descriptors'
- * reasons (the parent's record locks): it closes them too. Each inherited
- * handle then re-attaches at its first use (attach_pid differs from the
- * child's pid). A child made without fork()'s handlers (a raw clone) keeps
- * its parent's id and locks: it is the parent, for liveness.
+ * A handle's lock_kind and lock_map are this process's only when its
+ * attach_pid is this process's pid: in a forked child they are the
+ * parent's (its mapping absent, its record locks not inherited) until the
+ * handle re-attaches, and are never acted on (never unmapped: the child
+ * may have mapped something else at that address).
  *
- * Without /proc (no description of one's own) a handle made here holds no
- * lock (LIVE_NONE): its id is marked ID_UNLOCKED and its claims are never
- * taken for dead; only the anonymous-claim delay applies (repair.c).
+ * A process that holds record locks on a file takes no OFD lock there: a
+ * new handle of it on that file (opened again by name or descriptor)
+ * takes a record lock too. So the descriptors parked never include a lock
+ * description, and a forked child may forget its parent's parked ones
+ * (they hold no lock; they are closed at exit or exec).
  *
- * The registry: the process's shared handles (chained through
- * live_prev/live_next), the count of those holding record locks, and the
- * parked descriptors, under one spin lock (registry_lock, taken by snoozing
- * through the parker: never blocks a task's loop). Everything above runs
- * under it: attaching, re-attaching, closing, and fork() itself (taken by
- * the prepare handler, released in parent and child), so the child's copy
- * is whole and unlocked, and no record lock is taken between another
- * thread's look at the registry and its close.
+ * Without /proc, or without room for the mapping, a handle made here holds
+ * no lock (LIVE_NONE): its id is marked ID_UNLOCKED and its claims are
+ * never taken for dead; only the anonymous-claim delay applies (repair.c).
+ * A forked child needs neither.
+ *
+ * The registry (struct registry): the files this process holds record
+ * locks on (with how many handles hold them), the parked descriptors and
+ * the cached pid, under one spin lock taken by snoozing through the parker
+ * (never blocks a task's loop). Attaching, re-attaching and closing run
+ * under it, so no record lock is taken between another thread's look at
+ * the registry and its close. fork() does not take it (a prepare handler
+ * would cost the parent a copied page at every fork, on its path): the
+ * child's handler starts the registry afresh (no record lock, nothing
+ * parked, arrays forgotten, lock free), whatever state another thread
+ * of the parent had left it in. Its fields share one cache line, so that
+ * a forked child's writes to it copy one page.
  */
 #define _GNU_SOURCE 1
 #include "internal.h"
@@ -76,6 +87,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,28 +97,39 @@
 /* An attacher id with this bit holds no lock (see above). */
 #define ID_UNLOCKED 0x80000000u
 
+/* The mapping that holds an OFD lock's description (rounded to a page). */
+#define LOCK_MAP_LEN 1
+
 /* What holds a handle's liveness lock (lock_kind). */
 enum { LIVE_NONE, LIVE_OFD, LIVE_POSIX };
 
-static _Atomic uint32_t cached_pid;
-
-static _Atomic int registry_lock;
-static struct canal_chan *handles;
-static unsigned record_locks; /* handles in the chain with LIVE_POSIX */
+/* A file this process holds record locks on, and how many handles. */
+struct rec_file {
+	dev_t dev;
+	ino_t ino;
+	unsigned locks;
+};
 
 struct parked_fd {
 	int fd;
 	dev_t dev;
 	ino_t ino;
 };
-static struct parked_fd *parked;
-static unsigned nparked, parked_cap;
+
+struct registry {
+	_Atomic int lock;
+	_Atomic uint32_t pid; /* this process's, 0 until asked */
+	unsigned nrec, rec_cap, nparked, parked_cap;
+	struct rec_file *rec;
+	struct parked_fd *parked;
+};
+static alignas(CANAL_CACHELINE) struct registry reg;
 
 static void registry_take(void)
 {
 	struct canal__snooze sn = CANAL__SNOOZE_INIT;
 	int z = 0;
-	while (!atomic_compare_exchange_weak_explicit(&registry_lock, &z, 1,
+	while (!atomic_compare_exchange_weak_explicit(&reg.lock, &z, 1,
 						      memory_order_acquire,
 						      memory_order_relaxed)) {
 		z = 0;
@@ -116,49 +139,39 @@ static void registry_take(void)
 
 static void registry_release(void)
 {
-	atomic_store_explicit(&registry_lock, 0, memory_order_release);
+	atomic_store_explicit(&reg.lock, 0, memory_order_release);
 }
 
-static void fork_prepare(void)
-{
-	registry_take();
-}
-
-static void fork_parent(void)
-{
-	registry_release();
-}
-
-/* In the child, the only thread, holding the registry (fork_prepare). */
+/* In the child of fork(), its only thread: a fresh registry (see above). */
 static void fork_child(void)
 {
-	atomic_store_explicit(&cached_pid, 0, memory_order_relaxed);
-	for (struct canal_chan *c = handles; c; c = c->live_next) {
-		if (c->lock_fd >= 0)
-			close(c->lock_fd); /* the parent's lock: its copy stays */
-		c->lock_fd = -1;
-		c->lock_kind = LIVE_NONE;
-	}
-	record_locks = 0;
-	for (unsigned i = 0; i < nparked; i++)
-		close(parked[i].fd);
-	nparked = 0;
-	registry_release();
+	atomic_store_explicit(&reg.pid, 0, memory_order_relaxed);
+	reg.nrec = reg.rec_cap = reg.nparked = reg.parked_cap = 0;
+	reg.rec = NULL;
+	reg.parked = NULL;
+	atomic_store_explicit(&reg.lock, 0, memory_order_relaxed);
 }
 
 static void register_atfork(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	pthread_atfork(NULL, NULL, fork_child);
 }
 
 static uint32_t self_pid(void)
 {
-	uint32_t pid = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+	uint32_t pid = atomic_load_explicit(&reg.pid, memory_order_relaxed);
 	if (likely(pid))
 		return pid;
 	pid = (uint32_t)getpid();
-	atomic_store_explicit(&cached_pid, pid, memory_order_relaxed);
+	atomic_store_explicit(&reg.pid, pid, memory_order_relaxed);
 	return pid;
+}
+
+/* The handle's lock_kind and lock_map are this process's (see above). */
+static bool attached_here(const struct canal_chan *ch)
+{
+	return atomic_load_explicit(&ch->attach_pid, memory_order_acquire) ==
+	       self_pid();
 }
 
 /* "/proc/self/fd/<fd>" into path (32 bytes), without snprintf (printf's
@@ -217,91 +230,118 @@ static uint32_t new_id(struct canal_chan *ch)
 	return id;
 }
 
-/* Registry held: does a record lock of this process, other than skip's,
- * lie on the file (dev, ino)? */
-static bool record_locked(dev_t dev, ino_t ino, const struct canal_chan *skip)
+/* Registry held: the record-locked file (dev, ino), or NULL. */
+static struct rec_file *rec_find(dev_t dev, ino_t ino)
 {
-	if (!record_locks)
-		return false;
-	for (const struct canal_chan *c = handles; c; c = c->live_next)
-		if (c != skip && c->lock_kind == LIVE_POSIX && c->dev == dev &&
-		    c->ino == ino)
-			return true;
-	return false;
+	for (unsigned i = 0; i < reg.nrec; i++)
+		if (reg.rec[i].dev == dev && reg.rec[i].ino == ino)
+			return &reg.rec[i];
+	return NULL;
 }
 
-/* Registry held: close fd, a descriptor of the file (dev, ino), unless a
- * record lock of this process (other than skip's) lies on that file: then
- * park it. Without memory to park it, it stays open, forgotten: a
- * descriptor lost is better than a live process taken for dead. */
-static void close_or_park(int fd, dev_t dev, ino_t ino,
-			  const struct canal_chan *skip)
+/* Registry held: an entry for (dev, ino) with no lock counted yet, or
+ * NULL without memory. */
+static struct rec_file *rec_new(dev_t dev, ino_t ino)
 {
-	if (!record_locked(dev, ino, skip)) {
+	if (reg.nrec == reg.rec_cap) {
+		unsigned cap = reg.rec_cap ? 2 * reg.rec_cap : 4;
+		struct rec_file *p = realloc(reg.rec, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		reg.rec = p;
+		reg.rec_cap = cap;
+	}
+	reg.rec[reg.nrec] = (struct rec_file){ dev, ino, 0 };
+	return &reg.rec[reg.nrec++];
+}
+
+static void rec_remove(struct rec_file *r)
+{
+	*r = reg.rec[--reg.nrec];
+}
+
+/* Registry held: close fd, a descriptor of the file (dev, ino), unless
+ * this process holds record locks on that file: then park it. Without
+ * memory to park it, it stays open, forgotten: a descriptor lost is
+ * better than a live process taken for dead. */
+static void close_or_park(int fd, dev_t dev, ino_t ino)
+{
+	if (!rec_find(dev, ino)) {
 		close(fd);
 		return;
 	}
-	if (nparked == parked_cap) {
-		unsigned cap = parked_cap ? 2 * parked_cap : 8;
-		struct parked_fd *p = realloc(parked, cap * sizeof(*p));
+	if (reg.nparked == reg.parked_cap) {
+		unsigned cap = reg.parked_cap ? 2 * reg.parked_cap : 8;
+		struct parked_fd *p = realloc(reg.parked, cap * sizeof(*p));
 		if (!p)
 			return;
-		parked = p;
-		parked_cap = cap;
+		reg.parked = p;
+		reg.parked_cap = cap;
 	}
-	parked[nparked++] = (struct parked_fd){ fd, dev, ino };
+	reg.parked[reg.nparked++] = (struct parked_fd){ fd, dev, ino };
 }
 
-/* Registry held: the last record lock on (dev, ino) is gone; close the
+/* Registry held, no record lock left on (dev, ino): close the
  * descriptors parked for it. */
 static void close_parked(dev_t dev, ino_t ino)
 {
-	if (record_locked(dev, ino, NULL))
-		return;
-	for (unsigned i = 0; i < nparked;) {
-		if (parked[i].dev == dev && parked[i].ino == ino) {
-			close(parked[i].fd);
-			parked[i] = parked[--nparked];
+	for (unsigned i = 0; i < reg.nparked;) {
+		if (reg.parked[i].dev == dev && reg.parked[i].ino == ino) {
+			close(reg.parked[i].fd);
+			reg.parked[i] = reg.parked[--reg.nparked];
 		} else {
 			i++;
 		}
 	}
 }
 
-static void chain(struct canal_chan *ch)
-{
-	ch->live_prev = NULL;
-	ch->live_next = handles;
-	if (handles)
-		handles->live_prev = ch;
-	handles = ch;
-}
-
-static void unchain(struct canal_chan *ch)
-{
-	if (ch->live_prev)
-		ch->live_prev->live_next = ch->live_next;
-	else if (handles == ch)
-		handles = ch->live_next;
-	else
-		return; /* never chained (its attach failed) */
-	if (ch->live_next)
-		ch->live_next->live_prev = ch->live_prev;
-	ch->live_prev = ch->live_next = NULL;
-}
-
-/* Registry held: an OFD lock on id through a description of our own, or
- * the id marked unlocked. */
+/* Registry held, no record lock of ours on the file: an OFD lock on id,
+ * through a description of our own held by a mapping that fork() does not
+ * copy; or the id marked unlocked. */
 static uint32_t lock_ofd(struct canal_chan *ch, uint32_t id)
 {
 	int lfd = canal__reopen_fd(ch->fd);
-	if (lfd >= 0 && lock_byte(lfd, id, F_OFD_SETLK, F_WRLCK, NULL) < 0) {
-		close_or_park(lfd, ch->dev, ch->ino, NULL);
-		lfd = -1;
+	if (lfd < 0)
+		return id | ID_UNLOCKED;
+	void *m = MAP_FAILED;
+	if (lock_byte(lfd, id, F_OFD_SETLK, F_WRLCK, NULL) == 0) {
+		m = mmap(NULL, LOCK_MAP_LEN, PROT_NONE, MAP_SHARED, lfd, 0);
+		if (m != MAP_FAILED &&
+		    madvise(m, LOCK_MAP_LEN, MADV_DONTFORK) < 0) {
+			munmap(m, LOCK_MAP_LEN);
+			m = MAP_FAILED;
+		}
 	}
-	ch->lock_fd = lfd;
-	ch->lock_kind = lfd >= 0 ? LIVE_OFD : LIVE_NONE;
-	return lfd >= 0 ? id : id | ID_UNLOCKED;
+	/* The mapping holds the description (and its lock) from here; the
+	 * close drops no record lock (there is none on this file). */
+	close(lfd);
+	if (m == MAP_FAILED)
+		return id | ID_UNLOCKED;
+	ch->lock_map = m;
+	ch->lock_kind = LIVE_OFD;
+	return id;
+}
+
+/* Registry held: the lock of handle ch on id (see above), the id returned
+ * marked unlocked if it has none. */
+static uint32_t take_lock(struct canal_chan *ch, uint32_t id, bool inherited)
+{
+	ch->lock_map = NULL;
+	ch->lock_kind = LIVE_NONE;
+	struct rec_file *r = rec_find(ch->dev, ch->ino);
+	if (!inherited && !r)
+		return lock_ofd(ch, id);
+	if (!r && !(r = rec_new(ch->dev, ch->ino)))
+		return lock_ofd(ch, id);
+	if (lock_byte(ch->fd, id, F_SETLK, F_WRLCK, NULL) == 0) {
+		r->locks++;
+		ch->lock_kind = LIVE_POSIX;
+		return id;
+	}
+	if (r->locks)
+		return id | ID_UNLOCKED; /* no OFD lock beside record locks */
+	rec_remove(r);
+	return lock_ofd(ch, id);
 }
 
 int canal__attach(struct canal_chan *ch)
@@ -314,34 +354,21 @@ int canal__attach(struct canal_chan *ch)
 	ch->ino = sb.st_ino;
 	pthread_once(&once, register_atfork);
 	registry_take();
-	uint32_t id = lock_ofd(ch, new_id(ch));
-	chain(ch);
+	uint32_t id = take_lock(ch, new_id(ch), false);
 	atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
 	atomic_store_explicit(&ch->attach_pid, self_pid(), memory_order_release);
 	registry_release();
 	return 0;
 }
 
-/* In a forked child: an id and a record lock of our own (an OFD lock if
- * the kernel refuses the record lock). */
+/* In a forked child: an id and a lock of our own. */
 static void reattach(struct canal_chan *ch)
 {
 	registry_take();
-	if (atomic_load_explicit(&ch->attach_pid, memory_order_acquire) !=
-	    self_pid()) {
-		/* A child made without the fork handler still holds its
-		 * parent's description: let it go first (it would keep
-		 * the parent looking alive). */
-		if (ch->lock_fd >= 0)
-			close_or_park(ch->lock_fd, ch->dev, ch->ino, NULL);
-		ch->lock_fd = -1;
-		uint32_t id = new_id(ch);
-		if (lock_byte(ch->fd, id, F_SETLK, F_WRLCK, NULL) == 0) {
-			ch->lock_kind = LIVE_POSIX;
-			record_locks++;
-		} else {
-			id = lock_ofd(ch, id);
-		}
+	if (!attached_here(ch)) {
+		/* The parent's mapping is not here: take_lock forgets its
+		 * address. */
+		uint32_t id = take_lock(ch, new_id(ch), true);
 		atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
 		atomic_store_explicit(&ch->attach_pid, self_pid(),
 				      memory_order_release);
@@ -372,18 +399,24 @@ bool canal__attacher_gone(struct canal_chan *ch, uint32_t id)
 void canal__detach(struct canal_chan *ch)
 {
 	registry_take();
-	unchain(ch);
-	bool recorded = ch->lock_kind == LIVE_POSIX;
-	if (recorded)
-		record_locks--;
+	bool here = attached_here(ch);
+	struct rec_file *r = NULL;
+	if (here && ch->lock_kind == LIVE_POSIX &&
+	    (r = rec_find(ch->dev, ch->ino)))
+		r->locks--;
+	if (here && ch->lock_map)
+		munmap(ch->lock_map, LOCK_MAP_LEN); /* the OFD lock goes */
+	ch->lock_map = NULL;
 	ch->lock_kind = LIVE_NONE;
-	if (ch->lock_fd >= 0)
-		close_or_park(ch->lock_fd, ch->dev, ch->ino, NULL);
-	if (ch->fd >= 0)
-		close_or_park(ch->fd, ch->dev, ch->ino, NULL);
-	if (recorded)
+	if (r && r->locks == 0) {
+		/* the last record lock on the file: ours goes with the
+		 * close, and the parked descriptors with it */
+		rec_remove(r);
 		close_parked(ch->dev, ch->ino);
-	ch->lock_fd = ch->fd = -1;
+	}
+	if (ch->fd >= 0)
+		close_or_park(ch->fd, ch->dev, ch->ino);
+	ch->fd = -1;
 	registry_release();
 }
 
@@ -393,8 +426,8 @@ void canal__segment_close(int fd)
 		return;
 	registry_take();
 	struct stat sb;
-	if (record_locks && fstat(fd, &sb) == 0)
-		close_or_park(fd, sb.st_dev, sb.st_ino, NULL);
+	if (reg.nrec && fstat(fd, &sb) == 0)
+		close_or_park(fd, sb.st_dev, sb.st_ino);
 	else
 		close(fd);
 	registry_release();
