@@ -179,7 +179,8 @@ struct canal_chan {
 	 * OFD lock, the one-page mapping of a description of the memory
 	 * file of the handle's own that holds it (lock_map, else NULL); the
 	 * memory file (dev, ino); the attacher id (owner words name it) and
-	 * the process that attached (a forked child re-attaches). */
+	 * the token of the process that attached (a forked child
+	 * re-attaches). */
 	void *lock_map;
 	int lock_kind;
 	dev_t dev;
@@ -188,7 +189,7 @@ struct canal_chan {
 	 * process's mapping was replaced by zeros (sigbus.c). */
 	_Atomic uint32_t damaged;
 	_Atomic uint32_t attach_id;
-	_Atomic uint32_t attach_pid;
+	_Atomic uint64_t attach_token;
 };
 
 /* ------------------------------------------------------------------ */
@@ -373,6 +374,20 @@ void canal__detach(struct canal_chan *ch);
  * without dropping this process's liveness locks on that file (canal's
  * every close of such a descriptor goes through here). */
 void canal__segment_close(int fd);
+/* A descriptor of the file (dev, ino) for a new handle, given fd, one of
+ * its descriptors: a descriptor canal had parked for it, or a dup of fd;
+ * or -errno. */
+int canal__segment_dup(int fd, dev_t dev, ino_t ino);
+/* A descriptor of the memory file at path for a new handle, if this
+ * process holds record locks on it (one parked, or a dup of one it has:
+ * opening it again and closing that would drop the locks); -ENOENT if it
+ * holds none, or -errno. */
+int canal__segment_reuse(const char *path);
+/* A shared handle over fd, a memory file (segment.c). own: fd becomes
+ * the handle's, or is closed if no handle is made; else the handle takes
+ * a descriptor of its own. */
+int canal__chan_open_segment(int fd, bool own, size_t elt_size,
+			     size_t capacity, struct canal_chan **out);
 
 /* Named segments are not sealed: a peer may truncate them. Map faults in
  * a registered mapping into zeros and mark the handle damaged instead of

@@ -10,10 +10,11 @@
  * byte of the memory file at LIVENESS_BASE + id, far past its end (locks
  * past the end of a file are allowed and cost no memory). Anyone asks
  * F_OFD_GETLK on that byte through the handle's fd: no conflicting lock
- * means the attacher is gone (an OFD question is answered with every lock
- * not held through the asking description, the asker's own process's
- * record locks included; no lock is ever held through a handle's fd, so
- * the answer is complete). Owner words name attacher ids.
+ * means the attacher is gone. The answer is complete: an OFD question
+ * reports every lock not held through the asking description, and no OFD
+ * lock is ever held through a handle's fd (record locks belong to
+ * processes, not descriptions, and are all reported, the asker's own
+ * process's included). Owner words name attacher ids.
  *
  * Two kinds of lock, by how the handle came to this process (lock_kind):
  *
@@ -28,7 +29,11 @@
  *    by fork() gets no copy of the mapping: it never holds its parent's
  *    lock (a descriptor would be copied, and would keep the parent looking
  *    alive as long as the child lives, unless every fork closed it, with a
- *    walk of the file's lock list each).
+ *    walk of the file's lock list each). The descriptor exists for a few
+ *    system calls; fork() is kept out of that window: the prepare handler
+ *    takes the registry lock, under which it runs (test_revlive_fork_window).
+ *    A child made without fork()'s handlers (_Fork, a raw clone) by another
+ *    thread in that window may copy the descriptor.
  *
  *  LIVE_POSIX: a handle inherited through fork() re-attaches in the child,
  *    at its first claim or its first question about liveness, with a
@@ -36,48 +41,62 @@
  *    inherited: record locks are not inherited, so the lock is the child's
  *    own without a description of its own, without /proc, and without a
  *    descriptor or a mapping more. That is the cost that matters for
- *    processes forked by the thousand (fwd between processes, 2 000
- *    children on one channel, AMD EPYC 2026-11-30): a reopen through /proc
- *    costs a new process about 28 us of CPU, and an OFD lock's release at
- *    exit walks the file's list of locks more often than a record lock's.
+ *    processes forked by the thousand: fwd between processes at 1000/1000
+ *    (2 000 children, two channels; AMD EPYC, 2026-11-30, 11 rounds) takes
+ *    220 ms of wall time and 390 of CPU, against 234 and 421 when each
+ *    child reopened the file through /proc for an OFD lock of its own.
  *    The catch of record locks: the kernel drops all of a process's record
  *    locks on a file when the process closes ANY descriptor of that file.
- *    So every close by canal of a descriptor that may name a memory file
- *    goes through canal__segment_close (or close_or_park), which parks the
- *    descriptor (keeps it open) while a record lock of this process is on
- *    that file, and closes the parked ones when the last such lock goes.
+ *    So canal never closes a descriptor of a file it holds record locks
+ *    on: its closes go through canal__segment_close or close_or_park,
+ *    which park such a descriptor (keep it open) and close the parked ones
+ *    when the last record lock on the file goes; and a new handle of such
+ *    a file takes a parked descriptor, or a dup of one the process has,
+ *    instead of opening the file again (canal__segment_dup,
+ *    canal__segment_reuse), so that opening and destroying handles does not
+ *    pile descriptors up (test_revlive_park_leak). Only a descriptor
+ *    received (canal_chan_recv_handle) is new: it stays open, the handle's,
+ *    then parked, until the process's last record lock on the file goes.
  *    The application must not close, in a forked child, a descriptor of
  *    the memory file of an inherited handle the child has used
  *    (channel.h): the child would look dead to its peers.
  *
- * A handle's lock_kind and lock_map are this process's only when its
- * attach_pid is this process's pid: in a forked child they are the
- * parent's (its mapping absent, its record locks not inherited) until the
- * handle re-attaches, and are never acted on (never unmapped: the child
- * may have mapped something else at that address).
+ * Which process attached: a handle records the token of the process that
+ * attached it (attach_token), 64 random bits drawn at the process's first
+ * use of the registry, which is in a page marked MADV_WIPEONFORK: every
+ * child, however made (fork, _Fork, a raw clone without CLONE_VM), starts
+ * with it zeroed, so with no token, no record lock counted and nothing
+ * parked, and draws a token of its own. Not a pid: a pid is reused, and a
+ * process that got a dead ancestor's pid took that ancestor's id
+ * (test_revlive_pid_reuse); a cached pid outlives a fork made without
+ * handlers (test_revlive_rawfork). A handle's lock_kind and lock_map are
+ * this process's only when its token is this process's: in a child they
+ * are the parent's (its mapping absent, its record locks not inherited)
+ * until the handle re-attaches, and are never acted on (never unmapped:
+ * the child may have mapped something else at that address). Where the
+ * kernel refuses MADV_WIPEONFORK (before Linux 4.14), the registry is a
+ * static one that the fork handler resets (fork() only).
  *
  * A process that holds record locks on a file takes no OFD lock there: a
- * new handle of it on that file (opened again by name or descriptor)
- * takes a record lock too. So the descriptors parked never include a lock
- * description, and a forked child may forget its parent's parked ones
- * (they hold no lock; they are closed at exit or exec).
+ * new handle of it on that file takes a record lock too. So no parked
+ * descriptor is a lock's description, and a child may forget its
+ * parent's parked ones (they hold no lock; they are closed at exit or
+ * exec).
  *
- * Without /proc, or without room for the mapping, a handle made here holds
- * no lock (LIVE_NONE): its id is marked ID_UNLOCKED and its claims are
- * never taken for dead; only the anonymous-claim delay applies (repair.c).
- * A forked child needs neither.
+ * Without /proc, or without room for the mapping (vm.max_map_count), a
+ * handle made here holds no lock (LIVE_NONE): its id is marked
+ * ID_UNLOCKED and its claims are never taken for dead; only the
+ * anonymous-claim delay applies (repair.c). A forked child needs neither.
  *
- * The registry (struct registry): the files this process holds record
- * locks on (with how many handles hold them), the parked descriptors and
- * the cached pid, under one spin lock taken by snoozing through the parker
- * (never blocks a task's loop). Attaching, re-attaching and closing run
- * under it, so no record lock is taken between another thread's look at
- * the registry and its close. fork() does not take it (a prepare handler
- * would cost the parent a copied page at every fork, on its path): the
- * child's handler starts the registry afresh (no record lock, nothing
- * parked, arrays forgotten, lock free), whatever state another thread
- * of the parent had left it in. Its fields share one cache line, so that
- * a forked child's writes to it copy one page.
+ * The registry (struct registry): the token, the files this process holds
+ * record locks on (with how many handles hold them and one open
+ * descriptor of each), and the parked descriptors, under one spin lock
+ * taken by snoozing through the parker (never blocks a task's loop).
+ * Attaching, re-attaching and closing run under it, so no record lock is
+ * taken between another thread's look at the registry and its close, and
+ * fork() takes it too (prepare handler; the child's copy is wiped). The
+ * parent's release after fork() copies no page: fork() does not share
+ * a wiped page with the child.
  */
 #define _GNU_SOURCE 1
 #include "internal.h"
@@ -87,7 +106,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,6 +129,7 @@ struct rec_file {
 	dev_t dev;
 	ino_t ino;
 	unsigned locks;
+	int any_fd; /* an open descriptor of the file (a handle's or parked) */
 };
 
 struct parked_fd {
@@ -118,12 +140,17 @@ struct parked_fd {
 
 struct registry {
 	_Atomic int lock;
-	_Atomic uint32_t pid; /* this process's, 0 until asked */
+	_Atomic uint64_t token; /* this process's, 0 until asked */
 	unsigned nrec, rec_cap, nparked, parked_cap;
 	struct rec_file *rec;
 	struct parked_fd *parked;
 };
-static alignas(CANAL_CACHELINE) struct registry reg;
+/* The registry: in a page of its own marked MADV_WIPEONFORK (every child,
+ * however made, starts with it zeroed), else in fallback_reg, which the
+ * fork handler resets. Set once, before any handle is attached. */
+static alignas(CANAL_CACHELINE) struct registry fallback_reg;
+static struct registry *regp = &fallback_reg;
+#define reg (*regp)
 
 static void registry_take(void)
 {
@@ -142,36 +169,83 @@ static void registry_release(void)
 	atomic_store_explicit(&reg.lock, 0, memory_order_release);
 }
 
-/* In the child of fork(), its only thread: a fresh registry (see above). */
+static void fork_prepare(void)
+{
+	registry_take();
+}
+
+static void fork_parent(void)
+{
+	registry_release();
+}
+
+/* In the child of fork(), its only thread, holding the registry
+ * (fork_prepare). A wiped registry is already a fresh one; the fallback
+ * is made one: no token yet, no record lock of the child's, and the
+ * descriptors its parent had parked hold nothing of it (no lock
+ * description is ever parked: see above). */
 static void fork_child(void)
 {
-	atomic_store_explicit(&reg.pid, 0, memory_order_relaxed);
-	reg.nrec = reg.rec_cap = reg.nparked = reg.parked_cap = 0;
-	reg.rec = NULL;
-	reg.parked = NULL;
-	atomic_store_explicit(&reg.lock, 0, memory_order_relaxed);
+	if (regp != &fallback_reg)
+		return;
+	atomic_store_explicit(&reg.token, 0, memory_order_relaxed);
+	reg.nrec = 0;
+	for (unsigned i = 0; i < reg.nparked; i++)
+		close(reg.parked[i].fd);
+	reg.nparked = 0;
+	registry_release();
 }
 
-static void register_atfork(void)
+static void registry_setup(void)
 {
-	pthread_atfork(NULL, NULL, fork_child);
+	void *p = mmap(NULL, sizeof(struct registry), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED &&
+	    madvise(p, sizeof(struct registry), MADV_WIPEONFORK) < 0) {
+		munmap(p, sizeof(struct registry));
+		p = MAP_FAILED;
+	}
+	regp = p != MAP_FAILED ? p : &fallback_reg;
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-static uint32_t self_pid(void)
+static void registry_init(void)
 {
-	uint32_t pid = atomic_load_explicit(&reg.pid, memory_order_relaxed);
-	if (likely(pid))
-		return pid;
-	pid = (uint32_t)getpid();
-	atomic_store_explicit(&reg.pid, pid, memory_order_relaxed);
-	return pid;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, registry_setup);
+}
+
+/* Cold: this process's token, drawn at its first use (see above). */
+static uint64_t new_token(void)
+{
+	uint64_t t = 0;
+	if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t = ((uint64_t)getpid() << 32) ^ ((uint64_t)ts.tv_sec << 30) ^
+		    (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)&ts;
+	}
+	t |= 1; /* never 0 */
+	uint64_t none = 0;
+	/* Two threads of a new process may draw at once: one token wins. */
+	if (!atomic_compare_exchange_strong_explicit(&reg.token, &none, t,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		t = none;
+	return t;
+}
+
+static inline uint64_t self_token(void)
+{
+	uint64_t t = atomic_load_explicit(&reg.token, memory_order_relaxed);
+	return likely(t) ? t : new_token();
 }
 
 /* The handle's lock_kind and lock_map are this process's (see above). */
 static bool attached_here(const struct canal_chan *ch)
 {
-	return atomic_load_explicit(&ch->attach_pid, memory_order_acquire) ==
-	       self_pid();
+	return atomic_load_explicit(&ch->attach_token, memory_order_acquire) ==
+	       self_token();
 }
 
 /* "/proc/self/fd/<fd>" into path (32 bytes), without snprintf (printf's
@@ -251,7 +325,7 @@ static struct rec_file *rec_new(dev_t dev, ino_t ino)
 		reg.rec = p;
 		reg.rec_cap = cap;
 	}
-	reg.rec[reg.nrec] = (struct rec_file){ dev, ino, 0 };
+	reg.rec[reg.nrec] = (struct rec_file){ dev, ino, 0, -1 };
 	return &reg.rec[reg.nrec++];
 }
 
@@ -295,6 +369,20 @@ static void close_parked(dev_t dev, ino_t ino)
 	}
 }
 
+/* Registry held: a descriptor parked for (dev, ino), taken out of the
+ * parked ones, or -1. */
+static int take_parked(dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < reg.nparked; i++) {
+		if (reg.parked[i].dev == dev && reg.parked[i].ino == ino) {
+			int fd = reg.parked[i].fd;
+			reg.parked[i] = reg.parked[--reg.nparked];
+			return fd;
+		}
+	}
+	return -1;
+}
+
 /* Registry held, no record lock of ours on the file: an OFD lock on id,
  * through a description of our own held by a mapping that fork() does not
  * copy; or the id marked unlocked. */
@@ -334,7 +422,8 @@ static uint32_t take_lock(struct canal_chan *ch, uint32_t id, bool inherited)
 	if (!r && !(r = rec_new(ch->dev, ch->ino)))
 		return lock_ofd(ch, id);
 	if (lock_byte(ch->fd, id, F_SETLK, F_WRLCK, NULL) == 0) {
-		r->locks++;
+		if (!r->locks++)
+			r->any_fd = ch->fd;
 		ch->lock_kind = LIVE_POSIX;
 		return id;
 	}
@@ -346,17 +435,17 @@ static uint32_t take_lock(struct canal_chan *ch, uint32_t id, bool inherited)
 
 int canal__attach(struct canal_chan *ch)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct stat sb;
 	if (fstat(ch->fd, &sb) < 0)
 		return -errno;
 	ch->dev = sb.st_dev;
 	ch->ino = sb.st_ino;
-	pthread_once(&once, register_atfork);
+	registry_init();
 	registry_take();
 	uint32_t id = take_lock(ch, new_id(ch), false);
 	atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
-	atomic_store_explicit(&ch->attach_pid, self_pid(), memory_order_release);
+	atomic_store_explicit(&ch->attach_token, self_token(),
+			      memory_order_release);
 	registry_release();
 	return 0;
 }
@@ -370,7 +459,7 @@ static void reattach(struct canal_chan *ch)
 		 * address. */
 		uint32_t id = take_lock(ch, new_id(ch), true);
 		atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
-		atomic_store_explicit(&ch->attach_pid, self_pid(),
+		atomic_store_explicit(&ch->attach_token, self_token(),
 				      memory_order_release);
 	}
 	registry_release();
@@ -378,8 +467,8 @@ static void reattach(struct canal_chan *ch)
 
 uint32_t canal__self_id(struct canal_chan *ch)
 {
-	if (unlikely(atomic_load_explicit(&ch->attach_pid,
-					  memory_order_acquire) != self_pid()))
+	if (unlikely(atomic_load_explicit(&ch->attach_token,
+					  memory_order_acquire) != self_token()))
 		reattach(ch);
 	return atomic_load_explicit(&ch->attach_id, memory_order_relaxed);
 }
@@ -424,6 +513,7 @@ void canal__segment_close(int fd)
 {
 	if (fd < 0)
 		return;
+	registry_init();
 	registry_take();
 	struct stat sb;
 	if (reg.nrec && fstat(fd, &sb) == 0)
@@ -431,4 +521,32 @@ void canal__segment_close(int fd)
 	else
 		close(fd);
 	registry_release();
+}
+
+int canal__segment_dup(int fd, dev_t dev, ino_t ino)
+{
+	registry_init();
+	registry_take();
+	int nfd = take_parked(dev, ino);
+	if (nfd < 0 && (nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		nfd = -errno;
+	registry_release();
+	return nfd;
+}
+
+int canal__segment_reuse(const char *path)
+{
+	registry_init();
+	registry_take();
+	int fd = -ENOENT;
+	struct stat sb;
+	struct rec_file *r;
+	if (reg.nrec && stat(path, &sb) == 0 &&
+	    (r = rec_find(sb.st_dev, sb.st_ino))) {
+		fd = take_parked(sb.st_dev, sb.st_ino);
+		if (fd < 0 && (fd = fcntl(r->any_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+			fd = -errno;
+	}
+	registry_release();
+	return fd;
 }

@@ -131,8 +131,7 @@ CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
 		fd = make_named_in_place(path, elt_size, capacity, mode, &g);
 	if (fd < 0)
 		return fd;
-	err = canal_chan_open_fd(fd, elt_size, capacity, CANAL_SHARED, out);
-	close(fd);
+	err = canal__chan_open_segment(fd, true, elt_size, capacity, out);
 	if (err)
 		shm_unlink(path);
 	return err;
@@ -151,12 +150,17 @@ CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capac
 		return err;
 	if (flags != CANAL_SHARED)
 		return -EINVAL;
-	int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
+	/* A file this process holds record locks on is not opened again (a
+	 * descriptor it could not close without dropping them): one of its
+	 * descriptors serves (liveness.c). */
+	char full[sizeof(SHM_DIR) + NAME_MAX_LEN + 2];
+	snprintf(full, sizeof(full), SHM_DIR "%s", path);
+	int fd = canal__segment_reuse(full);
+	if (fd == -ENOENT && (fd = shm_open(path, O_RDWR | O_CLOEXEC, 0)) < 0)
+		fd = -errno;
 	if (fd < 0)
-		return -errno;
-	err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
-	canal__segment_close(fd); /* this process may hold record locks on it */
-	return err;
+		return fd;
+	return canal__chan_open_segment(fd, true, elt_size, capacity, out);
 }
 
 CANAL_EXPORT int canal_chan_unlink(const char *name)
@@ -255,7 +259,11 @@ CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capaci
 		canal__segment_close(fd);
 		return -EBADMSG;
 	}
-	int err = canal_chan_open_fd(fd, elt_size, capacity, flags, out);
-	canal__segment_close(fd); /* this process may hold record locks on it */
-	return err;
+	if (flags != CANAL_SHARED) {
+		canal__segment_close(fd);
+		return -EINVAL;
+	}
+	/* The descriptor received becomes the handle's (closing it would
+	 * drop this process's record locks on the file, if any). */
+	return canal__chan_open_segment(fd, true, elt_size, capacity, out);
 }

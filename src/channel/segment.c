@@ -74,42 +74,61 @@ static int validate(const struct chan_state *st, uint64_t file_size,
 	return 0;
 }
 
-CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
-			      unsigned flags, struct canal_chan **out)
+/* canal_chan_open_fd's checks, on fd: 0 with *sb and *copy filled, or
+ * -errno. */
+static int check_segment(int fd, size_t elt_size, size_t capacity,
+			 struct stat *sb, struct chan_state *copy)
 {
-	struct stat sb;
-
-	if (!out || fd < 0 || flags != CANAL_SHARED)
-		return -EINVAL;
-	*out = NULL;
-	if (fstat(fd, &sb) < 0)
+	if (fstat(fd, sb) < 0)
 		return -errno;
-	if (!S_ISREG(sb.st_mode))
+	if (!S_ISREG(sb->st_mode))
 		return -EBADMSG;
-	if ((uint64_t)sb.st_size < sizeof(struct chan_state))
+	if ((uint64_t)sb->st_size < sizeof(struct chan_state))
 		return -EBADMSG;
 	/* Read the header alone first: the file may be huge or hostile. A
 	 * read, not a mapping: a peer may truncate the file after fstat, and
 	 * a read then comes back short where a mapped access would raise
 	 * SIGBUS before any guard is in place. */
-	struct chan_state copy;
-	ssize_t got = pread(fd, &copy, sizeof(copy), 0);
+	ssize_t got = pread(fd, copy, sizeof(*copy), 0);
 	if (got < 0)
 		return -errno;
-	if ((size_t)got != sizeof(copy))
+	if ((size_t)got != sizeof(*copy))
 		return -EBADMSG;
-	int err = validate(&copy, (uint64_t)sb.st_size, elt_size, capacity);
-	if (err)
-		return err;
+	return validate(copy, (uint64_t)sb->st_size, elt_size, capacity);
+}
 
-	struct canal_chan *ch = calloc(1, sizeof(*ch));
-	if (!ch)
-		return -ENOMEM;
-	int myfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (myfd < 0) {
-		err = -errno;
-		free(ch);
+CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
+			      unsigned flags, struct canal_chan **out)
+{
+	if (!out || fd < 0 || flags != CANAL_SHARED)
+		return -EINVAL;
+	*out = NULL;
+	return canal__chan_open_segment(fd, false, elt_size, capacity, out);
+}
+
+int canal__chan_open_segment(int fd, bool own, size_t elt_size,
+			     size_t capacity, struct canal_chan **out)
+{
+	struct stat sb;
+	struct chan_state copy;
+	int err = check_segment(fd, elt_size, capacity, &sb, &copy);
+	if (err) {
+		if (own)
+			canal__segment_close(fd);
 		return err;
+	}
+	struct canal_chan *ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		if (own)
+			canal__segment_close(fd);
+		return -ENOMEM;
+	}
+	/* The handle's descriptor: fd itself, or one of its own (a parked
+	 * one where this process holds record locks on the file: liveness.c) */
+	int myfd = own ? fd : canal__segment_dup(fd, sb.st_dev, sb.st_ino);
+	if (myfd < 0) {
+		free(ch);
+		return myfd;
 	}
 	struct chan_state *st = mmap(NULL, copy.map_size, PROT_READ | PROT_WRITE,
 				     MAP_SHARED, myfd, 0);
