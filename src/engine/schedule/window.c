@@ -510,6 +510,10 @@ int canal__sched_poll(struct canal_engine *e, int gi,
 
 void canal__sched_gate_drop(struct canal__gate *g)
 {
+	/* A gate an open never reached (it failed at an earlier one) is all
+	 * zeros: nothing was queued on it, and its lists are not lists. */
+	if (!g->control.next)
+		return;
 	/* Bulk transfers end first: their buffers are the users'. */
 	while (g->bulk.next && !canal__list_empty(&g->bulk)) {
 		struct canal_engine_req *r = canal__container_of(
