@@ -63,7 +63,7 @@
  *
  * Which process attached: a handle records the token of the process that
  * attached it (attach_token), 64 random bits drawn at the process's first
- * use of the registry, which is in a page marked MADV_WIPEONFORK: every
+ * use of the registry, which is in pages marked MADV_WIPEONFORK: every
  * child, however made (fork, _Fork, a raw clone without CLONE_VM), starts
  * with it zeroed, so with no token, no record lock counted and nothing
  * parked, and draws a token of its own. Not a pid: a pid is reused, and a
@@ -138,14 +138,21 @@ struct parked_fd {
 	ino_t ino;
 };
 
+/* The registry's tables are fixed (no allocation: a child's copy is
+ * wiped whole, and nothing it points to is left behind). Past REC_MAX
+ * files a handle takes an OFD lock instead; past PARKED_MAX a descriptor
+ * that would be parked stays open, forgotten. */
+#define REC_MAX 1024
+#define PARKED_MAX 1024
+
 struct registry {
 	_Atomic int lock;
 	_Atomic uint64_t token; /* this process's, 0 until asked */
-	unsigned nrec, rec_cap, nparked, parked_cap;
-	struct rec_file *rec;
-	struct parked_fd *parked;
+	unsigned nrec, nparked;
+	struct rec_file rec[REC_MAX];
+	struct parked_fd parked[PARKED_MAX];
 };
-/* The registry: in a page of its own marked MADV_WIPEONFORK (every child,
+/* The registry: in pages of its own marked MADV_WIPEONFORK (every child,
  * however made, starts with it zeroed), else in fallback_reg, which the
  * fork handler resets. Set once, before any handle is attached. */
 static alignas(CANAL_CACHELINE) struct registry fallback_reg;
@@ -314,17 +321,11 @@ static struct rec_file *rec_find(dev_t dev, ino_t ino)
 }
 
 /* Registry held: an entry for (dev, ino) with no lock counted yet, or
- * NULL without memory. */
+ * NULL when the table is full. */
 static struct rec_file *rec_new(dev_t dev, ino_t ino)
 {
-	if (reg.nrec == reg.rec_cap) {
-		unsigned cap = reg.rec_cap ? 2 * reg.rec_cap : 4;
-		struct rec_file *p = realloc(reg.rec, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		reg.rec = p;
-		reg.rec_cap = cap;
-	}
+	if (reg.nrec == REC_MAX)
+		return NULL;
 	reg.rec[reg.nrec] = (struct rec_file){ dev, ino, 0, -1 };
 	return &reg.rec[reg.nrec++];
 }
@@ -336,7 +337,7 @@ static void rec_remove(struct rec_file *r)
 
 /* Registry held: close fd, a descriptor of the file (dev, ino), unless
  * this process holds record locks on that file: then park it. Without
- * memory to park it, it stays open, forgotten: a descriptor lost is
+ * room to park it, it stays open, forgotten: a descriptor lost is
  * better than a live process taken for dead. */
 static void close_or_park(int fd, dev_t dev, ino_t ino)
 {
@@ -344,14 +345,8 @@ static void close_or_park(int fd, dev_t dev, ino_t ino)
 		close(fd);
 		return;
 	}
-	if (reg.nparked == reg.parked_cap) {
-		unsigned cap = reg.parked_cap ? 2 * reg.parked_cap : 8;
-		struct parked_fd *p = realloc(reg.parked, cap * sizeof(*p));
-		if (!p)
-			return;
-		reg.parked = p;
-		reg.parked_cap = cap;
-	}
+	if (reg.nparked == PARKED_MAX)
+		return;
 	reg.parked[reg.nparked++] = (struct parked_fd){ fd, dev, ino };
 }
 
