@@ -9,11 +9,13 @@
 #include "check.h"
 
 #include <canal/engine.h>
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -35,6 +37,32 @@ struct job {
 	 * (per-rank environment, sandboxing) */
 	void (*before_open)(int rank);
 };
+
+/* The TCP listener a rank publishes in the job's directory (file, e.g.
+ * "tcp.0" or "tcp0.0": "<address> <port>"), waited for up to 10 s, into
+ * *sa. */
+static inline void job_tcp_listener(const char *dir, const char *file,
+				    struct sockaddr_in *sa)
+{
+	char path[600], v[96], addr[64];
+	int port = 0;
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	for (int i = 0; i < 5000 && !port; i++) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (!fgets(v, sizeof v, f) ||
+			    sscanf(v, "%63s %d", addr, &port) != 2)
+				port = 0;
+			fclose(f);
+		}
+		if (!port)
+			usleep(2000);
+	}
+	CHECK(port > 0);
+	*sa = (struct sockaddr_in){ .sin_family = AF_INET,
+				    .sin_port = htons((uint16_t)port) };
+	CHECK(inet_pton(AF_INET, addr, &sa->sin_addr) == 1);
+}
 
 static inline void job_rmdir(const char *dir)
 {

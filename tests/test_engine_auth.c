@@ -423,23 +423,8 @@ static void engine_level(const char *dir, const char *keyp)
 		alarm(60);
 		_exit(rank0(dir, keyp));
 	}
-	char path[600], v[96], addr[64];
-	int port = 0;
-	snprintf(path, sizeof path, "%s/tcp.0", dir);
-	for (int i = 0; i < 5000; i++) {
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fgets(v, sizeof v, f) && sscanf(v, "%63s %d", addr, &port) == 2) {
-				fclose(f);
-				break;
-			}
-			fclose(f);
-		}
-		usleep(2000);
-	}
-	CHECK(port > 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	CHECK(inet_pton(AF_INET, addr, &sa.sin_addr) == 1);
+	struct sockaddr_in sa;
+	job_tcp_listener(dir, "tcp.0", &sa);
 	for (int how = 0; how < 3; how++)
 		attack(&sa, how);
 	pid_t p1 = test_fork();

@@ -43,24 +43,8 @@ int main(void)
 		_exit(err == -ETIMEDOUT && t < TIMEOUT_MS + 600 ? 0 : 1);
 	}
 	/* rank 0's rail 0 */
-	char path[600], v[96], addr[64];
-	int port = 0;
-	snprintf(path, sizeof path, "%s/tcp0.0", dir);
-	for (int i = 0; i < 5000 && !port; i++) {
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (!fgets(v, sizeof v, f) ||
-			    sscanf(v, "%63s %d", addr, &port) != 2)
-				port = 0;
-			fclose(f);
-		}
-		if (!port)
-			usleep(2000);
-	}
-	CHECK(port > 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)port) };
-	CHECK(inet_pton(AF_INET, addr, &sa.sin_addr) == 1);
+	struct sockaddr_in sa;
+	job_tcp_listener(dir, "tcp0.0", &sa);
 	uint64_t now = canal__now_ms();
 	if (now < t0 + LATE_MS)
 		usleep((useconds_t)(t0 + LATE_MS - now) * 1000);

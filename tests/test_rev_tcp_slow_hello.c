@@ -52,24 +52,8 @@ int main(void)
 		_exit(open_rank(dir, 0));
 	}
 	/* rank 0's address */
-	char path[600], v[96], addr[64];
-	int port = 0;
-	snprintf(path, sizeof path, "%s/tcp.0", dir);
-	for (int i = 0; i < 5000 && !port; i++) {
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (!fgets(v, sizeof v, f) ||
-			    sscanf(v, "%63s %d", addr, &port) != 2)
-				port = 0;
-			fclose(f);
-		}
-		if (!port)
-			usleep(2000);
-	}
-	CHECK(port > 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)port) };
-	CHECK(inet_pton(AF_INET, addr, &sa.sin_addr) == 1);
+	struct sockaddr_in sa;
+	job_tcp_listener(dir, "tcp.0", &sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	CHECK(fd >= 0);
 	CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
