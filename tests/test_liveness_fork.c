@@ -18,45 +18,10 @@
  * Each child is bounded by alarm(); every wait has a deadline.
  */
 #define _GNU_SOURCE 1
-#include "check.h"
-
-#include "../src/channel/internal.h"
-
-#include <canal/channel.h>
+#include "liveness_check.h"
 
 #include <sys/wait.h>
 #include <time.h>
-
-static void write_all(int fd, const void *p, size_t n)
-{
-	CHECK(write(fd, p, n) == (ssize_t)n);
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	CHECK(read(fd, p, n) == (ssize_t)n);
-}
-
-static uint32_t self_id(struct canal_chan *ch)
-{
-	uint64_t x = 1;
-	/* a claim: the handle (re-)attaches */
-	CHECK_EQ(canal_try_send(ch, &x), 0);
-	CHECK_EQ(canal_try_recv(ch, &x), 0);
-	return atomic_load(&ch->attach_id);
-}
-
-/* id's process seen dead within 5 s (a killed process's locks go once its
- * descriptors are closed, before it is reaped). */
-static bool seen_dead(struct canal_chan *ch, uint32_t id)
-{
-	for (int i = 0; i < 5000; i++) {
-		if (canal__attacher_gone(ch, id))
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
 
 static void parent_death_seen(void)
 {
@@ -96,7 +61,7 @@ static void parent_death_seen(void)
 	CHECK(kill(mid, SIGKILL) == 0);
 	int st;
 	CHECK(waitpid(mid, &st, 0) == mid);
-	bool dead = seen_dead(ch, id);
+	bool dead = seen_dead(ch, id, 5000);
 	CHECK(kill(c, 0) == 0); /* the child still lives */
 	kill(c, SIGKILL);
 	if (!dead)
@@ -175,7 +140,7 @@ static void child_alive_through_closes(void)
 	CHECK(kill(c, SIGKILL) == 0);
 	int st;
 	CHECK(waitpid(c, &st, 0) == c);
-	CHECK(seen_dead(ch, id));
+	CHECK(seen_dead(ch, id, 5000));
 	close(p[0]);
 	close(p[1]);
 	close(q[0]);

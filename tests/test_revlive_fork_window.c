@@ -25,11 +25,7 @@
  * Each process is bounded by alarm(); every wait has a deadline.
  */
 #define _GNU_SOURCE 1
-#include "check.h"
-
-#include "../src/channel/internal.h"
-
-#include <canal/channel.h>
+#include "liveness_check.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -57,16 +53,6 @@ int madvise(void *addr, size_t len, int advice)
 	return (int)syscall(SYS_madvise, addr, len, advice);
 }
 
-static void write_all(int fd, const void *p, size_t n)
-{
-	CHECK(write(fd, p, n) == (ssize_t)n);
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	CHECK(read(fd, p, n) == (ssize_t)n);
-}
-
 static pid_t grandchild;
 
 /* Another thread of the application, which forks (a worker, a helper). */
@@ -90,24 +76,6 @@ static void *forker(void *arg)
 	grandchild = g;
 	write_all(done[1], "d", 1);
 	return NULL;
-}
-
-static uint32_t self_id(struct canal_chan *ch)
-{
-	uint64_t x = 1;
-	CHECK_EQ(canal_try_send(ch, &x), 0);
-	CHECK_EQ(canal_try_recv(ch, &x), 0);
-	return atomic_load(&ch->attach_id);
-}
-
-static bool seen_dead(struct canal_chan *ch, uint32_t id)
-{
-	for (int i = 0; i < 3000; i++) {
-		if (canal__attacher_gone(ch, id))
-			return true;
-		usleep(1000);
-	}
-	return false;
 }
 
 int main(void)
@@ -145,7 +113,7 @@ int main(void)
 	CHECK(kill(mid, SIGKILL) == 0);
 	int st;
 	CHECK(waitpid(mid, &st, 0) == mid);
-	bool dead = seen_dead(ch, id);
+	bool dead = seen_dead(ch, id, 3000);
 	bool child_lives = kill(g, 0) == 0;
 	kill(g, SIGKILL);
 	if (!dead)

@@ -19,42 +19,10 @@
  * Every process is bounded by alarm(); every wait has a deadline.
  */
 #define _GNU_SOURCE 1
-#include "check.h"
-
-#include "../src/channel/internal.h"
-
-#include <canal/channel.h>
+#include "liveness_check.h"
 
 #include <sys/socket.h>
 #include <sys/wait.h>
-
-static void write_all(int fd, const void *p, size_t n)
-{
-	CHECK(write(fd, p, n) == (ssize_t)n);
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	CHECK(read(fd, p, n) == (ssize_t)n);
-}
-
-static uint32_t self_id(struct canal_chan *ch)
-{
-	uint64_t x = 1;
-	CHECK_EQ(canal_try_send(ch, &x), 0);
-	CHECK_EQ(canal_try_recv(ch, &x), 0);
-	return atomic_load(&ch->attach_id);
-}
-
-static bool seen_dead(struct canal_chan *ch, uint32_t id)
-{
-	for (int i = 0; i < 5000; i++) {
-		if (canal__attacher_gone(ch, id))
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
 
 static void grandchild(void)
 {
@@ -86,7 +54,7 @@ static void grandchild(void)
 	CHECK(!canal__attacher_gone(ch, id));
 	CHECK(kill(c, SIGKILL) == 0);
 	CHECK(waitpid(c, NULL, 0) == c);
-	CHECK(seen_dead(ch, id));
+	CHECK(seen_dead(ch, id, 5000));
 	CHECK(kill(g, 0) == 0);
 	kill(g, SIGKILL);
 	close(p[0]);
@@ -120,7 +88,7 @@ static void exec_drops(bool own_handle)
 	read_all(p[0], &id, sizeof id);
 	CHECK(!canal__attacher_gone(ch, id));
 	write_all(q[1], "x", 1);
-	CHECK(seen_dead(ch, id));
+	CHECK(seen_dead(ch, id, 5000));
 	CHECK(kill(c, 0) == 0); /* its pid lives (sleep) */
 	kill(c, SIGKILL);
 	CHECK(waitpid(c, NULL, 0) == c);
@@ -205,8 +173,8 @@ static void two_files(void)
 	write_all(q[1], "x", 1);
 	CHECK(kill(c, SIGKILL) == 0);
 	CHECK(waitpid(c, NULL, 0) == c);
-	CHECK(seen_dead(a, ids[0]));
-	CHECK(seen_dead(b, ids[1]));
+	CHECK(seen_dead(a, ids[0], 5000));
+	CHECK(seen_dead(b, ids[1], 5000));
 	CHECK_EQ(canal_chan_unlink(name), 0);
 	canal_chan_destroy(a);
 	canal_chan_destroy(b);

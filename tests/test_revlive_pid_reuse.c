@@ -30,34 +30,12 @@
  * which dies with the test.
  */
 #define _GNU_SOURCE 1
-#include "check.h"
-
-#include "../src/channel/internal.h"
-
-#include <canal/channel.h>
+#include "liveness_check.h"
 
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-
-static void write_all(int fd, const void *p, size_t n)
-{
-	CHECK(write(fd, p, n) == (ssize_t)n);
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	CHECK(read(fd, p, n) == (ssize_t)n);
-}
-
-static uint32_t self_id(struct canal_chan *ch)
-{
-	uint64_t x = 1;
-	CHECK_EQ(canal_try_send(ch, &x), 0);
-	CHECK_EQ(canal_try_recv(ch, &x), 0);
-	return atomic_load(&ch->attach_id);
-}
 
 struct report {
 	pid_t p_pid, g_pid;

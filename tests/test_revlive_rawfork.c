@@ -26,34 +26,12 @@
  * Bounded by alarm(); every wait has a deadline.
  */
 #define _GNU_SOURCE 1
-#include "check.h"
-
-#include "../src/channel/internal.h"
-
-#include <canal/channel.h>
+#include "liveness_check.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
 
 pid_t _Fork(void);
-
-static void write_all(int fd, const void *p, size_t n)
-{
-	CHECK(write(fd, p, n) == (ssize_t)n);
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	CHECK(read(fd, p, n) == (ssize_t)n);
-}
-
-static uint32_t self_id(struct canal_chan *ch)
-{
-	uint64_t x = 1;
-	CHECK_EQ(canal_try_send(ch, &x), 0);
-	CHECK_EQ(canal_try_recv(ch, &x), 0);
-	return atomic_load(&ch->attach_id);
-}
 
 int main(void)
 {
