@@ -326,8 +326,12 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	}
 	if (c->hook && hook_phase(p, c, deadline))
 		return 0;
-	bool spin = canal__spin_pays();
-	if (!waiters && spin) {
+	/* Phases 1 and 2 while fewer than canal__yield_limit() others sleep
+	 * on the queue (wait.h: a few sleepers mean a few threads sharing
+	 * the queue, as in an mpmc; many, a crowd that a spin would only
+	 * delay). */
+	bool spin = waiters < canal__yield_limit() && canal__spin_pays();
+	if (spin) {
 		for (unsigned i = 1; i <= QUIET_SPINS; i++) {
 			canal__cpu_relax();
 			if (c->probe(c->arg)) {
@@ -337,19 +341,19 @@ int canal__wait(struct canal_waitq *q, bool shared,
 		}
 	}
 	spinner = waitq_spin_begin(q, shared);
-	if (spinner && !waiters && spin) {
+	if (spin) {
 		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
 			for (unsigned i = 0; i < (1u << r); i++)
 				canal__cpu_relax();
 			if (c->probe(c->arg)) {
-				waitq_spin_end(q);
+				if (spinner)
+					waitq_spin_end(q);
 				canal__spin_outcome(true);
 				return 0;
 			}
 		}
-	}
-	if (spin && !waiters)
 		canal__spin_outcome(false);
+	}
 	/* wait.h, canal__wait_kind: which waits keep their yield phase
 	 * under foreign load. */
 	bool despite_load = c->kind == CANAL__WAIT_ACK ||
