@@ -4,14 +4,20 @@
  * threads already asleep on the queue (base/wait.h, phases 1 and 2).
  *
  * The calling thread installs a parker that counts its calls and never
- * sleeps, and waits on a queue whose sleeper count is set by hand. The
- * condition turns true at its READY_AT-th probe (the spin phases' poll);
- * ready() reads that same state, so a waiter that never probes never sees
- * it. Below canal__yield_limit() sleepers the waiter must spin and meet
- * the condition without parking; at the limit or above it must not probe
- * at all, and parks. A spin that keeps failing is given up after a few
- * waits (canal__spin_outcome); the check: the first wait of a fresh
- * thread spins.
+ * sleeps, and waits on a queue whose sleeper count (and spinner role) is
+ * set by hand. The condition turns true at a chosen probe (the spin
+ * phases' poll); ready() reads that same state, so a waiter that never
+ * probes never sees it. Probe 10 falls in phase 1 (QUIET_SPINS = 64
+ * polls, wait.c), probe 70 in phase 2 (SPIN_ROUNDS = 8 more). Below
+ * canal__yield_limit() sleepers the waiter must meet the condition in
+ * either phase without yielding or parking, release the spinner role if
+ * it took it, and leave another holder's role alone; at the limit or
+ * above (including a hostile count in a shared queue) it must not probe
+ * at all, and parks. Private and shared queues alike. Each wait runs on
+ * a fresh thread: the spin policy's miss counters are per thread
+ * (canal__spin_outcome). Phase 2's cases come from a review of the
+ * change (test_revspin_phase2): a guard put back to the spinner alone,
+ * or a waiter clearing another's role, passed the phase-1 cases.
  */
 #include "check.h"
 #include "../src/base/park.h"
@@ -20,8 +26,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-
-#define READY_AT 10u
 
 struct counts {
 	unsigned waits, yields, sleeps;
@@ -63,24 +67,30 @@ static const struct canal__parker_ops counting_ops = {
 };
 
 struct cond_state {
-	unsigned probes, readies;
+	unsigned ready_at, probes, readies;
 };
 
 static bool probe(void *arg)
 {
 	struct cond_state *s = arg;
-	return ++s->probes >= READY_AT;
+	return ++s->probes >= s->ready_at;
 }
 
 static bool ready(void *arg)
 {
 	struct cond_state *s = arg;
 	s->readies++;
-	return s->probes >= READY_AT;
+	return s->probes >= s->ready_at;
 }
+
+enum role { ROLE_FREE, ROLE_HELD };
 
 struct run {
 	uint32_t sleepers;
+	bool shared;
+	enum role role;
+	uint32_t held;	       /* the other holder's role word (ROLE_HELD) */
+	uint32_t spinners_end; /* the queue's role word after the wait */
 	int rc;
 	struct counts n;
 	struct cond_state s;
@@ -93,21 +103,29 @@ static void *one_wait(void *arg)
 	struct canal__parker p = { &counting_ops, &r->n };
 	struct canal_waitq q = { 0 };
 	atomic_store(&q.waiters, r->sleepers);
+	if (r->role == ROLE_HELD) {
+		r->held = r->shared ? spin_lease_now()
+				    : canal__fork_generation();
+		atomic_store(&q.spinners, r->held);
+	}
 	canal__parker_install(&p);
 	struct canal__wait_cond c = {
 		.ready = ready, .probe = probe, .arg = &r->s,
 		.kind = CANAL__WAIT_PLAIN, .hook = NULL,
 	};
-	r->rc = canal__wait(&q, false, &c, CANAL_NO_DEADLINE);
+	r->rc = canal__wait(&q, r->shared, &c, CANAL_NO_DEADLINE);
 	canal__parker_install(NULL);
+	r->spinners_end = atomic_load(&q.spinners);
 	/* The waiter's own registration, if it parked, is gone again. */
 	CHECK_EQ(atomic_load(&q.waiters), r->sleepers);
 	return NULL;
 }
 
-static struct run wait_with(uint32_t sleepers)
+static struct run wait_with(uint32_t sleepers, bool shared, enum role role,
+			    unsigned ready_at)
 {
-	struct run r = { .sleepers = sleepers };
+	struct run r = { .sleepers = sleepers, .shared = shared,
+			 .role = role, .s = { .ready_at = ready_at } };
 	pthread_t t;
 	CHECK_EQ(pthread_create(&t, NULL, one_wait, &r), 0);
 	CHECK_EQ(pthread_join(t, NULL), 0);
@@ -116,29 +134,45 @@ static struct run wait_with(uint32_t sleepers)
 
 int main(void)
 {
+	alarm(60);
 	uint32_t limit = canal__yield_limit();
 	CHECK(limit >= 2);
 
 	/* Nobody asleep, one, and just below the limit: the spin meets the
-	 * condition; no yield, no park. */
+	 * condition in phase 1 or in phase 2, the role free (taken and
+	 * released) or held by another (spun without it, left alone). */
 	uint32_t below[] = { 0, 1, limit - 1 };
-	for (unsigned i = 0; i < sizeof(below) / sizeof(below[0]); i++) {
-		struct run r = wait_with(below[i]);
-		CHECK_EQ(r.rc, 0);
-		CHECK_EQ(r.s.probes, READY_AT);
-		CHECK_EQ(r.n.waits, 0u);
-		CHECK_EQ(r.n.yields, 0u);
-	}
+	unsigned ready_at[] = { 10, 70 };
+	for (unsigned sh = 0; sh < 2; sh++)
+		for (unsigned i = 0; i < sizeof(below) / sizeof(below[0]); i++)
+			for (unsigned k = 0; k < 2; k++)
+				for (unsigned role = ROLE_FREE; role <= ROLE_HELD;
+				     role++) {
+					struct run r = wait_with(below[i], sh,
+								 role,
+								 ready_at[k]);
+					CHECK_EQ(r.rc, 0);
+					CHECK_EQ(r.s.probes, ready_at[k]);
+					CHECK_EQ(r.n.waits, 0u);
+					CHECK_EQ(r.n.yields, 0u);
+					CHECK_EQ(r.spinners_end,
+						 role == ROLE_HELD ? r.held
+								   : 0u);
+				}
 
-	/* A crowd asleep: no probe; the waiter parks (the counting parker
-	 * returns at once, as a wake-up would). */
-	uint32_t crowd[] = { limit, 4 * limit };
-	for (unsigned i = 0; i < sizeof(crowd) / sizeof(crowd[0]); i++) {
-		struct run r = wait_with(crowd[i]);
-		CHECK_EQ(r.rc, 0);
-		CHECK_EQ(r.s.probes, 0u);
-		CHECK(r.s.readies >= 1);
-		CHECK_EQ(r.n.waits, 1u);
-	}
+	/* A crowd asleep, or a hostile count in a shared queue: no probe;
+	 * the waiter parks (the counting parker returns at once, as a
+	 * wake-up would) and releases the role it took for its yield
+	 * phase. */
+	uint32_t crowd[] = { limit, 4 * limit, 0x7fffffffu, 0xfffffffeu };
+	for (unsigned sh = 0; sh < 2; sh++)
+		for (unsigned i = 0; i < sizeof(crowd) / sizeof(crowd[0]); i++) {
+			struct run r = wait_with(crowd[i], sh, ROLE_FREE, 10);
+			CHECK_EQ(r.rc, 0);
+			CHECK_EQ(r.s.probes, 0u);
+			CHECK(r.s.readies >= 1);
+			CHECK_EQ(r.n.waits, 1u);
+			CHECK_EQ(r.spinners_end, 0u);
+		}
 	return 0;
 }
