@@ -93,8 +93,9 @@ static inline bool waitq_has_waiters(struct canal_waitq *q)
  * others may spin beside it (phases 1 and 2 of canal__wait, while fewer
  * than canal__yield_limit() sleep on the queue). The role is what makes
  * notifiers skip their wake, and its holder keeps it through its yield
- * phase (phase 3) however many others sleep. A notifier that sees a spinner need not wake a
- * sleeper: the spinner will see the condition. Pairing: the notifier does
+ * phase (phase 3) however many others sleep. A notifier that sees a
+ * spinner need not wake a sleeper: the spinner will see the condition.
+ * Pairing: the notifier does
  * [N1 make the condition true (seq_cst RMW); load spinners (seq_cst)]; the
  * spinner, when it gives up, does [spinners = 0 (seq_cst); W1 prepare; W2
  * re-check]. If the notifier saw the spinner, the spinner's store, and so
