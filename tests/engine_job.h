@@ -95,6 +95,35 @@ static inline int job_open(const char *dir, int rank, int n,
 	return canal_engine_open(&o, e);
 }
 
+/* Both ranks of a 2-rank job in this process: rank 1 opens on a thread
+ * while rank 0 opens here (each waits for the other), in dir, with
+ * driver and the default strategy. e[0], e[1]: the two engines. */
+struct job_opener {
+	const char *dir;
+	int rank;
+	const char *driver;
+	struct canal_engine *e;
+};
+
+static inline void *job_open_thread(void *arg)
+{
+	struct job_opener *o = arg;
+	CHECK_EQ(job_open(o->dir, o->rank, 2, o->driver, "default", &o->e), 0);
+	return NULL;
+}
+
+static inline void job_open_two(const char *dir, const char *driver,
+				struct canal_engine *e[2])
+{
+	struct job_opener o[2] = { { dir, 0, driver, NULL },
+				   { dir, 1, driver, NULL } };
+	pthread_t t = spawn(job_open_thread, &o[1]);
+	job_open_thread(&o[0]);
+	join(t);
+	e[0] = o[0].e;
+	e[1] = o[1].e;
+}
+
 /* Whether this build has the UCX driver (asked in a child, so that this
  * process does not load libucp before forking the ranks). */
 static inline int job_have_ucx(void)

@@ -10,7 +10,9 @@
 #include "../src/channel/internal.h"
 
 #include <canal/channel.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <sys/wait.h>
 
 static inline void write_all(int fd, const void *p, size_t n)
 {
@@ -43,6 +45,34 @@ static inline bool seen_dead(struct canal_chan *ch, uint32_t id, int ms)
 		usleep(1000);
 	}
 	return false;
+}
+
+/* The middle process of a test (one with an attacher id on the channel,
+ * that forked a process of its own): report both to the test over fd,
+ * then wait to be killed. */
+static inline _Noreturn void report_and_wait(int fd, uint32_t id, pid_t pid)
+{
+	write_all(fd, &id, sizeof id);
+	write_all(fd, &pid, sizeof pid);
+	pause();
+	_exit(0);
+}
+
+static inline void read_report(int fd, uint32_t *id, pid_t *pid)
+{
+	read_all(fd, id, sizeof *id);
+	read_all(fd, pid, sizeof *pid);
+}
+
+/* Kill the middle process mid (attacher id on ch, alive until now) and
+ * reap it: whether its death is seen within ms milliseconds. */
+static inline bool kill_seen_dead(struct canal_chan *ch, uint32_t id,
+				  pid_t mid, int ms)
+{
+	CHECK(!canal__attacher_gone(ch, id));
+	CHECK(kill(mid, SIGKILL) == 0);
+	CHECK(waitpid(mid, NULL, 0) == mid);
+	return seen_dead(ch, id, ms);
 }
 
 #endif

@@ -35,20 +35,6 @@
 #include "../src/engine/transfer/driver.h"
 #include "../src/engine/wire.h"
 
-struct opener {
-	char dir[64];
-	int rank;
-	const char *driver;
-	struct canal_engine *e;
-};
-
-static void *open_thread(void *arg)
-{
-	struct opener *o = arg;
-	CHECK_EQ(job_open(o->dir, o->rank, 2, o->driver, "default", &o->e), 0);
-	return NULL;
-}
-
 struct pair {
 	char dir[64];
 	struct canal_engine *e;      /* rank 0: the real one */
@@ -58,20 +44,13 @@ struct pair {
 
 static void pair_open(struct pair *p, const char *driver)
 {
-	struct opener o[2];
+	struct canal_engine *two[2];
 	snprintf(p->dir, sizeof p->dir, "/tmp/canal-test-bulk.XXXXXX");
 	CHECK(mkdtemp(p->dir));
-	for (int i = 0; i < 2; i++) {
-		snprintf(o[i].dir, sizeof o[i].dir, "%s", p->dir);
-		o[i].rank = i;
-		o[i].driver = driver;
-	}
-	pthread_t t = spawn(open_thread, &o[1]);
-	open_thread(&o[0]);
-	join(t);
-	p->e = o[0].e;
-	p->fake_e = o[1].e;
-	p->fake = o[1].e->gates[0].drv;
+	job_open_two(p->dir, driver, two);
+	p->e = two[0];
+	p->fake_e = two[1];
+	p->fake = two[1]->gates[0].drv;
 	CHECK(p->fake != NULL);
 }
 

@@ -19,19 +19,6 @@
 
 enum { CHUNK = 65536 };
 
-struct opener {
-	char dir[64];
-	int rank;
-	struct canal_engine *e;
-};
-
-static void *open_thread(void *arg)
-{
-	struct opener *o = arg;
-	CHECK_EQ(job_open(o->dir, o->rank, 2, "tcp", "default", &o->e), 0);
-	return NULL;
-}
-
 struct pair {
 	char dir[64];
 	struct canal_engine *e;    /* rank 0, the receiver */
@@ -41,19 +28,13 @@ struct pair {
 
 static void pair_open(struct pair *p)
 {
-	struct opener o[2];
+	struct canal_engine *two[2];
 	snprintf(p->dir, sizeof p->dir, "/tmp/canal-test-chunks.XXXXXX");
 	CHECK(mkdtemp(p->dir));
-	for (int i = 0; i < 2; i++) {
-		snprintf(o[i].dir, sizeof o[i].dir, "%s", p->dir);
-		o[i].rank = i;
-	}
-	pthread_t t = spawn(open_thread, &o[1]);
-	open_thread(&o[0]);
-	join(t);
-	p->e = o[0].e;
-	p->peer = o[1].e;
-	p->fake = o[1].e->gates[0].drv;
+	job_open_two(p->dir, "tcp", two);
+	p->e = two[0];
+	p->peer = two[1];
+	p->fake = two[1]->gates[0].drv;
 }
 
 static void pair_close(struct pair *p)

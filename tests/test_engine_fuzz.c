@@ -24,20 +24,6 @@ static uint64_t rnd(void)
 	return rng_state = x;
 }
 
-struct opener {
-	char dir[64];
-	int rank;
-	const char *driver;
-	struct canal_engine *e;
-};
-
-static void *open_thread(void *arg)
-{
-	struct opener *o = arg;
-	CHECK_EQ(job_open(o->dir, o->rank, 2, o->driver, "default", &o->e), 0);
-	return NULL;
-}
-
 /* A valid piece of a random kind into buf; its length. */
 static size_t valid_piece(unsigned char *buf)
 {
@@ -77,19 +63,12 @@ static void round_of(const char *driver, int round)
 {
 	rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)round * 0x100000001b3ull) ^
 		    (driver[0] == 't');
-	struct opener o[2];
+	struct canal_engine *two[2];
 	char dir[] = "/tmp/canal-test-fuzz.XXXXXX";
 	CHECK(mkdtemp(dir));
-	for (int i = 0; i < 2; i++) {
-		snprintf(o[i].dir, sizeof o[i].dir, "%s", dir);
-		o[i].rank = i;
-		o[i].driver = driver;
-	}
-	pthread_t t = spawn(open_thread, &o[1]);
-	open_thread(&o[0]);
-	join(t);
-	struct canal_engine *e = o[0].e;
-	struct canal__driver *fake = o[1].e->gates[0].drv;
+	job_open_two(dir, driver, two);
+	struct canal_engine *e = two[0];
+	struct canal__driver *fake = two[1]->gates[0].drv;
 	enum { NR = 6 };
 	struct canal_engine_req *r[NR];
 	static unsigned char rb[NR][256];
@@ -149,7 +128,7 @@ static void round_of(const char *driver, int round)
 		CHECK_EQ(err, 0);
 		for (int k = 0; k < 4; k++) {
 			canal_engine_progress(e);
-			canal_engine_progress(o[1].e);
+			canal_engine_progress(two[1]);
 		}
 	}
 	/* Certainly invalid: an unknown kind. On TCP, first enough 0xee bytes
@@ -178,7 +157,7 @@ static void round_of(const char *driver, int round)
 		int err = canal_engine_wait(e, r[i], NULL);
 		CHECK(err == 0 || err == -EPROTO || err == -EMSGSIZE);
 	}
-	canal_engine_close(o[1].e);
+	canal_engine_close(two[1]);
 	canal_engine_close(e);
 	job_rmdir(dir);
 }
@@ -191,22 +170,15 @@ static void round_of(const char *driver, int round)
 static void shm_ring_case(const unsigned char *raw, size_t n, uint64_t advance,
 			  const char *reason)
 {
-	struct opener o[2];
+	struct canal_engine *two[2];
 	char dir[] = "/tmp/canal-test-fuzz.XXXXXX";
 	CHECK(mkdtemp(dir));
-	for (int i = 0; i < 2; i++) {
-		snprintf(o[i].dir, sizeof o[i].dir, "%s", dir);
-		o[i].rank = i;
-		o[i].driver = "shm";
-	}
-	pthread_t t = spawn(open_thread, &o[1]);
-	open_thread(&o[0]);
-	join(t);
-	struct canal_engine *e = o[0].e;
+	job_open_two(dir, "shm", two);
+	struct canal_engine *e = two[0];
 	struct canal_engine_req *r;
 	static unsigned char rb[64];
 	CHECK_EQ(canal_engine_irecv(e, 1, 0, rb, sizeof rb, &r), 0);
-	CHECK_EQ(canal__shm_inject(o[1].e->gates[0].drv, raw, n, advance), 0);
+	CHECK_EQ(canal__shm_inject(two[1]->gates[0].drv, raw, n, advance), 0);
 	uint64_t deadline = canal_now_ns() + 10ull * 1000 * 1000 * 1000;
 	while (!e->gates[1].error && canal_now_ns() < deadline)
 		canal_engine_progress(e);
@@ -218,7 +190,7 @@ static void shm_ring_case(const unsigned char *raw, size_t n, uint64_t advance,
 		abort();
 	}
 	CHECK_EQ(canal_engine_wait(e, r, NULL), -EPROTO);
-	canal_engine_close(o[1].e);
+	canal_engine_close(two[1]);
 	canal_engine_close(e);
 	job_rmdir(dir);
 }

@@ -48,20 +48,12 @@ static void parent_death_seen(void)
 			pause();
 			_exit(0);
 		}
-		write_all(p[1], &id, sizeof id);
-		write_all(p[1], &c, sizeof c);
-		pause();
-		_exit(0);
+		report_and_wait(p[1], id, c);
 	}
 	uint32_t id;
 	pid_t c;
-	read_all(p[0], &id, sizeof id);
-	read_all(p[0], &c, sizeof c);
-	CHECK(!canal__attacher_gone(ch, id));
-	CHECK(kill(mid, SIGKILL) == 0);
-	int st;
-	CHECK(waitpid(mid, &st, 0) == mid);
-	bool dead = seen_dead(ch, id, 5000);
+	read_report(p[0], &id, &c);
+	bool dead = kill_seen_dead(ch, id, mid, 5000);
 	CHECK(kill(c, 0) == 0); /* the child still lives */
 	kill(c, SIGKILL);
 	if (!dead)

@@ -17,19 +17,6 @@
 #include "../src/engine/transfer/driver.h"
 #include "../src/engine/wire.h"
 
-struct opener {
-	char dir[64];
-	int rank;
-	struct canal_engine *e;
-};
-
-static void *open_thread(void *arg)
-{
-	struct opener *o = arg;
-	CHECK_EQ(job_open(o->dir, o->rank, 2, "tcp", "default", &o->e), 0);
-	return NULL;
-}
-
 static void raw_send(struct canal_engine *e, struct canal__driver *d,
 		     const struct canal__piece_hdr *h, const void *payload)
 {
@@ -51,18 +38,12 @@ static void raw_send(struct canal_engine *e, struct canal__driver *d,
 
 int main(void)
 {
-	struct opener o[2];
+	struct canal_engine *two[2];
 	char dir[] = "/tmp/canal-test-replay.XXXXXX";
 	CHECK(mkdtemp(dir));
-	for (int i = 0; i < 2; i++) {
-		snprintf(o[i].dir, sizeof o[i].dir, "%s", dir);
-		o[i].rank = i;
-	}
-	pthread_t t = spawn(open_thread, &o[1]);
-	open_thread(&o[0]);
-	join(t);
-	struct canal_engine *e = o[0].e;
-	struct canal__driver *fake = o[1].e->gates[0].drv;
+	job_open_two(dir, "tcp", two);
+	struct canal_engine *e = two[0];
+	struct canal__driver *fake = two[1]->gates[0].drv;
 
 	enum { LEN = 131072, HALF = 65536 };
 	static unsigned char buf[LEN];
@@ -113,7 +94,7 @@ int main(void)
 		"receive of %d bytes, first half sent twice, second half never: "
 		"result %d (%s), %zu bytes of the buffer never written\n",
 		LEN, res, res == 1 ? "success" : strerror(-res), unwritten);
-	canal_engine_close(o[1].e);
+	canal_engine_close(two[1]);
 	canal_engine_close(e);
 	job_rmdir(dir);
 	CHECK(res != 1); /* success with half the message missing */

@@ -12,31 +12,12 @@
 #include "../src/engine/transfer/driver.h"
 #include "../src/engine/wire.h"
 
-struct opener {
-	char dir[64];
-	int rank;
-	struct canal_engine *e;
-};
-
-static void *open_thread(void *arg)
-{
-	struct opener *o = arg;
-	CHECK_EQ(job_open(o->dir, o->rank, 2, "tcp", "default", &o->e), 0);
-	return NULL;
-}
-
 static void pair(char *dir, struct canal_engine **e0, struct canal_engine **e1)
 {
-	struct opener o[2];
-	for (int i = 0; i < 2; i++) {
-		snprintf(o[i].dir, sizeof o[i].dir, "%s", dir);
-		o[i].rank = i;
-	}
-	pthread_t t = spawn(open_thread, &o[1]);
-	open_thread(&o[0]);
-	join(t);
-	*e0 = o[0].e;
-	*e1 = o[1].e;
+	struct canal_engine *two[2];
+	job_open_two(dir, "tcp", two);
+	*e0 = two[0];
+	*e1 = two[1];
 }
 
 static void inject(struct canal_engine *e, struct canal__driver *d,

@@ -100,20 +100,12 @@ int main(void)
 		join(t);
 		CHECK(atomic_load(&armed) == 0); /* the fork did happen */
 		uint32_t id = self_id(h);
-		write_all(p[1], &id, sizeof id);
-		write_all(p[1], &grandchild, sizeof grandchild);
-		pause();
-		_exit(0);
+		report_and_wait(p[1], id, grandchild);
 	}
 	uint32_t id;
 	pid_t g;
-	read_all(p[0], &id, sizeof id);
-	read_all(p[0], &g, sizeof g);
-	CHECK(!canal__attacher_gone(ch, id));
-	CHECK(kill(mid, SIGKILL) == 0);
-	int st;
-	CHECK(waitpid(mid, &st, 0) == mid);
-	bool dead = seen_dead(ch, id, 3000);
+	read_report(p[0], &id, &g);
+	bool dead = kill_seen_dead(ch, id, mid, 3000);
 	bool child_lives = kill(g, 0) == 0;
 	kill(g, SIGKILL);
 	if (!dead)

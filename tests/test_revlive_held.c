@@ -42,19 +42,12 @@ static void grandchild(void)
 			pause();
 			_exit(0);
 		}
-		write_all(p[1], &id, sizeof id);
-		write_all(p[1], &g, sizeof g);
-		pause();
-		_exit(0);
+		report_and_wait(p[1], id, g);
 	}
 	uint32_t id;
 	pid_t g;
-	read_all(p[0], &id, sizeof id);
-	read_all(p[0], &g, sizeof g);
-	CHECK(!canal__attacher_gone(ch, id));
-	CHECK(kill(c, SIGKILL) == 0);
-	CHECK(waitpid(c, NULL, 0) == c);
-	CHECK(seen_dead(ch, id, 5000));
+	read_report(p[0], &id, &g);
+	CHECK(kill_seen_dead(ch, id, c, 5000));
 	CHECK(kill(g, 0) == 0);
 	kill(g, SIGKILL);
 	close(p[0]);
