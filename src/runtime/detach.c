@@ -62,6 +62,14 @@ static void *pool_thread(void *arg)
 	self->thread_stack_bottom = addr;
 	self->thread_stack_size = size;
 	self->tsan_fiber = san_fiber_current();
+	/* An alternate signal stack, as a loop's (loop.c loop_main): the
+	 * SIGSEGV handler that reports a task's stack overflow runs on it
+	 * (stack.c), the task's own stack being the one that overflowed.
+	 * Without it a detached task's overflow killed the process with a
+	 * bare SIGSEGV (the kernel could not push the signal frame). None
+	 * (ENOMEM): such an overflow is a bare SIGSEGV, as before. */
+	void *alt = NULL;
+	canal__altstack_setup(&alt);
 	canal__set_this_loop(self);
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
@@ -89,6 +97,7 @@ static void *pool_thread(void *arg)
 		canal__loop_push(l, t);
 	}
 	canal__set_this_loop(NULL);
+	canal__altstack_teardown(alt);
 	return NULL;
 }
 
