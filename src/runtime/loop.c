@@ -816,7 +816,8 @@ static int start_loop_thread(struct canal__loop *l)
 /* fork(): the child of a thread that is not a loop (a plain thread, or a
  * detached task's pool thread) has none of the runtime's threads, so no
  * runtime: this atfork child handler forgets it (canal__rt, the local
- * waker, the parked table, a sweep under way, runtime_busy; the copied
+ * waker, the parked table, a sweep under way, the SIGSEGV handler,
+ * runtime_busy; the copied
  * memory stays unused),
  * and the child may run its own. A child forked by a task on a loop is
  * inside that runtime's copy: it may only exec or _exit. */
@@ -827,6 +828,12 @@ static void runtime_fork_child(void)
 	canal__set_local_waker(NULL);
 	canal__parked_forget();
 	canal__compact_forget();
+	/* The overflow reports' SIGSEGV handler, inherited: the child's
+	 * next runtime installs it afresh, saving the handler from before
+	 * the parent's (which, left in place, it would have saved as the
+	 * one before it, then put back at its end: outside a runtime, a
+	 * plain fault then looped in the handler for ever). */
+	canal__overflow_handler_remove();
 	atomic_store(&canal__rt, NULL);
 	atomic_store(&runtime_busy, 0);
 }

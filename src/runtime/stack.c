@@ -688,6 +688,13 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 void canal__overflow_handler_install(void)
 {
 #ifndef CANAL_RUNTIME_SANITIZED
+	/* Never save our own handler as the one before it: the handler, on
+	 * a fault that is not an overflow, puts that one back and returns,
+	 * and the instruction faulting again would come back here for ever.
+	 * (A child forked while its parent's runtime ran inherits the
+	 * handler; loop.c's atfork handler removes it there.) */
+	if (atomic_load(&handler_installed))
+		return;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = segv_handler;
