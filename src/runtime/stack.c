@@ -29,6 +29,7 @@
 #include "runtime/sanitizer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -104,7 +105,8 @@ struct ahead {
 enum guard_how {
 	GUARD_REGIONS, /* slabs whose blocks have guard regions (6.13) */
 	GUARD_MAPS,    /* a mapping per block, its guard page mprotect'ed,
-			* within guard_budget; then canary slabs */
+			* within guard_budget (lowered to the count made
+			* when the kernel refuses one); then canary slabs */
 	GUARD_NONE,    /* canary slabs only */
 };
 
@@ -139,6 +141,7 @@ struct canal__stack_pool {
 	enum guard_how guard_how;
 	bool vectored_guards; /* guard regions by process_madvise */
 	size_t guarded, guard_budget;
+	bool budget_known; /* guard_budget taken (map_count_budget) */
 	struct slab *slabs;
 	char *slab_cur; /* next uncarved block of the newest slab */
 	unsigned slab_left;
@@ -159,6 +162,25 @@ static long madvise_self(const struct iovec *v, unsigned n, int advice)
 	return syscall(SYS_process_madvise, PIDFD_SELF, v, n, advice, 0u);
 }
 
+/* The process's mappings now (lines of /proc/self/maps; 0 if unread). */
+static long map_count_now(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[16384];
+	long n = 0;
+	ssize_t r;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	close(fd);
+	return n;
+}
+
+/* How many stacks may have a mapping of their own (GUARD_MAPS), taken
+ * when the pool first makes one (kernels without guard regions, or
+ * CANAL_STACK_GUARD=maps): never on the default path. */
 static size_t map_count_budget(void)
 {
 	long max = 65530;
@@ -169,8 +191,12 @@ static size_t map_count_budget(void)
 		fclose(f);
 	}
 	/* Keep 20000 mappings for the rest of the process (libraries,
-	 * malloc arenas, a sanitizer's shadow); two per guarded stack. */
-	return max > 20000 ? (size_t)(max - 20000) / 2 : 0;
+	 * malloc arenas, a sanitizer's shadow) beyond those it has already
+	 * (it counted none of them: a program with more than 20000 reached
+	 * max_map_count within the budget, test_revstack_map_count); two
+	 * per guarded stack. */
+	long spare = max - map_count_now() - 20000;
+	return spare > 0 ? (size_t)spare / 2 : 0;
 }
 
 int canal__stack_pool_create(size_t stack_size,
@@ -181,7 +207,6 @@ int canal__stack_pool_create(size_t stack_size,
 		return -ENOMEM;
 	p->page = (size_t)sysconf(_SC_PAGESIZE);
 	p->stack_bytes = (stack_size + p->page - 1) & ~(p->page - 1);
-	p->guard_budget = map_count_budget();
 	p->dirty_max = DIRTY_BYTES_MAX / p->stack_bytes;
 	p->trim_vectored = true;
 	size_t tb = TRIM_BYTES / p->stack_bytes;
@@ -418,16 +443,32 @@ static int block_new(struct canal__stack_pool *p, struct canal__stack *st,
 {
 	bool guarded = p->guard_how == GUARD_REGIONS;
 	if (p->slab_left == 0) {
+		int r;
 		if (!guarded && p->guard_how == GUARD_MAPS &&
-		    p->guarded < p->guard_budget)
-			return block_mapped(p, st);
-		int r = slab_new(p, guarded);
-		if (r == -EOPNOTSUPP) {
+		    !p->budget_known) {
+			p->guard_budget = map_count_budget();
+			p->budget_known = true;
+		}
+		if (!guarded && p->guard_how == GUARD_MAPS &&
+		    p->guarded < p->guard_budget) {
+			if (block_mapped(p, st) == 0)
+				return 0;
+			/* No mapping for it: the process reached
+			 * vm.max_map_count within the budget (the rest of it
+			 * holds more than the mappings the budget keeps for
+			 * it), or no address space is left. A canary slab
+			 * (one mapping for slab_stacks blocks); if there is
+			 * one, the budget ends here. (Spawns used to fail
+			 * with -ENOMEM from then on: test_revstack_map_count.) */
+			if ((r = slab_new(p, false)) != 0)
+				return r;
+			p->guard_budget = p->guarded;
+		} else if ((r = slab_new(p, guarded)) == -EOPNOTSUPP) {
 			p->guard_how = GUARD_MAPS;
 			return block_new(p, st, a);
-		}
-		if (r)
+		} else if (r) {
 			return r;
+		}
 	}
 	st->guard = guarded ? p->slab_cur : NULL;
 	st->lo = p->slab_cur + (guarded ? p->page : 0);

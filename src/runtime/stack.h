@@ -16,7 +16,8 @@
  * syscalls per stack). On older kernels a guard page needs a mapping of
  * its own (two VMAs per stack, max_map_count 65530 by default): stacks get
  * one while the count of such stacks stays within a budget derived from
- * max_map_count; beyond it, stacks come from slabs without guard pages.
+ * max_map_count (and the kernel gives them one); beyond it, stacks come
+ * from slabs without guard pages.
  * Those have a canary just below their lowest byte (the last word of the
  * block below, stack.c), checked whenever the task switches out: an
  * overflow of a guarded stack faults in the guard page (reported by the
