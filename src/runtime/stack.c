@@ -53,7 +53,14 @@
 #endif
 
 #define STACK_CANARY 0x63616e616c535443ull /* "canalSTC" */
+/* A loop's cache: up to CACHE_MAX free blocks, and up to CACHE_BYTES of
+ * stack (counted at full size, as the pool's budget below): the cache
+ * keeps its blocks' pages, and nothing gives them back before canal_run
+ * returns; 64 blocks of 1 GiB could hold 64 GiB per loop after their
+ * tasks ended (test_revstack_cache_budget). 64 blocks up to 256 KiB
+ * stacks (the default), one of 16 MiB, none beyond. */
 #define CACHE_MAX 64u
+#define CACHE_BYTES (16u << 20)
 /* Blocks per slab: up to SLAB_STACKS, in about SLAB_BYTES of address
  * space (at least one: big stacks get a slab each). */
 #define SLAB_STACKS 64u
@@ -131,6 +138,7 @@ struct canal__stack_pool {
 	size_t ndirty, dirty_max;
 	struct canal__stack_block *trim;
 	unsigned ntrim, trim_batch; /* trim_batch: 1..TRIM_BATCH */
+	unsigned cache_max; /* blocks per loop's cache (CACHE_BYTES) */
 	/* Blocks whose pages were all given back: described here, not by a
 	 * link in the block (which would keep its top page resident: 4 KiB
 	 * per free block, 4 GiB after a million tasks ended). */
@@ -212,6 +220,8 @@ int canal__stack_pool_create(size_t stack_size,
 	size_t tb = TRIM_BYTES / p->stack_bytes;
 	p->trim_batch = tb < 1 ? 1 : tb > TRIM_BATCH ? TRIM_BATCH
 						     : (unsigned)tb;
+	size_t cb = CACHE_BYTES / p->stack_bytes;
+	p->cache_max = cb > CACHE_MAX ? CACHE_MAX : (unsigned)cb;
 	size_t per = SLAB_BYTES / (p->stack_bytes + p->page);
 	p->slab_stacks = per < 1 ? 1 : per > SLAB_STACKS ? SLAB_STACKS
 							  : (unsigned)per;
@@ -600,7 +610,7 @@ void canal__stack_put(struct canal__stack_pool *p,
 	struct canal__stack_block *b = task_area;
 	struct canal__stack copy = *st;
 	b->st = copy;
-	if (c && c->n < CACHE_MAX) {
+	if (c && c->n < p->cache_max) {
 		b->dirty = false; /* caches are not counted in ndirty */
 		b->next = c->free;
 		c->free = b;

@@ -26,7 +26,8 @@
  * and the stack size, then abort. CANAL_STACK_GUARD=maps (or none) at
  * canal_run forces the older kinds, for their tests.
  *
- * Reuse: each loop keeps a cache of free blocks (no lock); beyond it they
+ * Reuse: each loop keeps a cache of free blocks (no lock; at most 64, and
+ * at most 16 MiB of stack: none for stacks over 16 MiB); beyond it they
  * go to the runtime's pool (a mutex), which keeps the pages of a budget of
  * them and gives the pages of the others back (MADV_DONTNEED) in batches
  * (canal__stack_pool_trim_batch). Everything is unmapped when canal_run
