@@ -713,15 +713,18 @@ void canal__stack_canary_verify(const struct canal__stack *st, uint64_t id)
 
 /* The SIGSEGV handler runs on the loop's alternate stack (the task's own
  * stack is the one that overflowed). A fault in the running task's guard
- * page is an overflow; anything else goes to the previous handler's
- * behaviour: we restore it and return, the instruction faults again. */
+ * page is an overflow; anything else goes to the previous handler: a
+ * function is called (chained, on this stack, with its own arguments), a
+ * default action is put back and we return, the instruction faulting
+ * again. (Putting a function back too lost the overflow reports for the
+ * rest of the run after the first fault a program's handler took care
+ * of, a page mapped on first touch: test_revstack_segv_chain.) */
 static struct sigaction old_segv;
 static _Atomic int handler_installed;
 
 #ifndef CANAL_RUNTIME_SANITIZED
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
-	(void)uc;
 	struct canal__loop *l = canal__this_loop();
 	struct canal__task *t = l ? l->current : NULL;
 	if (t && t->stack.guard) {
@@ -731,6 +734,16 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		if (a >= t->stack.guard - page && a < t->stack.lo)
 			overflow_report(t->id, t->stack.size,
 					"fault in its guard page");
+	}
+	if (old_segv.sa_flags & SA_SIGINFO) {
+		if (old_segv.sa_sigaction) {
+			old_segv.sa_sigaction(sig, si, uc);
+			return;
+		}
+	} else if (old_segv.sa_handler != SIG_DFL &&
+		   old_segv.sa_handler != SIG_IGN) {
+		old_segv.sa_handler(sig);
+		return;
 	}
 	sigaction(sig, &old_segv, NULL);
 }

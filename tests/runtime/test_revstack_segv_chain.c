@@ -1,0 +1,126 @@
+/* test_revstack_segv_chain.c - a hostile review of task stacks (branch
+ * revstack, 2026-11-30): the overflow reports' SIGSEGV handler and a
+ * program's own, installed before canal_run.
+ *
+ * Programs handle some faults themselves (a collector's write barrier on
+ * mprotect'ed pages, pages mapped on first touch): their handler makes
+ * the page accessible and returns, and the access is made again. canal's
+ * handler, installed over it at canal_run, passed a fault that is not a
+ * task's overflow on by putting the program's handler back and
+ * returning: the access faulted again in the program's handler, which
+ * handled it, and canal's handler was gone for the rest of the run. A
+ * task's stack overflow after that was not reported: the program's
+ * handler got the fault in the guard page.
+ *
+ * In a forked child: a handler of the program's own maps a PROT_NONE page
+ * on first touch (and for any other fault puts the default action back
+ * and returns, so that the fault kills). Task 1 touches that page (the
+ * program's handler must see the fault and the task go on), then task 2
+ * overflows its stack: canal's report and SIGABRT must follow. Under
+ * ASan/TSan canal installs no handler (the sanitizers report overflows):
+ * only the first part and a non-zero end are checked. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <canal/task.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#endif
+
+static char *volatile lazy;
+static size_t page;
+static volatile sig_atomic_t handled;
+static volatile int sink;
+
+/* The program's handler. */
+static void own_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	char *a = si->si_addr;
+	if (a >= lazy && a < lazy + page) {
+		mprotect(lazy, page, PROT_READ | PROT_WRITE);
+		handled = handled + 1;
+		return;
+	}
+	signal(sig, SIG_DFL);
+}
+
+static int recurse(int depth)
+{
+	volatile char frame[1024];
+	frame[0] = (char)depth;
+	frame[1023] = (char)depth;
+	if (depth > 1000000)
+		return frame[0];
+	return recurse(depth + 1) + frame[1023];
+}
+
+static void overflowing(void *arg)
+{
+	(void)arg;
+	sink = recurse(0);
+}
+
+static void first(void *arg)
+{
+	(void)arg;
+	/* Task 1: a fault the program's handler takes care of. */
+	*(volatile char *)lazy = 1;
+	CHECK_EQ(handled, 1);
+	CHECK_EQ(*(volatile char *)lazy, 1);
+	/* Task 2 overflows. */
+	CHECK_EQ(canal_spawn(overflowing, NULL), 0);
+}
+
+int main(void)
+{
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+	pid_t pid = test_fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], STDERR_FILENO);
+		lazy = mmap(NULL, page, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(lazy != MAP_FAILED);
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = own_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		CHECK_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+		struct canal_run_options o = {.loops = 1,
+					      .stack_size = 64 * 1024};
+		canal_run(first, NULL, &o);
+		_exit(0); /* not reached: the overflow aborts */
+	}
+	close(pfd[1]);
+	char buf[4096];
+	size_t len = 0;
+	ssize_t r;
+	while (len < sizeof(buf) - 1 &&
+	       (r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)r;
+	buf[len] = 0;
+	close(pfd[0]);
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	fprintf(stderr, "child: %s %d; stderr: %s\n",
+		WIFSIGNALED(st) ? "signal" : "exit",
+		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
+	CHECK(strstr(buf, "CHECK failed") == NULL);
+	CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+#ifndef SANITIZED
+	CHECK(strstr(buf, "canal: task 2 overflowed its stack of") != NULL);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+#endif
+	printf("test_revstack_segv_chain: ok\n");
+	return 0;
+}
