@@ -713,10 +713,9 @@ void canal__stack_canary_verify(const struct canal__stack *st, uint64_t id)
 
 /* The SIGSEGV handler runs on the loop's alternate stack (the task's own
  * stack is the one that overflowed). A fault in the running task's guard
- * page is an overflow; anything else goes to the previous handler: a
- * function is called (chained, on this stack, with its own arguments), a
- * default action is put back and we return, the instruction faulting
- * again. (Putting a function back too lost the overflow reports for the
+ * page is an overflow; anything else goes to the previous handler (below:
+ * a function is called, on this stack, without its sa_mask). (Putting a
+ * function back in our place lost the overflow reports for the
  * rest of the run after the first fault a program's handler took care
  * of, a page mapped on first touch: test_revstack_segv_chain.) */
 static struct sigaction old_segv;
@@ -735,13 +734,18 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 			overflow_report(t->id, t->stack.size,
 					"fault in its guard page");
 	}
-	if (old_segv.sa_flags & SA_SIGINFO) {
-		if (old_segv.sa_sigaction) {
-			old_segv.sa_sigaction(sig, si, uc);
-			return;
-		}
-	} else if (old_segv.sa_handler != SIG_DFL &&
-		   old_segv.sa_handler != SIG_IGN) {
+	/* Anything else: the previous handler's. A function is called from
+	 * here; a default action, or a one-shot handler (SA_RESETHAND:
+	 * called from here, it would run again at each fault of an
+	 * instruction it expected the reset to kill), is put back and we
+	 * return, the instruction faulting again. */
+	bool chain = !(old_segv.sa_flags & SA_RESETHAND);
+	if (chain && (old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_sigaction) {
+		old_segv.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (chain && !(old_segv.sa_flags & SA_SIGINFO) &&
+	    old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN) {
 		old_segv.sa_handler(sig);
 		return;
 	}
