@@ -469,7 +469,8 @@ static int block_new(struct canal__stack_pool *p, struct canal__stack *st,
 			 * it), or no address space is left. A canary slab
 			 * (one mapping for slab_stacks blocks); if there is
 			 * one, the budget ends here. (Spawns used to fail
-			 * with -ENOMEM from then on: test_revstack_map_count.) */
+			 * with -ENOMEM from then on:
+			 * test_revstack_map_count.) */
 			if ((r = slab_new(p, false)) != 0)
 				return r;
 			p->guard_budget = p->guarded;
@@ -740,7 +741,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	 * instruction it expected the reset to kill), is put back and we
 	 * return, the instruction faulting again. */
 	bool chain = !(old_segv.sa_flags & SA_RESETHAND);
-	if (chain && (old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_sigaction) {
+	if (chain && (old_segv.sa_flags & SA_SIGINFO) &&
+	    old_segv.sa_sigaction) {
 		old_segv.sa_sigaction(sig, si, uc);
 		return;
 	}
