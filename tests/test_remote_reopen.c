@@ -10,23 +10,13 @@
  * that must carry N elements in order, in one direction or the other,
  * and end normally. On shm and TCP; the job's alarm bounds the time. */
 #include "engine_job.h"
+#include "remote_error.h"
 
 #include <canal/remote.h>
 
 #define TAG 3
 #define ROUNDS 24
 #define N 50
-
-static int wait_error(struct canal_remote *r)
-{
-	for (int i = 0; i < 10000; i++) {
-		int err = canal_remote_error(r, NULL, 0);
-		if (err)
-			return err;
-		usleep(1000);
-	}
-	return 0;
-}
 
 /* Open, retrying while the previous exchange of (gate, tag) finishes in
  * the background (a close that timed out). */
@@ -73,7 +63,7 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 			int err = canal_remote_close(r, 5000000000ll);
 			CHECK(err == -EPROTO);
 		} else {
-			CHECK_EQ(wait_error(r), -EPROTO);
+			CHECK_EQ(remote_wait_error(r), -EPROTO);
 			if (rank == late)
 				usleep(1000 * (unsigned)(5 + 10 * style));
 			int err = canal_remote_close(r, style == 2 ? 0 : 5000000000ll);

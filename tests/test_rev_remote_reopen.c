@@ -16,22 +16,12 @@
  * next attempt (the tag is poisoned for good). Bounded by the job's alarm
  * and by the timeouts below. */
 #include "engine_job.h"
+#include "remote_error.h"
 
 #include <canal/remote.h>
 
 #define TAG 1
 #define N 10
-
-static int wait_error(struct canal_remote *r)
-{
-	for (int i = 0; i < 10000; i++) {
-		int err = canal_remote_error(r, NULL, 0);
-		if (err)
-			return err;
-		usleep(1000);
-	}
-	return 0;
-}
 
 static int body(struct canal_engine *e, int rank, int size, void *arg)
 {
@@ -45,7 +35,7 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	CHECK_EQ(canal_remote_open(hub, 1 - rank, TAG, end, rank == 0 ? 8 : 16,
 				   4, &r),
 		 0);
-	CHECK_EQ(wait_error(r), -EPROTO);
+	CHECK_EQ(remote_wait_error(r), -EPROTO);
 	CHECK_EQ(canal_remote_close(r, 5000000000ll), -EPROTO);
 	/* 2: the same channel, opened alike on both sides */
 	CHECK_EQ(canal_remote_open(hub, 1 - rank, TAG, end, 8, 4, &r), 0);
