@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -723,17 +724,50 @@ static struct sigaction old_segv;
 static _Atomic int handler_installed;
 
 #ifndef CANAL_RUNTIME_SANITIZED
+/* The stack pointer of the interrupted code (0 where unknown). */
+static uintptr_t fault_sp(const void *uc)
+{
+#if defined(__x86_64__)
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.sp;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+/* A fault with the stack pointer this far below the running task's stack
+ * at most, and the faulting address below the stack and at most
+ * SP_NEAR_FAULT below the stack pointer (a push, a frame's store), is an
+ * overflow that no guard page caught: a canary stack's (no guard page:
+ * its canary is checked only when the task switches out, and a task that
+ * recurses without switching runs down through the blocks below until it
+ * reaches memory that faults), or a frame that jumped over a guard page
+ * into unmapped memory. Farther, the task may have switched to a stack of
+ * its own (a coroutine library, sigaltstack): not ours to report. */
+#define SP_BELOW_MAX ((uintptr_t)1 << 30)
+#define SP_NEAR_FAULT ((uintptr_t)64 * 1024)
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct canal__loop *l = canal__this_loop();
 	struct canal__task *t = l ? l->current : NULL;
-	if (t && t->stack.guard) {
+	if (t) {
 		char *a = si->si_addr;
-		size_t page = (size_t)(t->stack.lo - t->stack.guard);
-		/* The guard page, or just below it (a big frame). */
-		if (a >= t->stack.guard - page && a < t->stack.lo)
+		if (t->stack.guard) {
+			size_t page = (size_t)(t->stack.lo - t->stack.guard);
+			/* The guard page, or just below it (a big frame). */
+			if (a >= t->stack.guard - page && a < t->stack.lo)
+				overflow_report(t->id, t->stack.size,
+						"fault in its guard page");
+		}
+		uintptr_t sp = fault_sp(uc), lo = (uintptr_t)t->stack.lo;
+		uintptr_t fa = (uintptr_t)a;
+		if (sp && sp < lo && lo - sp <= SP_BELOW_MAX && fa < lo &&
+		    fa + SP_NEAR_FAULT >= sp)
 			overflow_report(t->id, t->stack.size,
-					"fault in its guard page");
+					"stack pointer below its stack");
 	}
 	/* Anything else: the previous handler's. A function is called from
 	 * here; a default action, or a one-shot handler (SA_RESETHAND:

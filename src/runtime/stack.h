@@ -22,8 +22,9 @@
  * block below, stack.c), checked whenever the task switches out: an
  * overflow of a guarded stack faults in the guard page (reported by the
  * SIGSEGV handler on the loop's alternate signal stack), one of a canary
- * stack is caught by its canary at the next switch. Both print the task id
- * and the stack size, then abort. CANAL_STACK_GUARD=maps (or none) at
+ * stack by its canary at the next switch, or by the same handler if the
+ * task faults first (its stack pointer below its stack). All print the
+ * task id and the stack size, then abort. CANAL_STACK_GUARD=maps (or none) at
  * canal_run forces the older kinds, for their tests.
  *
  * Reuse: each loop keeps a cache of free blocks (no lock; at most 64, and
