@@ -21,6 +21,7 @@
  * only the first part and a non-zero end are checked. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "overflow_child.h"
 
 #include <canal/task.h>
 
@@ -29,14 +30,9 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#endif
-
 static char *volatile lazy;
 static size_t page;
 static volatile sig_atomic_t handled;
-static volatile int sink;
 
 /* The program's handler. */
 static void own_handler(int sig, siginfo_t *si, void *uc)
@@ -51,22 +47,6 @@ static void own_handler(int sig, siginfo_t *si, void *uc)
 	signal(sig, SIG_DFL);
 }
 
-static int recurse(int depth)
-{
-	volatile char frame[1024];
-	frame[0] = (char)depth;
-	frame[1023] = (char)depth;
-	if (depth > 1000000)
-		return frame[0];
-	return recurse(depth + 1) + frame[1023];
-}
-
-static void overflowing(void *arg)
-{
-	(void)arg;
-	sink = recurse(0);
-}
-
 static void first(void *arg)
 {
 	(void)arg;
@@ -75,43 +55,31 @@ static void first(void *arg)
 	CHECK_EQ(handled, 1);
 	CHECK_EQ(*(volatile char *)lazy, 1);
 	/* Task 2 overflows. */
-	CHECK_EQ(canal_spawn(overflowing, NULL), 0);
+	CHECK_EQ(canal_spawn(overflow_task, NULL), 0);
+}
+
+/* The child: the program's handler, then the runtime. */
+static void child(void *arg)
+{
+	(void)arg;
+	lazy = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		    0);
+	CHECK(lazy != MAP_FAILED);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = own_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	struct canal_run_options o = {.loops = 1, .stack_size = 64 * 1024};
+	canal_run(first, NULL, &o); /* the overflow aborts */
 }
 
 int main(void)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
-	int pfd[2];
-	CHECK_EQ(pipe(pfd), 0);
-	pid_t pid = test_fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(pfd[1], STDERR_FILENO);
-		lazy = mmap(NULL, page, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		CHECK(lazy != MAP_FAILED);
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = own_handler;
-		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-		sigemptyset(&sa.sa_mask);
-		CHECK_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
-		struct canal_run_options o = {.loops = 1,
-					      .stack_size = 64 * 1024};
-		canal_run(first, NULL, &o);
-		_exit(0); /* not reached: the overflow aborts */
-	}
-	close(pfd[1]);
 	char buf[4096];
-	size_t len = 0;
-	ssize_t r;
-	while (len < sizeof(buf) - 1 &&
-	       (r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)r;
-	buf[len] = 0;
-	close(pfd[0]);
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	int st = overflow_child_run(NULL, child, NULL, buf, sizeof(buf));
 	fprintf(stderr, "child: %s %d; stderr: %s\n",
 		WIFSIGNALED(st) ? "signal" : "exit",
 		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
