@@ -5,9 +5,10 @@
  * below until it faults: that fault is reported as the task's overflow
  * (task id, stack size) and the process aborts, instead of dying by a
  * bare SIGSEGV (stack.c, segv_handler: the stack pointer is below the
- * task's stack). In a forked child. Under the sanitizers the runtime
- * installs no handler (they report): there only the child's death is
- * checked. */
+ * task's stack). In a forked child. Not under the sanitizers: the
+ * runtime installs no handler there (they report overflows), and with no
+ * guard page the recursion may run on through their reserved memory
+ * (a 300 s timeout under ASan). */
 #include "check.h"
 #include "overflow_child.h"
 
@@ -27,18 +28,21 @@ static void run_child(const char *guard, const char *how)
 		guard ? guard : "default",
 		WIFSIGNALED(st) ? "signal" : "exit",
 		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
-	CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
-#ifndef SANITIZED
 	CHECK(strstr(buf, "canal: task 2 overflowed its stack of") != NULL);
 	CHECK(strstr(buf, how) != NULL);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-#else
-	(void)how;
-#endif
 }
 
 int main(void)
 {
+#ifdef SANITIZED
+	/* No handler to check, and without a guard page nothing stops the
+	 * recursion where the sanitizer would see it: below the slab it may
+	 * run on through the sanitizer's own reserved memory. */
+	printf("test_task_overflow_canary: skipped under a sanitizer (the "
+	       "runtime installs no overflow handler there)\n");
+	return 0;
+#endif
 	run_child("none", "stack pointer below its stack");
 	printf("test_task_overflow_canary: ok\n");
 	return 0;
