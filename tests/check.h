@@ -13,7 +13,22 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-
+/* Which sanitizer this test was built with (GCC's and Clang's ways of
+ * saying so): SANITIZED under ASan or TSan, UNDER_TSAN under TSan. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \

@@ -20,13 +20,6 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
 
 /* This process's address space, bytes (/proc/self/statm's first field). */
 static unsigned long long vm_bytes(void)

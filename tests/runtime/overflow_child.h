@@ -11,15 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Under ASan or TSan the runtime installs no overflow handler (the
- * sanitizer reports overflows itself). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
+/* Under ASan or TSan (SANITIZED, check.h) the runtime installs no
+ * overflow handler: the sanitizer reports overflows itself. */
 
 static volatile int overflow_sink;
 

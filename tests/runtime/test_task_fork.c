@@ -24,13 +24,6 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
 #ifdef UNDER_TSAN
 static const bool under_tsan = true;
 #else
