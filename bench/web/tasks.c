@@ -7,8 +7,13 @@
  * runtime's loops.
  *
  * One task accepts (canal_io_accept, with a timeout of WEB_TICK_MS so that
- * it sees SIGTERM) and spawns a task per connection; spawn spreads them
- * over the loops. It takes one connection per turn, the whole queue when
+ * it sees SIGTERM) and spawns a task per connection, near
+ * (CANAL_RUN_SPAWN_NEAR, task.h): on the accept task's loop while that
+ * loop's queue is short, spread over the loops in a burst; a connection
+ * stays on its loop for its life (its stream), so under light load one
+ * loop serves them all and the others sleep, their CPUs free for other
+ * processes (wrk, in the placement where the server has both CPUs);
+ * CANAL_WEB_SPREAD=1: spread every connection in turn. It takes one connection per turn, the whole queue when
  * the queue is deep; connection tasks also look at a deep queue every 64
  * turns (accept_help), and a connection that ends admits the next queued
  * one (web_accept_next); CANAL_WEB_ACCEPT=one: one per turn only. A
@@ -426,6 +431,9 @@ static int run(struct web_ctx *ctx)
 	const char *ns = getenv("CANAL_WEB_NO_SHORTCUT");
 	if (ns && *ns && strcmp(ns, "0") != 0)
 		opts.flags |= CANAL_RUN_NO_SYNC_SHORTCUT;
+	const char *sp = getenv("CANAL_WEB_SPREAD");
+	if (!(sp && *sp && strcmp(sp, "0") != 0))
+		opts.flags |= CANAL_RUN_SPAWN_NEAR;
 	return canal_run(accept_task, ctx, &opts);
 }
 

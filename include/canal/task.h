@@ -77,7 +77,8 @@ struct canal_run_options {
 	int backend;
 	/* Native threads for canal_detach() (0: 4). */
 	unsigned detach_threads;
-	/* Flags: CANAL_RUN_NO_SYNC_SHORTCUT, CANAL_RUN_COMPACT_STACKS. */
+	/* Flags: CANAL_RUN_NO_SYNC_SHORTCUT, CANAL_RUN_COMPACT_STACKS,
+	 * CANAL_RUN_SPAWN_NEAR. */
 	unsigned flags;
 };
 
@@ -103,6 +104,19 @@ enum {
 	 * patterns on a channel for workers that use its locals breaks it).
 	 * A break reads zeros or loses writes: undefined behaviour. */
 	CANAL_RUN_COMPACT_STACKS = 1u << 1,
+	/* Spawn near, for servers that share the machine: canal_spawn from
+	 * a task (or a loop's thread) places the new task on the spawner's
+	 * own loop while fewer than 4 tasks wait in that loop's queue, and
+	 * spreads it over the loops in turn (the default) beyond. A trickle
+	 * of spawns (the connections of a server under light load) thus
+	 * stays on one loop, and the other loops sleep, their CPUs left to
+	 * other processes (a client on the same machine); a burst (many
+	 * connections at once, a fan-out of workers) still spreads, and
+	 * idle loops still take queued tasks from busy ones. Without it,
+	 * tasks are spread in turn, which suits CPU-bound work: two tasks
+	 * spawned one after the other go to two loops. A task spawned from
+	 * a detached task is spread either way. */
+	CANAL_RUN_SPAWN_NEAR = 1u << 2,
 };
 
 /*
@@ -138,7 +152,9 @@ int canal_run(void (*main_task)(void *arg), void *arg,
 
 /*
  * canal_spawn - start fn(arg) as a new task. The task is placed on a loop
- * (spread over the loops in turn) and runs when that loop gets to it. It
+ * (spread over the loops in turn; with CANAL_RUN_SPAWN_NEAR, on the
+ * spawner's loop while its queue is short) and runs when that loop gets
+ * to it. It
  * starts with the default floating-point environment (round to nearest,
  * exceptions masked, flags clear), not its spawner's, and keeps its own
  * across switches, as a thread does.

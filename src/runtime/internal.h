@@ -418,7 +418,13 @@ void canal__loop_push(struct canal__loop *l, struct canal__task *t);
  * slot of t->loop when the caller is the task running there, else
  * t->loop's queue. */
 void canal__loop_push_woken(struct canal__task *t);
+/* The next loop in turn (spawn's spreading, a task's attach). */
 struct canal__loop *canal__loop_pick(struct canal__runtime *rt);
+/* The loop for a task spawned from self (a loop or a pool thread of rt):
+ * self itself under CANAL_RUN_SPAWN_NEAR while its queue is short, else
+ * canal__loop_pick. */
+struct canal__loop *canal__loop_pick_spawn(struct canal__runtime *rt,
+					   struct canal__loop *self);
 /* t ended (it switched out with AFTER_EXIT to l, a loop or a pool
  * thread): free it; the last one stops the runtime. */
 void canal__task_ended(struct canal__loop *l, struct canal__task *t);

@@ -306,7 +306,7 @@ EXPORT int canal_spawn(void (*fn)(void *), void *arg)
 	 * plain thread could race with the runtime's end. */
 	if (!rt || !self || self->rt != rt)
 		return -EPERM;
-	struct canal__loop *l = canal__loop_pick(rt);
+	struct canal__loop *l = canal__loop_pick_spawn(rt, self);
 	struct canal__task *t;
 	atomic_fetch_add_explicit(&rt->live, 1, memory_order_relaxed);
 	int r = canal__task_create(rt, fn, arg, l, &t);
