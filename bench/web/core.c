@@ -460,13 +460,15 @@ int web_run_loops(struct web_ctx *ctx, int (*loop)(struct web_ctx *ctx, int list
 	int started = 0, err = 0;
 	for (int i = 0; i < n; i++) {
 		a[i] = (struct loop_arg){.ctx = ctx, .loop = loop};
-		a[i].fd = i == 0 ? ctx->listen_fd : web_listen_again(ctx);
-		if (a[i].fd < 0) {
+		a[i].fd = i == 0 ? ctx->listen_fd
+			  : ctx->one_listener ? -1
+					      : web_listen_again(ctx);
+		if (a[i].fd < 0 && (i == 0 || !ctx->one_listener)) {
 			err = a[i].fd;
 			break;
 		}
 		if (pthread_create(&a[i].tid, NULL, loop_main, &a[i]) != 0) {
-			if (i)
+			if (i && a[i].fd >= 0)
 				close(a[i].fd);
 			err = -EAGAIN;
 			break;
@@ -485,7 +487,7 @@ int web_run_loops(struct web_ctx *ctx, int (*loop)(struct web_ctx *ctx, int list
 		web_announce(ctx);
 	for (int i = 0; i < started; i++) {
 		pthread_join(a[i].tid, NULL);
-		if (i)
+		if (i && a[i].fd >= 0)
 			close(a[i].fd);
 		if (!err)
 			err = a[i].result;

@@ -42,6 +42,9 @@ struct web_ctx {
 	struct sockaddr_in addr; /* bound address, port filled in */
 	int cores;		 /* --cores N */
 	const char *style;
+	/* web_run_loops: only the first loop listens, the others get -1
+	 * (connections come to them from the first; uring.c). */
+	bool one_listener;
 };
 
 struct web_style {
@@ -136,7 +139,8 @@ int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
 /*
  * web_run_loops - run loop on ctx->cores threads: the first on
  * ctx->listen_fd, the others each on its own SO_REUSEPORT listener (the
- * kernel spreads connections). Announces the server once every loop called
+ * kernel spreads connections), or on none (listen_fd -1) when
+ * ctx->one_listener is set. Announces the server once every loop called
  * web_loop_ready(0). Returns when every loop returned: 0 or the first
  * error.
  */

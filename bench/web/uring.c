@@ -1,9 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uring.c - io_uring completion loops (issue 14), one per --cores, each
- * with its own ring and SO_REUSEPORT listener. Nothing is shared between
- * loops; each ring has one submitter (IORING_SETUP_SINGLE_ISSUER and
- * DEFER_TASKRUN when the kernel has them).
+ * with its own ring; each ring has one submitter (IORING_SETUP_SINGLE_ISSUER
+ * and DEFER_TASKRUN when the kernel has them).
+ *
+ *   placement: the first loop listens and keeps the connections it admits
+ *           in a pass over fewer than NEAR_KEEP completions; in a busier
+ *           pass it hands them to the loops in turn (itself included),
+ *           as the tasks server's spawns go near while the loop's queue
+ *           of ready tasks is short: the fd goes to the loop's hand-off
+ *           list (a mutex), and an IORING_OP_MSG_RING posts a completion
+ *           to that loop's ring when its list was empty, which wakes it.
+ *           So a light load stays on one loop and the others sleep, their
+ *           CPUs free for other processes (the client, in the placement
+ *           where the server has both CPUs), as the tasks server does with
+ *           CANAL_RUN_SPAWN_NEAR; a burst of connections spreads. A
+ *           connection stays on its loop for its life. CANAL_WEB_SPREAD=1:
+ *           one SO_REUSEPORT listener per loop instead (the kernel spreads
+ *           connections by their addresses), nothing shared.
  *
  *   accept: one accept always posted ahead on the listener, registered
  *           as fixed file 0: by default a single-shot accept re-armed at
@@ -59,6 +73,7 @@
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +97,13 @@
 #define BUF_SIZE 4096
 #define BGID 0
 
-enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL, OP_READ, OP_SEND };
+enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL, OP_READ, OP_SEND,
+	  OP_HANDOFF };
+
+/* A listening loop keeps a connection admitted in a pass over fewer
+ * completions (placement, above): the tasks server's bound on its queue
+ * (task.h, CANAL_RUN_SPAWN_NEAR). */
+#define NEAR_KEEP 4u
 
 struct uconn {
 	struct web_conn c;
@@ -106,7 +127,23 @@ struct loop {
 	bool accept_multishot; /* CANAL_WEB_URING_ACCEPT=multishot */
 	bool taskrun_stale;    /* work_ready */
 	uint64_t paused_until;
+	unsigned ready; /* completions at the start of this pass */
+	int ring_fd; /* the ring's fd, for hand-offs (written at setup) */
+	/* Connections handed to this loop (placement, above): fds, under
+	 * handoff_mu; the first push into an empty list posts OP_HANDOFF. */
+	pthread_mutex_t handoff_mu;
+	int *handoff;
+	size_t handoff_n, handoff_cap;
 };
+
+/* Every loop, for the listening one's hand-offs: registered (under
+ * loops_mu) before web_loop_ready, so all are there when the server is
+ * announced; each stays until web_stop. */
+#define LOOPS_MAX 1024
+static pthread_mutex_t loops_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct loop *loops[LOOPS_MAX];
+static _Atomic unsigned nloops;
+static unsigned next_loop; /* the listening loop's only */
 
 static inline uint64_t ud(int fd, enum op op)
 {
@@ -239,6 +276,7 @@ static void cancel(struct loop *l, int fd, enum op op)
 }
 
 static bool admit(struct loop *l, int fd, bool tuned);
+static bool place(struct loop *l, int fd, bool tuned);
 
 /* Free the connection once nothing of it is in flight; then take the next
  * queued connection now rather than at the accept's turn
@@ -252,7 +290,7 @@ static void maybe_free(struct loop *l, struct uconn *u)
 	web_close(&u->c);
 	free(u->buf);
 	free(u);
-	if (web_stop || l->accept_multishot)
+	if (web_stop || l->accept_multishot || l->lfd < 0)
 		return;
 	int fd = web_accept_next(l->lfd);
 	if (fd >= 0)
@@ -391,14 +429,73 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	}
 	if (cqe->res < 0)
 		return;
-	admit(l, cqe->res, false);
+	place(l, cqe->res, false);
 	if (l->accept_multishot)
 		return;
 	for (unsigned k = web_accept_excess(l->lfd); k && !web_stop; k--) {
 		int fd = web_accept(l->lfd);
-		if (fd < 0 || !admit(l, fd, true))
+		if (fd < 0 || !place(l, fd, true))
 			break; /* empty queue; errors: the next accept */
 	}
+}
+
+/* Post OP_HANDOFF to to's ring from l's (false: no SQE, or no MSG_RING
+ * in this kernel: to then finds the list at its next pass, within
+ * WEB_TICK_MS). */
+static void handoff_wake(struct loop *l, struct loop *to)
+{
+	struct io_uring_sqe *s = sqe_get(l);
+	io_uring_prep_msg_ring(s, to->ring_fd, 0, ud(0, OP_HANDOFF), 0);
+	io_uring_sqe_set_data64(s, ud(0, OP_IGNORE));
+	io_uring_submit(&l->ring);
+}
+
+/* A connection the listening loop l admitted (tuned: web_accept prepared
+ * it): kept, or handed to the next loop in turn (placement, above).
+ * False as admit. */
+static bool place(struct loop *l, int fd, bool tuned)
+{
+	unsigned n = atomic_load_explicit(&nloops, memory_order_acquire);
+	if (n < 2 || l->ready < NEAR_KEEP)
+		return admit(l, fd, tuned);
+	struct loop *to = loops[next_loop++ % n];
+	if (to == l)
+		return admit(l, fd, tuned);
+	if (!tuned)
+		web_sock_setup(fd);
+	pthread_mutex_lock(&to->handoff_mu);
+	bool was_empty = to->handoff_n == 0;
+	if (to->handoff_n == to->handoff_cap) {
+		size_t cap = to->handoff_cap ? 2 * to->handoff_cap : 64;
+		int *h = realloc(to->handoff, cap * sizeof *h);
+		if (!h) {
+			pthread_mutex_unlock(&to->handoff_mu);
+			close(fd);
+			return false;
+		}
+		to->handoff = h;
+		to->handoff_cap = cap;
+	}
+	to->handoff[to->handoff_n++] = fd;
+	pthread_mutex_unlock(&to->handoff_mu);
+	if (was_empty)
+		handoff_wake(l, to);
+	return true;
+}
+
+/* Admit what the listening loop handed to l (at OP_HANDOFF, and at every
+ * pass in case a wake was lost). */
+static void take_handoffs(struct loop *l)
+{
+	pthread_mutex_lock(&l->handoff_mu);
+	int *h = l->handoff;
+	size_t n = l->handoff_n;
+	l->handoff = NULL;
+	l->handoff_n = l->handoff_cap = 0;
+	pthread_mutex_unlock(&l->handoff_mu);
+	for (size_t i = 0; i < n; i++)
+		admit(l, h[i], true);
+	free(h);
 }
 
 static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
@@ -516,6 +613,7 @@ static int setup(struct loop *l, int lfd)
 	}
 	if (r < 0)
 		return r;
+	l->ring_fd = l->ring.ring_fd;
 	size_t brsz = NBUF * sizeof(struct io_uring_buf);
 	if (posix_memalign((void **)&l->br, 4096, brsz) ||
 	    posix_memalign((void **)&l->bufs, 4096, (size_t)NBUF * BUF_SIZE))
@@ -533,8 +631,7 @@ static int setup(struct loop *l, int lfd)
 		io_uring_buf_ring_add(l->br, l->bufs + (size_t)i * BUF_SIZE, BUF_SIZE,
 				      (unsigned short)i, io_uring_buf_ring_mask(NBUF), (int)i);
 	io_uring_buf_ring_advance(l->br, NBUF);
-	r = io_uring_register_files(&l->ring, &lfd, 1);
-	if (r < 0)
+	if (lfd >= 0 && (r = io_uring_register_files(&l->ring, &lfd, 1)) < 0)
 		return r;
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
@@ -551,7 +648,19 @@ static int loop(struct web_ctx *ctx, int lfd)
 	l->ctx = ctx;
 	const char *acc = getenv("CANAL_WEB_URING_ACCEPT");
 	l->accept_multishot = acc && strcmp(acc, "multishot") == 0;
+	pthread_mutex_init(&l->handoff_mu, NULL);
 	int r = setup(l, lfd);
+	if (r == 0 && ctx->one_listener) {
+		/* Registered for good: the listening loop may hand it
+		 * connections until it stops, so it is never freed. */
+		pthread_mutex_lock(&loops_mu);
+		unsigned i = atomic_load_explicit(&nloops, memory_order_relaxed);
+		if (i < LOOPS_MAX) {
+			loops[i] = l;
+			atomic_store_explicit(&nloops, i + 1, memory_order_release);
+		}
+		pthread_mutex_unlock(&loops_mu);
+	}
 	web_loop_ready(r < 0 ? r : 0);
 	if (r < 0) {
 		fprintf(stderr, "web uring: setup: %s\n", strerror(-r));
@@ -559,7 +668,8 @@ static int loop(struct web_ctx *ctx, int lfd)
 		free(l);
 		return r;
 	}
-	arm_accept(l);
+	if (lfd >= 0)
+		arm_accept(l);
 	uint64_t next_scan = 0, spin = spin_ns();
 	while (!web_stop) {
 		struct __kernel_timespec ts = {.tv_nsec = WEB_TICK_MS * 1000000ll};
@@ -567,6 +677,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 		spin_for_work(l, spin);
 		bool flagged = taskrun_flagged(l);
 		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+		l->ready = io_uring_cq_ready(&l->ring);
 		unsigned head, seen = 0;
 		io_uring_for_each_cqe(&l->ring, head, cqe) {
 			seen++;
@@ -593,6 +704,9 @@ static int loop(struct web_ctx *ctx, int lfd)
 				if (u)
 					on_send(l, u, cqe);
 				break;
+			case OP_HANDOFF:
+				take_handoffs(l);
+				break;
 			default:
 				break;
 			}
@@ -603,7 +717,9 @@ static int loop(struct web_ctx *ctx, int lfd)
 		else if (flagged && taskrun_flagged(l))
 			l->taskrun_stale = true;
 		uint64_t now = web_now_ns();
-		if (!l->accept_armed && now >= l->paused_until)
+		if (lfd < 0)
+			take_handoffs(l); /* a wake that did not come */
+		else if (!l->accept_armed && now >= l->paused_until)
 			arm_accept(l);
 		if (now >= next_scan) {
 			next_scan = now + WEB_TICK_MS * 1000000ull;
@@ -624,12 +740,15 @@ static int loop(struct web_ctx *ctx, int lfd)
 	free(l->conn);
 	free(l->br);
 	free(l->bufs);
-	free(l);
+	if (!ctx->one_listener)
+		free(l); /* else the listening loop may still look at it */
 	return 0;
 }
 
 static int run(struct web_ctx *ctx)
 {
+	const char *sp = getenv("CANAL_WEB_SPREAD");
+	ctx->one_listener = !(sp && *sp && strcmp(sp, "0") != 0);
 	return web_run_loops(ctx, loop);
 }
 
