@@ -137,6 +137,16 @@ unsigned web_accept_excess(int listen_fd)
 	return ti.tcpi_unacked > ti.tcpi_sacked / 4 ? ti.tcpi_sacked : 0;
 }
 
+unsigned web_accept_queued(int listen_fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_unacked) + sizeof(ti.tcpi_unacked))
+		return 0;
+	return ti.tcpi_unacked;
+}
+
 int web_accept(int listen_fd)
 {
 	for (;;) {

@@ -88,6 +88,19 @@ int web_accept(int listen_fd);
  */
 unsigned web_accept_excess(int listen_fd);
 
+/* How many connections wait in listen_fd's accept queue (TCP_INFO: one
+ * system call; 0 if it cannot tell). A server with several loops that
+ * keeps a light load on one (uring.c, tasks.c) takes this many at a
+ * time from WEB_NEAR_BURST up, so that a burst of connections (wrk opening
+ * its 1 000 at once, before any request) spreads over the loops. 16, not
+ * 4: with the server on both CPUs and wrk on one, wrk's 100 connections
+ * stayed on one loop (117-119k requests/s) where from 4 up a third of
+ * them went to the loop that shares wrk's CPU (91k); its 1 000 spread
+ * either way (106-108k against 92-100k; AMD EPYC, 2026-11-30, one run
+ * each). */
+unsigned web_accept_queued(int listen_fd);
+#define WEB_NEAR_BURST 16u
+
 /* For a style whose accepts wait their turn: once a connection is closed,
  * the next queued one (web_accept), so that under a connection per request
  * a connection's end admits the next without waiting for the accept's

@@ -9,7 +9,9 @@
  * One task accepts (canal_io_accept, with a timeout of WEB_TICK_MS so that
  * it sees SIGTERM) and spawns a task per connection, near
  * (CANAL_RUN_SPAWN_NEAR, task.h): on the accept task's loop while that
- * loop's queue is short, spread over the loops in a burst; a connection
+ * loop's queue is short, spread over the loops in a burst (with more than
+ * one loop, 16 or more connections waiting in the listener's queue are
+ * taken in one turn, so that their spawns pass the bound); a connection
  * stays on its loop for its life (its stream), so under light load one
  * loop serves them all and the others sleep, their CPUs free for other
  * processes (wrk, in the placement where the server has both CPUs);
@@ -58,6 +60,10 @@
 #include <unistd.h>
 
 static struct web_ctx *g_ctx;
+/* Connections spawned near (CANAL_RUN_SPAWN_NEAR; CANAL_WEB_SPREAD=1:
+ * not). Written before canal_run. */
+static bool g_near;
+
 static bool g_no_rstream;    /* CANAL_WEB_NO_RSTREAM */
 
 /* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
@@ -407,8 +413,14 @@ static void accept_task(void *arg)
 		if (fd < 0)
 			continue; /* -ETIMEDOUT, -ECONNABORTED, ... */
 		bool ok = admit(ctx, fd, false);
-		for (unsigned k = ok ? web_accept_excess(ctx->listen_fd) : 0;
-		     ok && k && !web_stop; k--) {
+		unsigned k = ok ? web_accept_excess(ctx->listen_fd) : 0;
+		if (ok && !k && g_near && ctx->cores > 1) {
+			/* A burst: spawned in a row, they spread (the loop's
+			 * queue grows past CANAL_RUN_SPAWN_NEAR's bound). */
+			unsigned q = web_accept_queued(ctx->listen_fd);
+			k = q >= WEB_NEAR_BURST ? q : 0;
+		}
+		for (; ok && k && !web_stop; k--) {
 			fd = web_accept(ctx->listen_fd);
 			if (fd < 0)
 				break; /* empty queue; errors: the next accept */
@@ -432,7 +444,8 @@ static int run(struct web_ctx *ctx)
 	if (ns && *ns && strcmp(ns, "0") != 0)
 		opts.flags |= CANAL_RUN_NO_SYNC_SHORTCUT;
 	const char *sp = getenv("CANAL_WEB_SPREAD");
-	if (!(sp && *sp && strcmp(sp, "0") != 0))
+	g_near = !(sp && *sp && strcmp(sp, "0") != 0);
+	if (g_near)
 		opts.flags |= CANAL_RUN_SPAWN_NEAR;
 	return canal_run(accept_task, ctx, &opts);
 }

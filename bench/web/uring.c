@@ -6,8 +6,10 @@
  *
  *   placement: the first loop listens and keeps the connections it admits
  *           in a pass with fewer than NEAR_KEEP receive completions (a
- *           request each, most often); in a busier pass it hands them to
- *           the loops in turn (itself included), as the tasks server's
+ *           request each, most often) while fewer than WEB_NEAR_BURST
+ *           wait in the listener's queue; in a busier pass, or a burst of
+ *           connections (taken whole then: wrk opens its 1 000 before any
+ *           request), it hands them to the loops in turn (itself included), as the tasks server's
  *           spawns go near while the loop's queue of ready tasks (a
  *           request each) is short: the fd goes to the loop's hand-off
  *           list (a mutex), and an IORING_OP_MSG_RING posts a completion
@@ -435,7 +437,13 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	place(l, cqe->res, false);
 	if (l->accept_multishot)
 		return;
-	for (unsigned k = web_accept_excess(l->lfd); k && !web_stop; k--) {
+	unsigned k = web_accept_excess(l->lfd);
+	if (!k && atomic_load_explicit(&nloops, memory_order_relaxed) > 1) {
+		/* A burst: take it now, so that it spreads (place). */
+		unsigned q = web_accept_queued(l->lfd);
+		k = q >= WEB_NEAR_BURST ? q : 0;
+	}
+	for (; k && !web_stop; k--) {
 		int fd = web_accept(l->lfd);
 		if (fd < 0 || !place(l, fd, true))
 			break; /* empty queue; errors: the next accept */
@@ -459,7 +467,8 @@ static void handoff_wake(struct loop *l, struct loop *to)
 static bool place(struct loop *l, int fd, bool tuned)
 {
 	unsigned n = atomic_load_explicit(&nloops, memory_order_acquire);
-	if (n < 2 || l->ready < NEAR_KEEP)
+	if (n < 2 || (l->ready < NEAR_KEEP &&
+		      web_accept_queued(l->lfd) < WEB_NEAR_BURST))
 		return admit(l, fd, tuned);
 	struct loop *to = loops[next_loop++ % n];
 	if (to == l)
