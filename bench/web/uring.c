@@ -9,9 +9,10 @@
  *           request each, most often) while fewer than WEB_NEAR_BURST
  *           wait in the listener's queue; in a busier pass, or a burst of
  *           connections (taken whole then: wrk opens its 1 000 before any
- *           request), it hands them to the loops in turn (itself included), as the tasks server's
- *           spawns go near while the loop's queue of ready tasks (a
- *           request each) is short: the fd goes to the loop's hand-off
+ *           request), it hands them to the loops in turn (itself
+ *           included), as the tasks server's spawns go near while the
+ *           loop's queue of ready tasks (a request each) is short: the fd
+ *           goes to the loop's hand-off
  *           list (a mutex), and an IORING_OP_MSG_RING posts a completion
  *           to that loop's ring when its list was empty, which wakes it.
  *           So a light load stays on one loop and the others sleep, their
@@ -450,9 +451,9 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	}
 }
 
-/* Post OP_HANDOFF to to's ring from l's (false: no SQE, or no MSG_RING
- * in this kernel: to then finds the list at its next pass, within
- * WEB_TICK_MS). */
+/* Post OP_HANDOFF to to's ring from l's. Its result is not looked at:
+ * if the message is refused (no MSG_RING in this kernel, a full queue),
+ * to finds the list at its next pass anyway, within WEB_TICK_MS. */
 static void handoff_wake(struct loop *l, struct loop *to)
 {
 	struct io_uring_sqe *s = sqe_get(l);
