@@ -87,4 +87,15 @@ static inline int overflow_child_run(const char *guard,
 	return st;
 }
 
+/* Say on stderr how a child of overflow_child_run ended (label, its
+ * CANAL_STACK_GUARD, signal or exit status) and what it wrote. */
+static inline void overflow_child_report(const char *label,
+					 const char *guard, int st,
+					 const char *buf)
+{
+	fprintf(stderr, "%s (%s): %s %d; stderr: %s\n", label,
+		guard ? guard : "default", WIFSIGNALED(st) ? "signal" : "exit",
+		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
+}
+
 #endif

@@ -37,10 +37,7 @@ static void test_detached_overflow(const char *guard)
 	struct overflow_main m = {overflow_main};
 	int st = overflow_child_run(guard, overflow_child_runtime, &m, buf,
 				    sizeof(buf));
-	fprintf(stderr, "detached overflow (%s): %s %d; stderr: %s\n",
-	       guard ? guard : "default",
-	       WIFSIGNALED(st) ? "signal" : "exit",
-	       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
+	overflow_child_report("detached overflow", guard, st, buf);
 	CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
 #ifndef SANITIZED
 	CHECK(strstr(buf, "canal: task 2 overflowed its stack of") != NULL);

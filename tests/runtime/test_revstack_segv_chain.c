@@ -80,9 +80,7 @@ int main(void)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	char buf[4096];
 	int st = overflow_child_run(NULL, child, NULL, buf, sizeof(buf));
-	fprintf(stderr, "child: %s %d; stderr: %s\n",
-		WIFSIGNALED(st) ? "signal" : "exit",
-		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
+	overflow_child_report("child", NULL, st, buf);
 	CHECK(strstr(buf, "CHECK failed") == NULL);
 	CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
 #ifndef SANITIZED

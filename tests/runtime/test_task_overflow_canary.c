@@ -24,10 +24,7 @@ static void run_child(const char *guard, const char *how)
 	struct overflow_main m = {overflow_spawn_main};
 	int st = overflow_child_run(guard, overflow_child_runtime, &m, buf,
 				    sizeof(buf));
-	fprintf(stderr, "overflow (%s): %s %d; stderr: %s\n",
-		guard ? guard : "default",
-		WIFSIGNALED(st) ? "signal" : "exit",
-		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
+	overflow_child_report("overflow", guard, st, buf);
 	CHECK(strstr(buf, "canal: task 2 overflowed its stack of") != NULL);
 	CHECK(strstr(buf, how) != NULL);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
