@@ -282,7 +282,7 @@ static void cancel(struct loop *l, int fd, enum op op)
 }
 
 static bool admit(struct loop *l, int fd, bool tuned);
-static bool place(struct loop *l, int fd, bool tuned);
+static bool place(struct loop *l, int fd, bool tuned, bool burst);
 
 /* Free the connection once nothing of it is in flight; then take the next
  * queued connection now rather than at the accept's turn
@@ -435,18 +435,22 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	}
 	if (cqe->res < 0)
 		return;
-	place(l, cqe->res, false);
+	/* The listener's queue, looked at once per accept (one system
+	 * call): 16 or more waiting is a burst, taken now so that it
+	 * spreads (place). */
+	unsigned q = atomic_load_explicit(&nloops, memory_order_relaxed) > 1
+			     ? web_accept_queued(l->lfd)
+			     : 0;
+	bool burst = q >= WEB_NEAR_BURST;
+	place(l, cqe->res, false, burst);
 	if (l->accept_multishot)
 		return;
 	unsigned k = web_accept_excess(l->lfd);
-	if (!k && atomic_load_explicit(&nloops, memory_order_relaxed) > 1) {
-		/* A burst: take it now, so that it spreads (place). */
-		unsigned q = web_accept_queued(l->lfd);
-		k = q >= WEB_NEAR_BURST ? q : 0;
-	}
+	if (!k && burst)
+		k = q;
 	for (; k && !web_stop; k--) {
 		int fd = web_accept(l->lfd);
-		if (fd < 0 || !place(l, fd, true))
+		if (fd < 0 || !place(l, fd, true, burst))
 			break; /* empty queue; errors: the next accept */
 	}
 }
@@ -463,13 +467,12 @@ static void handoff_wake(struct loop *l, struct loop *to)
 }
 
 /* A connection the listening loop l admitted (tuned: web_accept prepared
- * it): kept, or handed to the next loop in turn (placement, above).
- * False as admit. */
-static bool place(struct loop *l, int fd, bool tuned)
+ * it; burst: it came in one): kept, or handed to the next loop in turn
+ * (placement, above). False as admit. */
+static bool place(struct loop *l, int fd, bool tuned, bool burst)
 {
 	unsigned n = atomic_load_explicit(&nloops, memory_order_acquire);
-	if (n < 2 || (l->ready < NEAR_KEEP &&
-		      web_accept_queued(l->lfd) < WEB_NEAR_BURST))
+	if (n < 2 || (l->ready < NEAR_KEEP && !burst))
 		return admit(l, fd, tuned);
 	struct loop *to = loops[next_loop++ % n];
 	if (to == l)
