@@ -243,8 +243,10 @@ int canal_engine_open(const struct canal_engine_options *opt,
 
 /*
  * canal_engine_close - close the session: stops its progress thread if it
- * has one, flushes what was queued for living peers (waiting up to 1 s),
- * then frees everything, including requests not waited for. No other call
+ * has one, flushes what was queued for living peers (waiting up to 1 s in
+ * all; over TCP until the peer's host has acknowledged every byte, so that
+ * a send reported complete is not lost to the connection's reset when the
+ * peer sent something this process never read), then frees everything, including requests not waited for. No other call
  * on the session may run or follow. NULL is accepted. Returns 0, or -EBUSY when
  * requests were still pending (they are freed all the same). A send still
  * pending then whose data goes by rendezvous (messages above the driver's

@@ -699,10 +699,17 @@ static bool flushed(struct canal_engine *e)
 			continue;
 		if (canal__gate_queued(g) || !canal__list_empty(&g->bulk))
 			return false;
-		/* TCP: bytes accepted but not yet in the kernel. shm's ring
-		 * outlives us in the peer's mapping: nothing to wait for. */
-		if (strcmp(g->drv->ops->name, "shm") != 0 &&
-		    !g->drv->ops->idle(g->drv))
+		/* TCP: bytes not yet acknowledged by the peer's kernel (a
+		 * send completes once the kernel took its bytes; closing
+		 * before they are acknowledged can reset them away: driver.h
+		 * delivered()). shm's ring outlives us in the peer's mapping:
+		 * nothing to wait for. */
+		if (strcmp(g->drv->ops->name, "shm") == 0)
+			continue;
+		bool done = g->drv->ops->delivered
+				    ? g->drv->ops->delivered(g->drv)
+				    : g->drv->ops->idle(g->drv);
+		if (!done)
 			return false;
 	}
 	return true;

@@ -91,6 +91,13 @@ struct canal__driver_ops {
 	bool (*buffered)(struct canal__driver *d);
 	/* true when nothing sent is waiting to be taken by the peer. */
 	bool (*idle)(struct canal__driver *d);
+	/* true when everything sent is in the peer's hands, so that closing
+	 * now loses nothing (TCP: the kernel's send queue is empty, every
+	 * byte acknowledged: a socket closed with unread input resets the
+	 * connection, and the reset drops what the kernel had not delivered;
+	 * acknowledged bytes stay readable at the peer). Asked only by the
+	 * session's close, so it may cost a system call. NULL: idle(). */
+	bool (*delivered)(struct canal__driver *d);
 	/* 0 while the peer is alive, -ECONNRESET once it is known dead,
 	 * -EPROTO when the link's own state is inconsistent (shm: the peer's
 	 * head and records disagree; the reason in why). */

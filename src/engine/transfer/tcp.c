@@ -38,12 +38,14 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -234,6 +236,19 @@ static bool tcp_idle(struct canal__driver *d_)
 	return d->out_len == 0;
 }
 
+static bool tcp_delivered(struct canal__driver *d_)
+{
+	struct tcp_driver *d = (struct tcp_driver *)d_;
+	if (d->gone)
+		return true; /* a dead peer takes nothing more */
+	if (d->out_len)
+		return false;
+	int q = 0;
+	/* SIOCOUTQ: bytes sent and not yet acknowledged, plus unsent. An
+	 * error (a socket already reset) has nothing left to deliver. */
+	return ioctl(d->fd, SIOCOUTQ, &q) < 0 || q == 0;
+}
+
 static int tcp_health(struct canal__driver *d_)
 {
 	struct tcp_driver *d = (struct tcp_driver *)d_;
@@ -257,6 +272,7 @@ static const struct canal__driver_ops tcp_ops = {
 	.release = tcp_release,
 	.buffered = tcp_buffered,
 	.idle = tcp_idle,
+	.delivered = tcp_delivered,
 	.health = tcp_health,
 	.read_peer = NULL,
 	.close = tcp_close,
