@@ -132,6 +132,70 @@ static struct run wait_with(uint32_t sleepers, bool shared, enum role role,
 	return r;
 }
 
+/* canal__spin (a select's spin, without a queue): a probe that holds at
+ * 10 or 70 ends it there, without yielding or parking; one that never
+ * holds gets exactly phase 1 and phase 2's polls (64 + 8) and false;
+ * after SPIN_MISS_LIMIT (4) such misses in a row the thread stops
+ * spinning (no probe) but for one probe spin in SPIN_PROBE_EVERY (16),
+ * and a success starts it again. A task never spins. */
+static const struct canal__parker_ops task_ops = {
+	.wait = c_wait,
+	.wait_many = c_wait_many,
+	.yield = c_yield,
+	.sleep_until = c_sleep_until,
+	.is_task = true,
+};
+
+static void *spin_checks(void *arg)
+{
+	(void)arg;
+	struct counts n = { 0 };
+	struct canal__parker p = { &counting_ops, &n };
+	canal__parker_install(&p);
+	struct cond_state s = { .ready_at = 10 };
+	CHECK(canal__spin(probe, &s));
+	CHECK_EQ(s.probes, 10u);
+	s = (struct cond_state){ .ready_at = 70 };
+	CHECK(canal__spin(probe, &s));
+	CHECK_EQ(s.probes, 70u);
+	for (unsigned miss = 0; miss < 4; miss++) {
+		s = (struct cond_state){ .ready_at = 1000 };
+		CHECK(!canal__spin(probe, &s));
+		CHECK_EQ(s.probes, 72u);
+	}
+	/* Spins stopped: 15 calls without a probe, the 16th probes. */
+	unsigned probing = 0, quiet = 0;
+	for (unsigned k = 0; k < 16; k++) {
+		s = (struct cond_state){ .ready_at = 1000 };
+		CHECK(!canal__spin(probe, &s));
+		if (s.probes)
+			probing++;
+		else
+			quiet++;
+	}
+	CHECK_EQ(probing, 1u);
+	CHECK_EQ(quiet, 15u);
+	/* Probing until one pays: then spins again. */
+	for (unsigned k = 0; k < 32; k++) {
+		s = (struct cond_state){ .ready_at = 1 };
+		if (canal__spin(probe, &s))
+			break;
+	}
+	s = (struct cond_state){ .ready_at = 5 };
+	CHECK(canal__spin(probe, &s));
+	CHECK_EQ(s.probes, 5u);
+	CHECK_EQ(n.waits + n.yields + n.sleeps, 0u);
+	canal__parker_install(NULL);
+
+	struct canal__parker t = { &task_ops, &n };
+	canal__parker_install(&t);
+	s = (struct cond_state){ .ready_at = 1 };
+	CHECK(!canal__spin(probe, &s));
+	CHECK_EQ(s.probes, 0u);
+	canal__parker_install(NULL);
+	return NULL;
+}
+
 int main(void)
 {
 	alarm(60);
@@ -174,5 +238,8 @@ int main(void)
 			CHECK_EQ(r.n.waits, 1u);
 			CHECK_EQ(r.spinners_end, 0u);
 		}
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, spin_checks, NULL), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
 	return 0;
 }

@@ -298,6 +298,38 @@ void canal__spin_outcome(bool success)
 		spin_misses++;
 }
 
+/* Phase 1: QUIET_SPINS polls, a pause before each. */
+static bool spin_quiet(bool (*probe)(void *), void *arg)
+{
+	for (unsigned i = 1; i <= QUIET_SPINS; i++) {
+		canal__cpu_relax();
+		if (probe(arg))
+			return true;
+	}
+	return false;
+}
+
+/* Phase 2: SPIN_ROUNDS polls, 2^r pauses before the r-th. */
+static bool spin_rounds(bool (*probe)(void *), void *arg)
+{
+	for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+		for (unsigned i = 0; i < (1u << r); i++)
+			canal__cpu_relax();
+		if (probe(arg))
+			return true;
+	}
+	return false;
+}
+
+bool canal__spin(bool (*probe)(void *), void *arg)
+{
+	if (!canal__spin_pays())
+		return false;
+	bool ok = spin_quiet(probe, arg) || spin_rounds(probe, arg);
+	canal__spin_outcome(ok);
+	return ok;
+}
+
 static uint64_t sleep_limit(bool shared, uint64_t deadline)
 {
 	if (likely(!shared))
@@ -331,28 +363,19 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	 * the queue, as in an mpmc; many, a crowd that a spin would only
 	 * delay). */
 	bool spin = waiters < canal__yield_limit() && canal__spin_pays();
-	if (spin) {
-		for (unsigned i = 1; i <= QUIET_SPINS; i++) {
-			canal__cpu_relax();
-			if (c->probe(c->arg)) {
-				canal__spin_outcome(true);
-				return 0;
-			}
-		}
+	if (spin && spin_quiet(c->probe, c->arg)) {
+		canal__spin_outcome(true);
+		return 0;
 	}
 	spinner = waitq_spin_begin(q, shared);
 	if (spin) {
-		for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
-			for (unsigned i = 0; i < (1u << r); i++)
-				canal__cpu_relax();
-			if (c->probe(c->arg)) {
-				if (spinner)
-					waitq_spin_end(q);
-				canal__spin_outcome(true);
-				return 0;
-			}
+		bool ok = spin_rounds(c->probe, c->arg);
+		canal__spin_outcome(ok);
+		if (ok) {
+			if (spinner)
+				waitq_spin_end(q);
+			return 0;
 		}
-		canal__spin_outcome(false);
 	}
 	/* wait.h, canal__wait_kind: which waits keep their yield phase
 	 * under foreign load. */

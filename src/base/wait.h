@@ -460,6 +460,16 @@ int canal__wait_many(struct canal_waitq *const *queues, const uint32_t *keys,
 bool canal__spin_pays(void);
 void canal__spin_outcome(bool success);
 
+/*
+ * Phases 1 and 2 of canal__wait without the spinner role, for a waiter
+ * that has no one queue to hold it on (a select): while spins pay
+ * (canal__spin_pays), poll probe(arg) - read-only, no shared write - a few
+ * microseconds at most; true as soon as it holds. Nothing is registered,
+ * so nobody is owed a wake-up: the caller re-checks, registers and waits
+ * as usual when it returns false. Never blocks; false at once in a task.
+ */
+bool canal__spin(bool (*probe)(void *), void *arg);
+
 /* Threads far outnumbering cores (waiters >= this) skip the yield phase. */
 uint32_t canal__yield_limit(void);
 
