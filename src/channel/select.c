@@ -6,6 +6,10 @@
  *  1. Poll: try each case once without blocking, from a random start (or in
  *     order when biased). The first that completes, or finds its channel
  *     closed, is the result.
+ *  1b. Spin: when every case is on a buffered channel and no other thread
+ *     is registered on their queues, poll the cases read-only for a few
+ *     microseconds (canal__spin, wait.h) and go back to 1 as soon as one
+ *     is ready. Nothing is registered yet, so nobody owes us a wake-up.
  *  2. Register: for a receive on a synchronous channel, announce the
  *     thread as a waiting receiver (canal__sync_announce); then, for each
  *     case, prepare on the event count its operation waits on (receivers:
