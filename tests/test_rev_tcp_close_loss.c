@@ -12,7 +12,7 @@
  * resets the connection (RST) and drops the bytes still in its send
  * buffer. The receiver loses messages that were reported sent and gets
  * -ECONNRESET instead. Bounded by the job's alarm. */
-#include "engine_job.h"
+#include "close_loss.h"
 
 #define M 64
 #define SZ 32768
@@ -24,47 +24,16 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	static unsigned char buf[M][SZ];
 	static struct canal_engine_req *q[M];
 	if (rank == 1) {
-		for (int i = 0; i < M; i++) {
-			memset(buf[i], (unsigned char)i, SZ);
-			CHECK_EQ(canal_engine_isend(e, 0, 1, buf[i], SZ, 0, &q[i]), 0);
-		}
-		for (int i = 0; i < M; i++)
-			CHECK_EQ(canal_engine_wait(e, q[i], NULL), 0);
+		close_loss_send(e, &buf[0][0], q, M, SZ);
 		return 0; /* job_run closes the session normally */
 	}
-	for (int i = 0; i < M; i++)
-		CHECK_EQ(canal_engine_irecv(e, 1, 1, buf[i], SZ, &q[i]), 0);
+	close_loss_post(e, &buf[0][0], q, M, SZ);
 	usleep(100000); /* a receiver a little late: bytes in flight */
-	int got = 0, err = 0;
-	for (int i = 0; i < M; i++) {
-		int r = canal_engine_wait(e, q[i], NULL);
-		if (r == 0 && buf[i][0] == (unsigned char)i && buf[i][SZ - 1] == (unsigned char)i)
-			got++;
-		else if (!err)
-			err = r;
-	}
-	if (got != M) {
-		char why[160];
-		canal_engine_gate_error(e, 1, why, sizeof why);
-		fprintf(stderr,
-			"rank 0: %d of %d messages the peer saw sent arrived; "
-			"first error %d (%s); gate: \"%s\"\n",
-			got, M, err, strerror(-err), why);
-		return 1;
-	}
-	return 0;
+	return close_loss_check(e, &buf[0][0], q, M, SZ);
 }
 
 int main(void)
 {
-	int rounds = 40, bad = 0;
-	for (int i = 0; i < rounds; i++) {
-		struct job j = { 2, "tcp", "default", 30, -1, NULL };
-		if (job_run(&j, body, NULL))
-			bad++;
-	}
-	printf("%d of %d rounds lost messages\n", bad, rounds);
-	fflush(stdout);
-	CHECK_EQ(bad, 0);
+	close_loss_rounds(40, body);
 	TEST_DONE("test_rev_tcp_close_loss");
 }
