@@ -211,6 +211,9 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 	 * hot loop here (and in every other select waiting on the channel)
 	 * would keep it off the CPU. */
 	bool busy = false;
+	/* The last round's spin saw a case ready (the same index test that
+	 * makes a registered round busy). */
+	bool spun = false;
 	struct canal__snooze snooze = CANAL__SNOOZE_INIT;
 
 	for (;;) {
@@ -236,9 +239,23 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		 * registration writes a word on every case's channel, and a
 		 * yield is a system call, for an element that often comes
 		 * within a microsecond from a sender on the other CPU. */
-		struct spin_cases sc = { cases, n };
-		if (!busy && spin_alone(cases, n) && canal__spin(any_case_ready, &sc))
+		/* A spin that saw a case ready, then a poll that could not
+		 * complete it: the case is held (a reserved or borrowed slot,
+		 * a claimer preempted before its stamp store). Busy, as a
+		 * registered round that finds it ready: snooze, then register;
+		 * spinning again would loop hot for as long as it is held
+		 * (test_review_select_spin_hot). */
+		if (spun) {
+			spun = false;
+			busy = true;
 			continue;
+		}
+		struct spin_cases sc = { cases, n };
+		if (!busy && spin_alone(cases, n) &&
+		    canal__spin(any_case_ready, &sc)) {
+			spun = true;
+			continue;
+		}
 
 		/* Announce on synchronous channels, then register on every
 		 * queue (each queue once). */
