@@ -103,7 +103,7 @@ static bool any_case_ready(void *arg)
  * of its queues (several selects waiting on the same channels, as in
  * select_both, spin against each other and against the threads they wait
  * for: 0.104 -> 0.141 s there at capacity 1, while one select's spin took
- * select_rx at capacity 1 from 0.275 to 0.066 s; AMD EPYC, 2026-11-30).
+ * select_rx at capacity 1 from 0.259 to 0.071 s; AMD EPYC, 2026-11-30).
  * Relaxed loads: a hint; a wrong guess costs one spin or one yield.
  */
 static bool spin_alone(const struct canal_case *cases, size_t n)
@@ -235,10 +235,6 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		 * select_rx at capacity 1 on tasks). */
 		if (deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		/* A short spin before registering (wait.h, canal__spin): the
-		 * registration writes a word on every case's channel, and a
-		 * yield is a system call, for an element that often comes
-		 * within a microsecond from a sender on the other CPU. */
 		/* A spin that saw a case ready, then a poll that could not
 		 * complete it: the case is held (a reserved or borrowed slot,
 		 * a claimer preempted before its stamp store). Busy, as a
@@ -250,6 +246,10 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 			busy = true;
 			continue;
 		}
+		/* A short spin before registering (wait.h, canal__spin): the
+		 * registration writes a word on every case's channel, and a
+		 * yield is a system call, for an element that often comes
+		 * within a microsecond from a sender on the other CPU. */
 		struct spin_cases sc = { cases, n };
 		if (!busy && spin_alone(cases, n) &&
 		    canal__spin(any_case_ready, &sc)) {
