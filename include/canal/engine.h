@@ -246,7 +246,10 @@ int canal_engine_open(const struct canal_engine_options *opt,
  * has one, flushes what was queued for living peers (waiting up to 1 s in
  * all; over TCP until the peer's host has acknowledged every byte, so that
  * a send reported complete is not lost to the connection's reset when the
- * peer sent something this process never read), then frees everything, including requests not waited for. No other call
+ * peer sent something this process never read; a peer that takes nothing
+ * for that whole second may still lose what its host had not taken when
+ * it sends again: a receiver that may stall that long waits for its
+ * messages before its peer closes, e.g. with a reply), then frees everything, including requests not waited for. No other call
  * on the session may run or follow. NULL is accepted. Returns 0, or -EBUSY when
  * requests were still pending (they are freed all the same). A send still
  * pending then whose data goes by rendezvous (messages above the driver's

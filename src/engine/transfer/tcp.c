@@ -243,9 +243,17 @@ static bool tcp_delivered(struct canal__driver *d_)
 		return true; /* a dead peer takes nothing more */
 	if (d->out_len)
 		return false;
+	/* A connection the kernel has closed (a reset not yet read by
+	 * recv()) delivers nothing more, while SIOCOUTQ keeps its last
+	 * count: ask its state first (TCP_INFO leaves the socket's pending
+	 * error for recv(), where SO_ERROR would clear it). */
+	struct tcp_info ti;
+	socklen_t tl = sizeof ti;
+	if (getsockopt(d->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 &&
+	    ti.tcpi_state == TCP_CLOSE)
+		return true;
+	/* SIOCOUTQ: bytes sent and not yet acknowledged, plus unsent. */
 	int q = 0;
-	/* SIOCOUTQ: bytes sent and not yet acknowledged, plus unsent. An
-	 * error (a socket already reset) has nothing left to deliver. */
 	return ioctl(d->fd, SIOCOUTQ, &q) < 0 || q == 0;
 }
 
