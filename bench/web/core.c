@@ -125,26 +125,25 @@ int web_accept_next(int listen_fd)
 	return accept_one_only() ? -EAGAIN : web_accept(listen_fd);
 }
 
-unsigned web_accept_excess(int listen_fd)
+unsigned web_accept_excess(int listen_fd, bool near, bool *burst)
 {
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
-	if (accept_one_only() || getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	bool one = accept_one_only();
+	if (burst)
+		*burst = false;
+	if ((one && !near) ||
+	    getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
 	    len < offsetof(struct tcp_info, tcpi_sacked) + sizeof(ti.tcpi_sacked))
 		return 0;
 	/* A listening socket's tcpi_unacked is its accept queue's length,
 	 * tcpi_sacked the queue's capacity (the listen backlog). */
-	return ti.tcpi_unacked > ti.tcpi_sacked / 4 ? ti.tcpi_sacked : 0;
-}
-
-unsigned web_accept_queued(int listen_fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	if (getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-	    len < offsetof(struct tcp_info, tcpi_unacked) + sizeof(ti.tcpi_unacked))
-		return 0;
-	return ti.tcpi_unacked;
+	bool b = near && ti.tcpi_unacked >= WEB_NEAR_BURST;
+	if (burst)
+		*burst = b;
+	if (!one && ti.tcpi_unacked > ti.tcpi_sacked / 4)
+		return ti.tcpi_sacked;
+	return b ? ti.tcpi_unacked : 0;
 }
 
 int web_accept(int listen_fd)

@@ -84,21 +84,20 @@ int web_accept(int listen_fd);
  * SYNs, and 3-9 % of the requests wait for the client's SYN
  * retransmission, 1 s (p99 1.3-1.5 s in 2 to 4 runs of 4, server on one
  * CPU, Intel Xeon, 2026-11-28). $CANAL_WEB_ACCEPT=one turns it off
- * (returns 0), and web_accept_next too: to measure them.
+ * (the excess rule returns 0), and web_accept_next too: to measure them.
+ *
+ * near: a server with several loops that keeps a light load on one
+ * (uring.c, tasks.c) asks for bursts too: when WEB_NEAR_BURST or more
+ * connections wait, *burst (if not NULL) is set and, if the excess rule
+ * gives 0, the queue's length is returned, so that a burst of connections
+ * (wrk opening its 1 000 at once, before any request) is taken whole and
+ * spreads over the loops. 16, not 4: with the server on both CPUs and wrk
+ * on one, wrk's 100 connections stayed on one loop (117-119k requests/s)
+ * where from 4 up a third of them went to the loop that shares wrk's CPU
+ * (91k); its 1 000 spread either way (106-108k against 92-100k; AMD EPYC,
+ * 2026-11-30, one run each). One TCP_INFO call answers both.
  */
-unsigned web_accept_excess(int listen_fd);
-
-/* How many connections wait in listen_fd's accept queue (TCP_INFO: one
- * system call; 0 if it cannot tell). A server with several loops that
- * keeps a light load on one (uring.c, tasks.c) takes this many at a
- * time from WEB_NEAR_BURST up, so that a burst of connections (wrk opening
- * its 1 000 at once, before any request) spreads over the loops. 16, not
- * 4: with the server on both CPUs and wrk on one, wrk's 100 connections
- * stayed on one loop (117-119k requests/s) where from 4 up a third of
- * them went to the loop that shares wrk's CPU (91k); its 1 000 spread
- * either way (106-108k against 92-100k; AMD EPYC, 2026-11-30, one run
- * each). */
-unsigned web_accept_queued(int listen_fd);
+unsigned web_accept_excess(int listen_fd, bool near, bool *burst);
 #define WEB_NEAR_BURST 16u
 
 /* For a style whose accepts wait their turn: once a connection is closed,

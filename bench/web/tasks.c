@@ -315,7 +315,7 @@ static void accept_help(void)
 	atomic_store_explicit(&g_turns, t, memory_order_relaxed);
 	if (t % HELP_EVERY != 0 || web_stop)
 		return;
-	for (unsigned k = web_accept_excess(g_ctx->listen_fd); k && !web_stop;
+	for (unsigned k = web_accept_excess(g_ctx->listen_fd, false, NULL); k && !web_stop;
 	     k--) {
 		int fd = web_accept(g_ctx->listen_fd);
 		if (fd < 0 || !admit(g_ctx, fd, true))
@@ -413,13 +413,13 @@ static void accept_task(void *arg)
 		if (fd < 0)
 			continue; /* -ETIMEDOUT, -ECONNABORTED, ... */
 		bool ok = admit(ctx, fd, false);
-		unsigned k = ok ? web_accept_excess(ctx->listen_fd) : 0;
-		if (ok && !k && g_near && ctx->cores > 1) {
-			/* A burst: spawned in a row, they spread (the loop's
-			 * queue grows past CANAL_RUN_SPAWN_NEAR's bound). */
-			unsigned q = web_accept_queued(ctx->listen_fd);
-			k = q >= WEB_NEAR_BURST ? q : 0;
-		}
+		/* With near: a burst is taken whole; spawned in a row, its
+		 * connections spread (the loop's queue grows past
+		 * CANAL_RUN_SPAWN_NEAR's bound). */
+		unsigned k = ok ? web_accept_excess(ctx->listen_fd,
+						    g_near && ctx->cores > 1,
+						    NULL)
+				: 0;
 		for (; ok && k && !web_stop; k--) {
 			fd = web_accept(ctx->listen_fd);
 			if (fd < 0)

@@ -438,16 +438,13 @@ static void on_accept(struct loop *l, struct io_uring_cqe *cqe)
 	/* The listener's queue, looked at once per accept (one system
 	 * call): 16 or more waiting is a burst, taken now so that it
 	 * spreads (place). */
-	unsigned q = atomic_load_explicit(&nloops, memory_order_relaxed) > 1
-			     ? web_accept_queued(l->lfd)
-			     : 0;
-	bool burst = q >= WEB_NEAR_BURST;
+	bool burst;
+	unsigned k = web_accept_excess(
+		l->lfd, atomic_load_explicit(&nloops, memory_order_relaxed) > 1,
+		&burst);
 	place(l, cqe->res, false, burst);
 	if (l->accept_multishot)
 		return;
-	unsigned k = web_accept_excess(l->lfd);
-	if (!k && burst)
-		k = q;
 	for (; k && !web_stop; k--) {
 		int fd = web_accept(l->lfd);
 		if (fd < 0 || !place(l, fd, true, burst))
@@ -694,7 +691,8 @@ static int loop(struct web_ctx *ctx, int lfd)
 		bool flagged = taskrun_flagged(l);
 		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
 		l->ready = 0;
-		if (lfd >= 0 && nloops > 1) {
+		if (lfd >= 0 &&
+		    atomic_load_explicit(&nloops, memory_order_relaxed) > 1) {
 			unsigned h;
 			io_uring_for_each_cqe(&l->ring, h, cqe)
 				l->ready += (cqe->user_data & 0xff) == OP_RECV;
