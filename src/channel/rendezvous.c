@@ -73,6 +73,14 @@ void canal__sync_make_orphan(struct canal_chan *ch)
 
 void canal__sync_give_back(struct canal_chan *ch, bool select)
 {
+	/* An orphan counted meanwhile stands for the element this unit was
+	 * taken for (its receiver left: a committed receiver past its grace,
+	 * a select that went elsewhere), which will now never come: cancel
+	 * it instead of counting a receiver that is gone. If the receiver is
+	 * still there, it takes the element the orphan stood for (receivers
+	 * are interchangeable, as in canal__sync_announce). */
+	if (take_unit(&ch->st->orphans))
+		return;
 	atomic_fetch_add_explicit(demand_of(ch, select), 1,
 				  memory_order_seq_cst);
 	waitq_notify(&ch->st->demand_wq, 1, ch->shared);
