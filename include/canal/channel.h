@@ -208,7 +208,8 @@ int canal_recv_deadline(struct canal_chan *ch, void *elt,
  * Returns the number of elements sent: n, or fewer if the channel was closed
  * meanwhile (the first elements were sent, the rest were not); -EPIPE if it
  * was closed before any was sent; -EINVAL if n > 0 and elts is NULL while
- * elt_size > 0. n == 0 returns 0 at once.
+ * elt_size > 0, or if n * elt_size overflows or n > SSIZE_MAX (no array is
+ * that long). n == 0 returns 0 at once.
  */
 ssize_t canal_send_batch(struct canal_chan *ch, const void *elts, size_t n);
 
@@ -216,7 +217,8 @@ ssize_t canal_send_batch(struct canal_chan *ch, const void *elts, size_t n);
  * canal_recv_batch - receive at least one and at most max elements into the
  * array elts. Blocks until at least one is available; returns as soon as one
  * is, taking every element available up to max. Returns the count (>= 1),
- * -EPIPE when closed and drained, -EINVAL as above. max == 0 returns 0.
+ * -EPIPE when closed and drained, -EINVAL as above (with max for n).
+ * max == 0 returns 0.
  */
 ssize_t canal_recv_batch(struct canal_chan *ch, void *elts, size_t max);
 

@@ -8,9 +8,18 @@
 #include "wake.h"
 
 #include <errno.h>
+#include <limits.h>
 
 /* Batches                                                             */
 /* ------------------------------------------------------------------ */
+
+/* n elements cannot be an array (n * elt_size overflows), or their count
+ * cannot be returned (ssize_t). */
+static bool bad_count(const struct canal_chan *ch, size_t n)
+{
+	return n > (size_t)SSIZE_MAX ||
+	       (ch->elt_size && n > SIZE_MAX / ch->elt_size);
+}
 
 static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 			  bool try_only)
@@ -19,7 +28,7 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 	size_t done = 0;
 	long r = 0;
 
-	if (unlikely(!ch || (!elts && n && ch->elt_size)))
+	if (unlikely(!ch || (!elts && n && ch->elt_size) || bad_count(ch, n)))
 		return -EINVAL;
 	if (ch->sync) {
 		/* A rendezvous per element. */
@@ -79,7 +88,8 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 {
 	char *dst = elts;
 
-	if (unlikely(!ch || (!elts && max && ch->elt_size)))
+	if (unlikely(!ch || (!elts && max && ch->elt_size) ||
+		     bad_count(ch, max)))
 		return -EINVAL;
 	if (max == 0)
 		return 0;
