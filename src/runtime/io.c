@@ -368,6 +368,15 @@ uint32_t canal__io_park_cancellable(struct canal__task *t, uint64_t deadline,
 	return why;
 }
 
+/* An operation that io_uring runs in its worker threads, blocked there,
+ * is interrupted by an ASYNC_CANCEL (a signal to the worker): it ends
+ * with the interrupted call's error, -EINTR or a kernel-internal
+ * -ERESTART* value (SPLICE: -ERESTARTSYS, -512), having done nothing. */
+static bool interrupted(int32_t res)
+{
+	return res == -EINTR || (res <= -512 && res >= -516);
+}
+
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -426,6 +435,8 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 						    : canal_now_ns() + 1000000);
 	}
 	t->pinned--;
+	if (why != WAKE_WOKEN && interrupted(op->result))
+		op->result = -ECANCELED; /* by our ASYNC_CANCEL: did not run */
 	if (op->result == -ECANCELED) {
 		if (why == WAKE_TIMEDOUT)
 			return -ETIMEDOUT;
@@ -611,6 +622,10 @@ int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		canal__task_park(t, canal_now_ns() + 1000000);
 	}
 	t->pinned--;
+	if (why != WAKE_WOKEN)
+		for (unsigned i = 0; i < n; i++)
+			if (interrupted(chain.res[i]))
+				chain.res[i] = -ECANCELED;
 	memcpy(res, chain.res, n * sizeof(*res));
 	/* The timeout or the condvar came before the last completion (or,
 	 * with then, before input). */
