@@ -4,7 +4,9 @@
  * operations they are passed to.
  *
  * Invariants (c->lock): the list holds the registered waiters, oldest
- * first; a waiter is linked iff w->linked. A signal walks from the oldest
+ * first; a waiter is in it iff w->linked, but for the waiters a signal
+ * won, out of it and still marked until that signal, past its unlock,
+ * makes their tasks runnable (cond_wake). A signal walks from the oldest
  * and stops at the first waiter whose task's wake it wins (unlinking it);
  * waiters whose task was woken by something else (a timeout, a completion)
  * are skipped and stay linked until their task unregisters them after it
@@ -62,10 +64,11 @@ void canal__cond_register(struct canal_cond *c, struct canal__cond_waiter *w,
 	else
 		c->head = w;
 	c->tail = w;
-	w->linked = true;
+	atomic_store_explicit(&w->linked, true, memory_order_relaxed);
 	canal__spin_unlock(&c->lock);
 }
 
+/* Take w out of the list (c->lock held); linked is left to the caller. */
 static void unlink_waiter(struct canal_cond *c, struct canal__cond_waiter *w)
 {
 	if (w->prev)
@@ -76,33 +79,59 @@ static void unlink_waiter(struct canal_cond *c, struct canal__cond_waiter *w)
 		w->next->prev = w->prev;
 	else
 		c->tail = w->prev;
-	w->linked = false;
 }
 
 void canal__cond_unregister(struct canal_cond *c,
 			    struct canal__cond_waiter *w)
 {
+	/* Unlinked by the signal that woke us: c is not touched (it may be
+	 * gone already, cond.h). */
+	if (!atomic_load_explicit(&w->linked, memory_order_acquire))
+		return;
 	canal__spin_lock(&c->lock);
-	if (w->linked)
+	if (atomic_load_explicit(&w->linked, memory_order_relaxed)) {
 		unlink_waiter(c, w);
+		atomic_store_explicit(&w->linked, false, memory_order_relaxed);
+	}
 	canal__spin_unlock(&c->lock);
 }
 
+/*
+ * The waiters whose wake a signal wins are unlinked under the lock and
+ * chained through their next (theirs alone from then: their tasks cannot
+ * run before they are made runnable); after the unlock, each is marked
+ * unlinked and its task made runnable, in that order. So the signaller's
+ * last touch of c comes before any woken task runs (a woken task may
+ * destroy c), and the woken task's unregister does not touch c (the
+ * signaller may destroy it once its signal returned).
+ */
 static int cond_wake(struct canal_cond *c, int max)
 {
 	if (!c)
 		return -EINVAL;
 	int n = 0;
+	struct canal__cond_waiter *won = NULL, **last = &won;
 	canal__spin_lock(&c->lock);
 	for (struct canal__cond_waiter *w = c->head, *next; w && n < max;
 	     w = next) {
 		next = w->next;
-		if (canal__task_wake(w->task, w->reason)) {
+		if (canal__task_win(w->task, w->reason)) {
 			unlink_waiter(c, w);
+			w->next = NULL;
+			*last = w;
+			last = &w->next;
 			n++;
 		}
 	}
 	canal__spin_unlock(&c->lock);
+	while (won) {
+		struct canal__cond_waiter *w = won;
+		struct canal__task *t = w->task;
+		won = w->next;
+		/* The last touch of w: its task may return once runnable. */
+		atomic_store_explicit(&w->linked, false, memory_order_release);
+		canal__task_make_runnable(t);
+	}
 	return n;
 }
 
