@@ -656,6 +656,7 @@ static bool spin_watch(struct canal__loop *l, uint64_t ns,
 static void idle_work(struct canal__loop *l)
 {
 	canal__stack_pool_help(l->rt->pool);
+	canal__stack_pool_trim_idle(l->rt->pool, canal_now_ns());
 }
 
 static bool idle_spin_watch(struct canal__loop *l)
@@ -707,6 +708,10 @@ static void loop_sleep(struct canal__loop *l)
 	uint64_t sweep = canal__compact_idle(l);
 	if (sweep < next)
 		next = sweep;
+	/* Stack pages waiting for their trim (stack.c, TRIM_DELAY_NS). */
+	uint64_t trim = canal__stack_pool_trim_due(l->rt->pool);
+	if (trim < next)
+		next = trim;
 	/* Announce it, then look at the queue a last time under the lock
 	 * (pairs with loop_wake). */
 	atomic_store_explicit(&l->sleeping, 1, memory_order_seq_cst);
@@ -744,13 +749,17 @@ static void loop_schedule(struct canal__loop *l)
 		if (atomic_load_explicit(&rt->stop, memory_order_acquire))
 			return;
 		/* Nothing to run: commit the stack pages the next spawns
-		 * will touch (stack.c, COMMIT_AHEAD), then spin or sleep as
+		 * will touch (stack.c, COMMIT_AHEAD), give back those of
+		 * ended tasks' stacks whose trim is due (TRIM_DELAY_NS; then
+		 * look for work again), then spin or sleep as
 		 * before (not a new look for work to steal: idle_work).
 		 * Also with I/O in flight (a completion may wait for the
 		 * call, tens of microseconds): the spawner would make it
 		 * anyway, between two tasks of the same loop when it is the
 		 * only one. */
 		canal__stack_pool_help(rt->pool);
+		if (canal__stack_pool_trim_idle(rt->pool, canal_now_ns()))
+			continue;
 		if (idle_spin(l) || io_spin(l))
 			continue;
 		loop_sleep(l);

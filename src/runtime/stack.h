@@ -31,7 +31,8 @@
  * at most 16 MiB of stack: none for stacks over 16 MiB); beyond it they
  * go to the runtime's pool (a mutex), which keeps the pages of a budget of
  * them and gives the pages of the others back (MADV_DONTNEED) in batches
- * (canal__stack_pool_trim_batch). Everything is unmapped when canal_run
+ * (canal__stack_pool_trim_batch), 10 ms after they ended, unless new
+ * tasks took them meanwhile. Everything is unmapped when canal_run
  * returns.
  */
 #ifndef CANAL_RUNTIME_STACK_H
@@ -97,9 +98,21 @@ void canal__stack_put(struct canal__stack_pool *pool,
  * (stack.c, DIRTY_BYTES_MAX). */
 size_t canal__stack_pool_dirty_max(const struct canal__stack_pool *pool);
 /* Blocks put back beyond that budget wait, with their pages, until this
- * many have come; then the pages of all of them are given back at once
- * and they join the free blocks. A get takes a waiting block first. */
+ * many have come and the first of them has waited 10 ms
+ * (CANAL_STACK_TRIM_MS); then the pages of this many are given back at
+ * once, by the next put beyond the budget or by a loop with nothing to run
+ * (canal__stack_pool_trim_idle), and they join the free blocks. A get
+ * takes a waiting block first. */
 unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *pool);
+/* When a batch of waiting blocks may go (canal_now_ns() time), UINT64_MAX
+ * while fewer than a batch wait: a loop about to sleep sleeps no longer.
+ * A hint (no lock): canal__stack_pool_trim_idle checks again. */
+uint64_t canal__stack_pool_trim_due(struct canal__stack_pool *pool);
+/* From a loop with nothing to run, now = canal_now_ns(): give back the
+ * pages of every batch that is due, for at most about 300 us (a
+ * process_madvise per batch). True if it gave any back. Any thread, while
+ * the pool exists. */
+bool canal__stack_pool_trim_idle(struct canal__stack_pool *pool, uint64_t now);
 /* Give the pages of n page-aligned ranges back to the kernel
  * (MADV_DONTNEED: they read as zeros next): one process_madvise where
  * the kernel has it and *vectored is true (set false when it has not),

@@ -6,8 +6,13 @@
  * all of them lose every page (their descriptors kept apart, not in the
  * blocks); a get takes a
  * waiting block before making a new one; a block taken from the pool
- * makes room in the budget again. Residency is read with mincore(2). */
+ * makes room in the budget again. Those checks run with
+ * CANAL_STACK_TRIM_MS=0 (a full batch goes at once); trim_delay() checks
+ * the delay of the default (a full batch waits 10 ms from its first block,
+ * then goes from an idle loop or at the next put beyond the budget).
+ * Residency is read with mincore(2). */
 #include "check.h"
+#include "base/clock.h"
 #include "runtime/stack.h"
 
 #include <stdint.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static size_t page;
@@ -142,12 +148,86 @@ static void commit_ahead_help(void)
 	canal__stack_pool_destroy(p);
 }
 
+/* With a delay: the pool's budget filled, then a batch put back beyond
+ * it, whose pages stay until the batch is due; canal__stack_pool_trim_due
+ * says when; an idle loop's call before then gives nothing back, one at
+ * that time gives the batch back (the budget's blocks keep theirs). Then,
+ * with a delay of 1 ms, a batch that waited longer goes at the next put
+ * beyond the budget. */
+static void trim_delay(void)
+{
+	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "60000", 1), 0);
+	struct canal__stack_pool *p = NULL;
+	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
+	size_t dm = canal__stack_pool_dirty_max(p);
+	size_t tb = canal__stack_pool_trim_batch(p);
+	size_t n = dm + tb;
+	struct canal__stack *st = calloc(n, sizeof(*st));
+	void **area = calloc(n, sizeof(*area));
+	CHECK(st && area);
+	for (size_t i = 0; i < n; i++) {
+		area[i] = canal__stack_get(p, NULL, &st[i]);
+		CHECK(area[i] != NULL);
+		touch(&st[i]);
+	}
+	CHECK_EQ(canal__stack_pool_trim_due(p), UINT64_MAX);
+	uint64_t before = canal_now_ns();
+	for (size_t i = 0; i < n; i++)
+		canal__stack_put(p, NULL, area[i], &st[i]);
+	uint64_t due = canal__stack_pool_trim_due(p);
+	CHECK(due >= before + 60000000000ull);
+	CHECK(due <= canal_now_ns() + 60000000000ull);
+	for (size_t i = 0; i < n; i++)
+		CHECK(low_page_resident(&st[i]));
+	CHECK(!canal__stack_pool_trim_idle(p, due - 1));
+	for (size_t i = 0; i < n; i++)
+		CHECK(low_page_resident(&st[i]));
+	CHECK(canal__stack_pool_trim_idle(p, due));
+	CHECK_EQ(canal__stack_pool_trim_due(p), UINT64_MAX);
+	size_t kept = 0, released = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (low_page_resident(&st[i]))
+			kept += i < dm;
+		else
+			released += i >= dm;
+	}
+	CHECK_EQ(kept, dm);
+	CHECK_EQ(released, tb);
+	canal__stack_pool_destroy(p);
+
+	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "1", 1), 0);
+	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
+	for (size_t i = 0; i < n; i++) {
+		area[i] = canal__stack_get(p, NULL, &st[i]);
+		CHECK(area[i] != NULL);
+		touch(&st[i]);
+	}
+	/* The budget, then a batch but one: waiting, not due. */
+	for (size_t i = 0; i + 1 < n; i++)
+		canal__stack_put(p, NULL, area[i], &st[i]);
+	nanosleep(&(struct timespec){0, 3000000}, NULL);
+	/* The batch is full with the last, and its first waited 3 ms. */
+	canal__stack_put(p, NULL, area[n - 1], &st[n - 1]);
+	released = 0;
+	for (size_t i = dm; i < n; i++)
+		released += !low_page_resident(&st[i]);
+	CHECK_EQ(released, tb);
+	canal__stack_pool_destroy(p);
+	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "0", 1), 0);
+	free(st);
+	free(area);
+	printf("stack pool: a full batch waits for its delay, then goes\n");
+}
+
 int main(void)
 {
+	/* A full batch goes at once, for the checks below but trim_delay. */
+	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "0", 1), 0);
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	commit_ahead(true);
 	commit_ahead(false);
 	commit_ahead_help();
+	trim_delay();
 	struct canal__stack_pool *p = NULL;
 	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
 	size_t dm = canal__stack_pool_dirty_max(p);
