@@ -247,8 +247,12 @@ int canal__stack_pool_create(size_t stack_size,
 	p->trim_vectored = true;
 	p->trim_delay = TRIM_DELAY_NS;
 	const char *td = getenv("CANAL_STACK_TRIM_MS");
-	if (td && *td)
-		p->trim_delay = strtoull(td, NULL, 10) * 1000000ull;
+	if (td && *td) {
+		/* Saturating: "-1" or a huge n means never, not a wrap. */
+		unsigned long long ms = strtoull(td, NULL, 10);
+		p->trim_delay = ms > UINT64_MAX / 1000000ull ? UINT64_MAX
+							     : ms * 1000000ull;
+	}
 	atomic_init(&p->trim_due, UINT64_MAX);
 	size_t tb = TRIM_BYTES / p->stack_bytes;
 	p->trim_batch = tb < 1 ? 1 : tb > TRIM_BATCH ? TRIM_BATCH
@@ -529,8 +533,10 @@ static int block_new(struct canal__stack_pool *p, struct canal__stack *st,
  * go (canal__stack_pool_trim_due). */
 static void trim_plan(struct canal__stack_pool *p)
 {
-	uint64_t due = p->ntrim < p->trim_batch ? UINT64_MAX
-						 : p->trim_since + p->trim_delay;
+	uint64_t due = p->ntrim < p->trim_batch ||
+			       p->trim_since > UINT64_MAX - p->trim_delay
+			       ? UINT64_MAX /* never: no wrap into the past */
+			       : p->trim_since + p->trim_delay;
 	atomic_store_explicit(&p->trim_due, due, memory_order_relaxed);
 }
 
