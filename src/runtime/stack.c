@@ -747,6 +747,19 @@ bool canal__stack_pool_trim_idle(struct canal__stack_pool *p, uint64_t now)
 	}
 }
 
+void canal__stack_pool_trim_full(struct canal__stack_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->ntrim < p->trim_batch) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	struct canal__stack_block *batch = trim_take(p);
+	bool vectored = p->trim_vectored;
+	pthread_mutex_unlock(&p->lock);
+	trim(p, batch, vectored);
+}
+
 unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *p)
 {
 	return p->trim_batch;

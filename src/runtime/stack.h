@@ -113,6 +113,10 @@ uint64_t canal__stack_pool_trim_due(struct canal__stack_pool *pool);
  * process_madvise per batch). True if it gave any back. Any thread, while
  * the pool exists. */
 bool canal__stack_pool_trim_idle(struct canal__stack_pool *pool, uint64_t now);
+/* From a thread that is no loop (a detach pool thread), after its put: a
+ * full batch goes now, due or not. No loop would see its due time: a loop
+ * asleep read it before the batch was full and sleeps on. */
+void canal__stack_pool_trim_full(struct canal__stack_pool *pool);
 /* Give the pages of n page-aligned ranges back to the kernel
  * (MADV_DONTNEED: they read as zeros next): one process_madvise where
  * the kernel has it and *vectored is true (set false when it has not),

@@ -183,6 +183,8 @@ void canal__task_free(struct canal__task *t)
 	struct canal__stack st = t->stack;
 	void *area = st.lo + st.size;
 	canal__stack_put(rt->pool, self ? &self->stacks : NULL, area, &st);
+	if (!self) /* no loop: none would trim a batch this put filled */
+		canal__stack_pool_trim_full(rt->pool);
 	if ((void *)t != area)
 		task_release(self, t);
 }
