@@ -5,9 +5,10 @@
  * The pool's invariants (pool->lock): `free` lists blocks nobody uses;
  * `ndirty` counts those of them whose pages were not given back to the
  * kernel (block->dirty), at most `dirty_max`; `trim` lists the `ntrim`
- * (< trim_batch) blocks put back beyond that budget whose pages are still
- * to be given back, in one call for the batch (a batch being trimmed is
- * on no list: only its trimmer holds it); `guarded` counts live blocks
+ * blocks put back beyond that budget whose pages are still to be given
+ * back, trim_batch of them in one call once a batch is due (trim_since,
+ * trim_due: TRIM_DELAY_NS; a batch being trimmed is on no list: only its
+ * trimmer holds it); `guarded` counts live blocks
  * with a guard page of their own mapping against `guard_budget`; `slabs`
  * lists every slab mapping, unmapped at destroy once every block is back;
  * `commit_ahead` is set before the first get or under the lock (it only
@@ -98,6 +99,11 @@
  * run (canal__stack_pool_trim_idle: every due batch), which sleeps no
  * longer than the due time. The pages that wait are those the ended tasks
  * held: resident memory does not grow past what it was while they ran.
+ * A put from a thread that is no loop (a detached task's end) gives a full
+ * batch back at once (canal__stack_pool_trim_full): no loop would see its
+ * due time. Known limit: a batch filled by a loop that then stays busy,
+ * with no further put beyond the budget, waits until that loop goes idle
+ * (other loops asleep are not woken for it).
  * CANAL_STACK_TRIM_MS=n at canal_run: n ms instead (0: a batch goes as soon
  * as it is full).
  */
