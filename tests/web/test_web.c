@@ -849,6 +849,83 @@ out:
 
 /* A server limited to 64 descriptors meets 100 clients: it must not
  * exit, and must serve again once they are gone. */
+/* Pipelining past the input buffer: 600 keep-alive requests (18 000 bytes,
+ * more than a connection's 16 KiB input buffer) sent in one go. Every
+ * other style reads only what fits and reads on as it answers (TCP flow
+ * control holds the rest); each request must be answered, in order. The
+ * io_uring style's multishot receive kept feeding the buffer while the
+ * first response was in flight, took the overflow for a hostile client and
+ * closed the connection: not one response came. */
+static void test_pipeline_deep(void)
+{
+	enum { N = 600 };
+	static const char *const req[3] = {
+		"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+		"GET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: t\r\n\r\n",
+	};
+	static const int want[3] = {200, 404, 200};
+	size_t cap = (size_t)N * 40, len = 0;
+	char *all = malloc(cap);
+	for (int i = 0; i < N; i++) {
+		size_t l = strlen(req[i % 3]);
+		memcpy(all + len, req[i % 3], l);
+		len += l;
+	}
+	struct client *c = client_open();
+	CHECK("pipeline deep", c, "connect");
+	int rc = send_all(c->fd, all, len), got = 0;
+	free(all);
+	struct resp r = {0};
+	for (; rc == 0 && got < N; got++) {
+		if (read_resp(c, false, &r) != 0 || r.status != want[got % 3] ||
+		    (got % 3 == 0 && strcmp(r.body, "file a\n") != 0) ||
+		    (got % 3 == 2 && strcmp(r.body, "hello\n") != 0))
+			break;
+	}
+	client_close(c);
+	CHECK("pipeline deep", rc == 0, "send of %zu bytes failed", len);
+	CHECK("pipeline deep", got == N,
+	      "%zu bytes of pipelined requests: %d of %d answered right, then %s %d",
+	      len, got, N, r.status ? "status" : "nothing,", r.status);
+
+}
+
+/* A HEAD request answered with an error status gets no body either (RFC
+ * 9110 9.3.2): the server knows the method once the request line parsed.
+ * A client reading the head of the answer to HEAD takes what follows for
+ * the next response. */
+static void test_head_error(void)
+{
+	static const char *const reqs[] = {
+		"HEAD / HTTP/1.1\r\n\r\n",				  /* 400: no Host */
+		"HEAD / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", /* 501 */
+		"HEAD / HTTP/1.2\r\nHost: t\r\n\r\n",			  /* 505 */
+	};
+	for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+		struct client *c = client_open();
+		CHECK("head error", c, "connect");
+		struct resp r = {0};
+		int rc = send_all(c->fd, reqs[i], strlen(reqs[i]));
+		if (rc == 0)
+			rc = read_resp(c, true, &r);
+		/* Then only the end of the stream: no body bytes. */
+		size_t extra = c->len;
+		while (rc == 0) {
+			ssize_t n = fill(c);
+			if (n <= 0)
+				break;
+			extra = c->len;
+		}
+		client_close(c);
+		CHECK("head error", rc == 0 && r.status >= 400,
+		      "HEAD case %zu -> %d (rc %d)", i, r.status, rc);
+		CHECK("head error", extra == 0,
+		      "HEAD case %zu -> %d, then %zu body bytes after the head", i,
+		      r.status, extra);
+	}
+}
+
 /* A burst: 64 connections made while the server is stopped (the kernel
  * queues them for accept), each with a request, then the server goes on:
  * every one is answered, twice on the same connection (once with the
@@ -985,6 +1062,8 @@ int main(int argc, char **argv)
 		{"close mid-response", test_close_mid_response},
 		{"slow reader", test_slow_reader},
 		{"lingering close", test_lingering_close},
+		{"pipeline deep", test_pipeline_deep},
+		{"head error", test_head_error},
 		{"burst", test_burst},
 		{"idle keep-alive", test_idle},
 		{"emfile", test_emfile},
