@@ -561,7 +561,9 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 			return WEB_WANT_READ;
 		}
 		if (r < 0) {
-			respond_status(c, -r, false, false, 1);
+			/* req.method is HEAD when the request line's method
+			 * parsed as HEAD: no body then either. */
+			respond_status(c, -r, req.method == WEB_HEAD, false, 1);
 			c->in_len = 0; /* the rest is not trusted */
 			continue;
 		}
