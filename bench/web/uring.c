@@ -50,7 +50,16 @@
  *           watching the ring (spin_for_work), as canal's runtime does.
  *   recv:   one multishot recv per connection from a provided buffer ring
  *           (group 0); each buffer goes back to the ring as soon as its
- *           bytes are copied into the connection (web_conn_feed).
+ *           bytes are copied into the connection (web_conn_feed). Bytes
+ *           past the core's input buffer (a client pipelining more than
+ *           16 KiB of requests ahead of its responses) wait in the
+ *           connection's spill, and the receive is cancelled until the
+ *           core has taken them, so the socket and TCP's window hold the
+ *           rest, as for the styles that read only what fits (up to
+ *           SPILL_MAX, 1 MiB, delivered before the cancellation took
+ *           effect; past it the connection is closed). It used to close
+ *           the connection at once, unanswered (test_web's "pipeline
+ *           deep").
  *   send:   a response whose body is at most WEB_SMALL_BODY bytes (and
  *           every status answer) goes through the ring, batched with
  *           everything else (web_conn's style_sends_small): the head is
@@ -100,6 +109,10 @@
 #define NBUF 1024 /* provided buffers, power of two */
 #define BUF_SIZE 4096
 #define BGID 0
+/* At most this much input waits in a connection's spill (struct uconn):
+ * what the multishot receive delivered before its cancellation took
+ * effect; past it the connection is closed. */
+#define SPILL_MAX (1u << 20)
 
 enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL, OP_READ, OP_SEND,
 	  OP_HANDOFF };
@@ -114,6 +127,18 @@ enum op { OP_IGNORE = 0, OP_ACCEPT, OP_RECV, OP_POLL, OP_READ, OP_SEND,
 struct uconn {
 	struct web_conn c;
 	bool recv_armed, poll_armed, read_armed, send_armed, closing;
+	/* Input received past the core's buffer (a client that pipelines
+	 * more than WEB_IN_MAX bytes ahead of its responses): spill[0,
+	 * spill_len), fed to the core as it makes room (progress). While it
+	 * holds bytes the multishot receive is cancelled (the socket's own
+	 * buffer and TCP's window then hold the rest, as for the styles that
+	 * read only what fits) and not armed again until it is empty; the
+	 * peer's end (peer_eof) is told to the core only after it. */
+	char *spill;
+	size_t spill_len, spill_cap;
+	bool peer_eof;
+	bool recv_stopped; /* take_input cancelled the receive: its end
+			    * (-ECANCELED) is no error */
 	bool busy; /* in a call that may close it: not freed until it returns */
 	char *buf; /* head + body of a small response, bufcap bytes */
 	size_t bufcap;
@@ -295,6 +320,7 @@ static void maybe_free(struct loop *l, struct uconn *u)
 	l->conn[u->c.fd] = NULL;
 	web_close(&u->c);
 	free(u->buf);
+	free(u->spill);
 	free(u);
 	if (web_stop || l->accept_multishot || l->lfd < 0)
 		return;
@@ -367,11 +393,39 @@ static bool start_send(struct loop *l, struct uconn *u)
 	return true;
 }
 
+/* Move what fits of the spill into the core's buffer; once it is empty,
+ * the peer's end, if it came, reaches the core. */
+static void unspill(struct uconn *u)
+{
+	if (u->spill_len) {
+		size_t room = sizeof u->c.in - u->c.in_len;
+		size_t n = u->spill_len < room ? u->spill_len : room;
+		if (n && web_conn_feed(&u->c, u->spill, n) == 0) {
+			memmove(u->spill, u->spill + n, u->spill_len - n);
+			u->spill_len -= n;
+		}
+	}
+	if (!u->spill_len && u->peer_eof)
+		u->c.eof = true;
+}
+
 static void progress(struct loop *l, struct uconn *u)
 {
-	switch (web_conn_run(&l->ctx->srv, &u->c)) {
+	unspill(u);
+	enum web_want w = web_conn_run(&l->ctx->srv, &u->c);
+	/* The core took what it could: more from the spill while it has
+	 * some and the core asks for input (each round makes room or
+	 * answers). */
+	while (w == WEB_WANT_READ && u->spill_len) {
+		size_t before = u->spill_len;
+		unspill(u);
+		if (u->spill_len == before)
+			break; /* no room: the core's buffer is full */
+		w = web_conn_run(&l->ctx->srv, &u->c);
+	}
+	switch (w) {
 	case WEB_WANT_READ:
-		if (!u->recv_armed && !u->c.eof)
+		if (!u->recv_armed && !u->c.eof && !u->spill_len)
 			arm_recv(l, u);
 		break;
 	case WEB_WANT_WRITE:
@@ -416,6 +470,9 @@ static bool admit(struct loop *l, int fd, bool tuned)
 	u->read_armed = u->send_armed = false;
 	u->buf = NULL;
 	u->bufcap = 0;
+	u->spill = NULL;
+	u->spill_len = u->spill_cap = 0;
+	u->peer_eof = u->recv_stopped = false;
 	l->conn[fd] = u;
 	if ((size_t)fd > l->maxfd)
 		l->maxfd = (size_t)fd;
@@ -511,23 +568,65 @@ static void take_handoffs(struct loop *l)
 	free(h);
 }
 
+/* Received bytes: to the core's buffer, and what does not fit (or all of
+ * it, behind bytes already spilled) to the spill; the first spill cancels
+ * the multishot receive. 0, or -ENOBUFS (the core's buffer full behind a
+ * closing response, no memory, or past SPILL_MAX). */
+static int take_input(struct loop *l, struct uconn *u, const char *data,
+		      size_t len)
+{
+	if (!u->spill_len) {
+		size_t room = sizeof u->c.in - u->c.in_len;
+		size_t n = len < room ? len : room;
+		if (n)
+			web_conn_feed(&u->c, data, n);
+		data += n;
+		len -= n;
+		if (!len)
+			return 0;
+		if (u->c.close_after)
+			return -ENOBUFS;
+	}
+	if (u->spill_len + len > SPILL_MAX)
+		return -ENOBUFS;
+	if (u->spill_len + len > u->spill_cap) {
+		size_t cap = u->spill_cap ? 2 * u->spill_cap : 4 * BUF_SIZE;
+		while (cap < u->spill_len + len)
+			cap *= 2;
+		char *sp = realloc(u->spill, cap);
+		if (!sp)
+			return -ENOBUFS;
+		u->spill = sp;
+		u->spill_cap = cap;
+	}
+	bool first = u->spill_len == 0;
+	memcpy(u->spill + u->spill_len, data, len);
+	u->spill_len += len;
+	if (first && u->recv_armed && !u->recv_stopped) {
+		cancel(l, u->c.fd, OP_RECV);
+		u->recv_stopped = true;
+	}
+	return 0;
+}
+
 static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
 {
 	bool more = cqe->flags & IORING_CQE_F_MORE;
+	bool stopped = u->recv_stopped;
 	if (!more)
-		u->recv_armed = false;
+		u->recv_armed = u->recv_stopped = false;
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
 		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 		char *buf = l->bufs + (size_t)bid * BUF_SIZE;
 		int fed = cqe->res > 0 && !u->closing
-				  ? web_conn_feed(&u->c, buf, (size_t)cqe->res) : 0;
+				  ? take_input(l, u, buf, (size_t)cqe->res) : 0;
 		io_uring_buf_ring_add(l->br, buf, BUF_SIZE, (unsigned short)bid,
 				      io_uring_buf_ring_mask(NBUF), 0);
 		io_uring_buf_ring_advance(l->br, 1);
 		/* Input past the buffer behind a response that closes the
 		 * connection is never answered: dropped (the full buffer
 		 * makes web_close linger), not a reason to cut that
-		 * response. Otherwise the client overflowed: close. */
+		 * response. Otherwise (no memory, or past SPILL_MAX): close. */
 		if (fed < 0 && !u->c.close_after) {
 			u->c.in_len = 0;
 			conn_close(l, u); /* may free u */
@@ -539,8 +638,13 @@ static void on_recv(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
 		return;
 	}
 	if (cqe->res == 0) {
-		u->c.eof = true;
-	} else if (cqe->res < 0 && cqe->res != -ENOBUFS) {
+		u->peer_eof = true;
+		if (!u->spill_len)
+			u->c.eof = true;
+	} else if (cqe->res < 0 && cqe->res != -ENOBUFS &&
+		   !(cqe->res == -ECANCELED && stopped)) {
+		/* (-ECANCELED after take_input's cancellation: the multishot
+		 * receive's end; armed again once the spill is empty.) */
 		conn_close(l, u);
 		return;
 	}
