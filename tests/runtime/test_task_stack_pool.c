@@ -213,6 +213,44 @@ static void trim_delay(void)
 		released += !low_page_resident(&st[i]);
 	CHECK_EQ(released, tb);
 	canal__stack_pool_destroy(p);
+
+	/* Puts trim at most a batch per 10 ms (TRIM_PUT_GAP_NS); idle
+	 * loops, every due batch. Two full batches due at once: the next put
+	 * gives one back, a put right after it (within 10 ms:
+	 * checked, else not judged) none, an idle loop's call the other. */
+	size_t m = dm + 2 * tb + 2;
+	struct canal__stack *sm = calloc(m, sizeof(*sm));
+	void **am = calloc(m, sizeof(*am));
+	CHECK(sm && am);
+	CHECK_EQ(canal__stack_pool_create(64 << 10, &p), 0);
+	for (size_t i = 0; i < m; i++) {
+		am[i] = canal__stack_get(p, NULL, &sm[i]);
+		CHECK(am[i] != NULL);
+		touch(&sm[i]);
+	}
+	for (size_t i = 0; i < dm + 2 * tb; i++)
+		canal__stack_put(p, NULL, am[i], &sm[i]);
+	nanosleep(&(struct timespec){0, 3000000}, NULL);
+	uint64_t t0 = canal_now_ns();
+	canal__stack_put(p, NULL, am[m - 2], &sm[m - 2]);
+	canal__stack_put(p, NULL, am[m - 1], &sm[m - 1]);
+	uint64_t t1 = canal_now_ns();
+	released = 0;
+	for (size_t i = dm; i < m; i++)
+		released += !low_page_resident(&sm[i]);
+	if (t1 - t0 < 10000000)
+		CHECK_EQ(released, tb);
+	else
+		printf("stack pool: the two puts took %llu us: rate not "
+		       "judged\n", (unsigned long long)((t1 - t0) / 1000));
+	CHECK(canal__stack_pool_trim_idle(p, canal_now_ns()));
+	released = 0;
+	for (size_t i = dm; i < m; i++)
+		released += !low_page_resident(&sm[i]);
+	CHECK(released >= 2 * tb);
+	canal__stack_pool_destroy(p);
+	free(sm);
+	free(am);
 	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "0", 1), 0);
 	free(st);
 	free(area);
