@@ -86,7 +86,14 @@ static void test_parse(void)
 	memset(big, 'a', sizeof big);
 	memcpy(big, "GET /", 5);
 	CHECK(web_parse_request(big, WEB_HEAD_MAX, &r) == -414, "long request line");
+	CHECK(r.method != WEB_HEAD, "long GET line: not HEAD");
 	CHECK(web_parse_request(big, WEB_HEAD_MAX - 1, &r) == 0, "still possible");
+	/* A HEAD whose request line is too long: its 414 has no body. */
+	memcpy(big, "HEAD /", 6);
+	CHECK(web_parse_request(big, WEB_HEAD_MAX, &r) == -414 &&
+		      r.method == WEB_HEAD,
+	      "long HEAD line: 414, method HEAD (%d)", (int)r.method);
+	memcpy(big, "GET /a", 6);
 	int k = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nHost: x\r\n");
 	while (k < WEB_HEAD_MAX)
 		big[k++] = 'a';
