@@ -134,6 +134,19 @@ static int parse_connection(const char *v, size_t n, bool *close,
 	return 0;
 }
 
+/* A head past WEB_HEAD_MAX: 414 if its request line is, else 431. The
+ * request line is not parsed then, but a HEAD method (complete: "HEAD ")
+ * is still told, so that the answer carries no body. */
+static int head_too_long(const char *buf, size_t len, size_t line_no,
+			 struct web_req *req)
+{
+	if (line_no)
+		return -431;
+	if (len >= 5 && memcmp(buf, "HEAD ", 5) == 0)
+		req->method = WEB_HEAD;
+	return -414;
+}
+
 int web_parse_request(const char *buf, size_t len, struct web_req *req)
 {
 	size_t pos = 0, line_no = 0, fields = 0, hosts = 0;
@@ -143,12 +156,12 @@ int web_parse_request(const char *buf, size_t len, struct web_req *req)
 		const char *lf = memchr(buf + pos, '\n', len - pos);
 		if (!lf) {
 			if (len >= WEB_HEAD_MAX)
-				return line_no == 0 ? -414 : -431;
+				return head_too_long(buf, len, line_no, req);
 			return 0;
 		}
 		size_t end = (size_t)(lf - buf); /* index of LF */
 		if (end + 1 > WEB_HEAD_MAX)
-			return line_no == 0 ? -414 : -431;
+			return head_too_long(buf, len, line_no, req);
 		if (end == pos || buf[end - 1] != '\r')
 			return -400; /* bare LF */
 		const char *l = buf + pos;
