@@ -20,11 +20,9 @@
  *    blocking channel operation on a buffered channel may let others run
  *    even when it need not wait: when it loses the race for a slot to
  *    another CPU, and once every 1024 elements sent or received through
- *    canal_send, canal_recv, their timed forms and the blocking batches,
- *    or tasks spawned with canal_spawn (so a task sending into a wide
- *    channel does not hold its loop to the end, and one spawning
- *    thousands lets those that end give their stacks back). The try
- *    forms of
+ *    canal_send, canal_recv, their timed forms and the blocking batches
+ *    (so a task sending into a wide channel does not hold its loop to
+ *    the end). The try forms of
  *    buffered channels never let others run (those of capacity-0
  *    channels may, as they may wait up to a millisecond for a peer).
  *  - Tasks and channels: every blocking operation of <canal/channel.h>
@@ -170,9 +168,7 @@ int canal_run(void (*main_task)(void *arg), void *arg,
  *   -EPERM   called outside a running runtime (a plain thread, or after
  *            canal_run returned);
  *   -ENOMEM  no memory (or address space) for the task's stack.
- * Never blocks. From a task, once every 1024 spawns and blocking channel
- * operations (above), it lets the other ready tasks of its loop run
- * first.
+ * Never blocks.
  */
 int canal_spawn(void (*fn)(void *arg), void *arg);
 

@@ -5,8 +5,7 @@
  * CANAL__OP_QUANTUM elements it sent or received through the blocking
  * forms (canal_send, canal_recv, their timed forms, the blocking batches;
  * not the try forms, which never let others run on a buffered channel,
- * nor the single-copy reserve/borrow, which hand the caller a slot), and
- * tasks it spawned (canal_spawn, runtime/task.c).
+ * nor the single-copy reserve/borrow, which hand the caller a slot).
  *
  * Tasks are not preempted: a sender into a wide channel never waits and
  * would hold its loop until it is done, and with two loops each running

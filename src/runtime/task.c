@@ -9,11 +9,9 @@
 #include "runtime/context.h"
 #include "runtime/sanitizer.h"
 #include "base/clock.h"
-#include "channel/quantum.h"
 
 #include <errno.h>
 #include <sched.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,15 +317,6 @@ EXPORT int canal_spawn(void (*fn)(void *), void *arg)
 		return r;
 	}
 	canal__loop_push(l, t);
-	/* A spawn counts in the operation quantum (channel/quantum.h): a
-	 * task spawning thousands in a row lets the ready tasks of its loop
-	 * (half of those it spawned) run once per CANAL__OP_QUANTUM, so
-	 * those that end give their stacks back before more are made. fwd
-	 * on tasks, 100 000 writers (most with nothing to send) spawned after
-	 * 100 000 readers: about 35 000 writers waited on the spawner's loop,
-	 * each with a committed stack page, 559 MB resident at the peak;
-	 * 469 MB with it, and 463 -> 389 ms (AMD EPYC, 7 rounds; Go 347). */
-	canal__ops_done(1);
 	return 0;
 }
 

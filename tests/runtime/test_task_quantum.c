@@ -13,11 +13,7 @@
  *    ready (that task ran meanwhile), false and nothing done when none
  *    is; from a plain thread, false (a thread's parker has none); a
  *    thread's fast-path sends and receives past the quantum change
- *    nothing;
- *  - spawns count in the quantum (runtime/task.c): on one loop, a task
- *    spawning 4 096 tasks without ever blocking lets those it spawned
- *    run before it is done (without it, none ran before it ended), and
- *    every one runs exactly once.
+ *    nothing.
  */
 #include "check.h"
 #include "base/park.h"
@@ -166,45 +162,11 @@ static void yield_to_ready(void)
 	canal_chan_destroy(ch);
 }
 
-#define SPAWNS 4096
-
-static _Atomic long spawned_ran, ran_early;
-static _Atomic bool spawner_done;
-
-static void spawned(void *arg)
-{
-	(void)arg;
-	atomic_fetch_add(&spawned_ran, 1);
-	if (!atomic_load(&spawner_done))
-		atomic_fetch_add(&ran_early, 1);
-}
-
-static void spawner(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < SPAWNS; i++)
-		CHECK_EQ(canal_spawn(spawned, NULL), 0);
-	atomic_store(&spawner_done, true);
-}
-
-static void spawn_quantum(void)
-{
-	struct canal_run_options o = {.loops = 1};
-	CHECK_EQ(canal_run(spawner, NULL, &o), 0);
-	CHECK_EQ(atomic_load(&spawned_ran), SPAWNS);
-	/* 3 quanta passed while spawning: each let the queued ones run. */
-	CHECK(atomic_load(&ran_early) >= SPAWNS / 2);
-	printf("spawn quantum: %ld of %d spawned tasks ran before their "
-	       "spawner ended\n",
-	       atomic_load(&ran_early), SPAWNS);
-}
-
 int main(void)
 {
 	quantum(SINGLE);
 	quantum(BATCH);
 	quantum(TIMED);
 	yield_to_ready();
-	spawn_quantum();
 	TEST_DONE("test_task_quantum");
 }
