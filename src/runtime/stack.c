@@ -94,10 +94,10 @@
  * meanwhile (a job's tasks ending together at its end) gives their pages
  * back once, when it unmaps its slabs, instead of in a trim first: fwd on
  * tasks (10 000 writers, 10 000 readers) spent about a tenth of its CPU
- * time in the trims of its readers' ends. Due batches go at the next put
- * beyond the budget (one batch per put), or from a loop with nothing to
- * run (canal__stack_pool_trim_idle: every due batch), which sleeps no
- * longer than the due time. The pages that wait are those the ended tasks
+ * time in the trims of its readers' ends. Due batches go at a put beyond
+ * the budget (one batch per TRIM_PUT_GAP_NS at most), or from a loop with
+ * nothing to run (canal__stack_pool_trim_idle: every due batch), which
+ * sleeps no longer than the due time. The pages that wait are those the ended tasks
  * held: resident memory does not grow past what it was while they ran.
  * A put from a thread that is no loop (a detached task's end) gives a full
  * batch back at once (canal__stack_pool_trim_full): no loop would see its

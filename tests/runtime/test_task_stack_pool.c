@@ -228,10 +228,12 @@ static void trim_delay(void)
 		CHECK(am[i] != NULL);
 		touch(&sm[i]);
 	}
+	/* From before the first put that waits: any put-path trim from
+	 * then on is inside the judged window. */
+	uint64_t t0 = canal_now_ns();
 	for (size_t i = 0; i < dm + 2 * tb; i++)
 		canal__stack_put(p, NULL, am[i], &sm[i]);
 	nanosleep(&(struct timespec){0, 3000000}, NULL);
-	uint64_t t0 = canal_now_ns();
 	canal__stack_put(p, NULL, am[m - 2], &sm[m - 2]);
 	canal__stack_put(p, NULL, am[m - 1], &sm[m - 1]);
 	uint64_t t1 = canal_now_ns();
@@ -241,7 +243,7 @@ static void trim_delay(void)
 	if (t1 - t0 < 10000000)
 		CHECK_EQ(released, tb);
 	else
-		printf("stack pool: the two puts took %llu us: rate not "
+		printf("stack pool: the puts took %llu us: rate not "
 		       "judged\n", (unsigned long long)((t1 - t0) / 1000));
 	CHECK(canal__stack_pool_trim_idle(p, canal_now_ns()));
 	released = 0;
