@@ -14,6 +14,15 @@
  * itself on both channels) while both senders take its units; its case 0
  * (channel A) is then the one it commits to, and channel B's element, the
  * timed sender's, is orphaned.
+ *
+ * Then, once the timed sender has withdrawn that orphan at its deadline,
+ * no receiver waits on B: canal_try_send must return -EAGAIN ("succeeds
+ * only when a receiver is waiting"). Defect (hostile review, 2026-11-30):
+ * the sender gave its select unit back (rendezvous.c,
+ * canal__sync_give_back: select_demand 1) although the select it was
+ * taken from had gone and the orphan it counted no longer existed; a
+ * later try_send on B took the phantom unit and returned 0 with nobody
+ * there. A unit given back now cancels an orphan first.
  */
 #define _GNU_SOURCE 1
 #include "check.h"
@@ -92,6 +101,16 @@ int main(void)
 				"later (waiting for the ack of an orphan)\n");
 	CHECK_EQ(jr, 0);
 	fprintf(stderr, "canal_send_timeout -> %d\n", atomic_load(&send_ret));
+	/* The timed sender's element was withdrawn: nobody took it. */
+	CHECK_EQ(atomic_load(&send_ret), -ETIMEDOUT);
+
+	/* Nobody receives on B now. */
+	long y = 3;
+	int r = canal_try_send(b, &y);
+	if (r == 0)
+		fprintf(stderr, "canal_try_send returned 0 with no receiver "
+				"waiting (a phantom select unit)\n");
+	CHECK_EQ(r, -EAGAIN);
 	canal_chan_destroy(a);
 	canal_chan_destroy(b);
 	TEST_DONE("test_review_timed_send_ack");

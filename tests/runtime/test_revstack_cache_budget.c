@@ -24,6 +24,7 @@
  * for at most 30 s (a pool that keeps them fails). */
 #define _GNU_SOURCE
 #include "check.h"
+#include "resident.h"
 #include "runtime/stack.h"
 
 #include <canal/channel.h>
@@ -39,16 +40,7 @@
 #define STACK (16u << 20)
 #define USED (1u << 20)
 
-static size_t page;
 
-static bool resident(const void *addr)
-{
-	unsigned char v = 0;
-	CHECK_EQ(mincore((void *)((uintptr_t)addr & ~(uintptr_t)(page - 1)),
-			 1, &v),
-		 0);
-	return v & 1;
-}
 
 /* The most blocks whose pages the pool and one cache may keep. */
 static size_t allowed;
@@ -75,7 +67,7 @@ static void pool_part(void)
 		canal__stack_put(p, &c, area[i], &st[i]);
 	int kept = 0;
 	for (int i = 0; i < N; i++)
-		kept += resident(st[i].lo);
+		kept += page_resident((uintptr_t)st[i].lo);
 	printf("pool: %d of %d free blocks kept their pages (at most %zu: "
 	       "%zu in the pool's budget, %u in the cache, %u awaiting a "
 	       "trim); the cache holds %u\n",
@@ -93,13 +85,6 @@ static struct canal_chan *ch;
 static uintptr_t addr[N];
 static _Atomic int parked, ended, fake;
 
-static int kept_now(void)
-{
-	int kept = 0;
-	for (int i = 0; i < N; i++)
-		kept += resident((const void *)addr[i]);
-	return kept;
-}
 
 static void user(void *arg)
 {
@@ -141,10 +126,10 @@ static void runtime_main(void *arg)
 		       atomic_load(&fake));
 		return;
 	}
-	int kept = kept_now();
+	int kept = count_resident(addr, N);
 	for (int ms = 0; (size_t)kept > allowed && ms < 30000; ms++) {
 		canal_sleep_ns(1000000);
-		kept = kept_now();
+		kept = count_resident(addr, N);
 	}
 	printf("runtime: %d of %d ended tasks' stacks kept their pages (at "
 	       "most %zu)\n",
@@ -155,7 +140,6 @@ static void runtime_main(void *arg)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	page = (size_t)sysconf(_SC_PAGESIZE);
 	pool_part();
 	ch = canal_chan_create(sizeof(uint32_t), 1, 0);
 	CHECK(ch != NULL);

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "resident.h"
 #include "runtime/internal.h"
 #include "runtime/stack.h"
 
@@ -36,7 +37,6 @@
 #define STACK (32u << 20)
 #define USED (64u << 10)
 
-static size_t page;
 static uintptr_t addr[W];
 static _Atomic int ready, go, ended, fake;
 static struct canal__loop *loop;
@@ -46,20 +46,7 @@ static void ms_sleep(void)
 	nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
 
-static bool resident(uintptr_t a)
-{
-	unsigned char v = 0;
-	CHECK_EQ(mincore((void *)(a & ~(uintptr_t)(page - 1)), 1, &v), 0);
-	return v & 1;
-}
 
-static int kept_now(void)
-{
-	int kept = 0;
-	for (int i = 0; i < W; i++)
-		kept += resident(addr[i]);
-	return kept;
-}
 
 static void worker(void *arg)
 {
@@ -102,10 +89,10 @@ static void runtime_main(void *arg)
 		return;
 	}
 	size_t allowed = 64u * 1024 * 1024 / STACK; /* the pool's budget */
-	int kept = kept_now();
+	int kept = count_resident(addr, W);
 	for (int ms = 0; (size_t)kept > allowed && ms < 20000; ms++) {
 		ms_sleep();
-		kept = kept_now();
+		kept = count_resident(addr, W);
 	}
 	printf("trim_detached: %d of %d detached ended tasks' stacks kept "
 	       "their pages (at most %zu), loop sleeping %u\n",
@@ -117,7 +104,6 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(120); /* hang guard */
-	page = (size_t)sysconf(_SC_PAGESIZE);
 	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "1", 1), 0);
 	struct canal_run_options o = {
 		.loops = 1, .stack_size = STACK, .detach_threads = W + 2};

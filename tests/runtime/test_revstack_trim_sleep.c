@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "resident.h"
 
 #include <canal/channel.h>
 #include <canal/task.h>
@@ -35,25 +36,11 @@
 #define STACK (32u << 20)
 #define USED (64u << 10)
 
-static size_t page;
 static struct canal_chan *ch;
 static uintptr_t addr[W];
 static _Atomic int ready, ended, fake;
 
-static bool resident(uintptr_t a)
-{
-	unsigned char v = 0;
-	CHECK_EQ(mincore((void *)(a & ~(uintptr_t)(page - 1)), 1, &v), 0);
-	return v & 1;
-}
 
-static int kept_now(void)
-{
-	int kept = 0;
-	for (int i = 0; i < W; i++)
-		kept += resident(addr[i]);
-	return kept;
-}
 
 static void worker(void *arg)
 {
@@ -83,10 +70,10 @@ static void observer(void *arg)
 		return;
 	}
 	size_t allowed = 64u * 1024 * 1024 / STACK; /* the pool's budget */
-	int kept = kept_now();
+	int kept = count_resident(addr, W);
 	for (int ms = 0; (size_t)kept > allowed && ms < 20000; ms++) {
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
-		kept = kept_now();
+		kept = count_resident(addr, W);
 	}
 	printf("trim_sleep: %d of %d ended tasks' stacks kept their pages "
 	       "(at most %zu)\n",
@@ -111,7 +98,6 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(120); /* hang guard */
-	page = (size_t)sysconf(_SC_PAGESIZE);
 	CHECK_EQ(setenv("CANAL_STACK_TRIM_MS", "50", 1), 0);
 	ch = canal_chan_create(sizeof(uint32_t), W, 0);
 	CHECK(ch != NULL);
