@@ -702,6 +702,16 @@ static void trim(struct canal__stack_pool *p, struct canal__stack_block *batch,
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Under pool->lock, with a full batch waiting: take it, drop the lock,
+ * give its pages back. */
+static void trim_batch_unlock(struct canal__stack_pool *p)
+{
+	struct canal__stack_block *batch = trim_take(p);
+	bool vectored = p->trim_vectored;
+	pthread_mutex_unlock(&p->lock);
+	trim(p, batch, vectored);
+}
+
 void canal__stack_put(struct canal__stack_pool *p,
 		      struct canal__stack_cache *c, void *task_area,
 		      const struct canal__stack *st)
@@ -739,10 +749,7 @@ void canal__stack_put(struct canal__stack_pool *p,
 		if (trim_is_due(p, now) &&
 		    (p->trim_delay == 0 || now >= p->trim_put_next)) {
 			p->trim_put_next = now + TRIM_PUT_GAP_NS;
-			struct canal__stack_block *batch = trim_take(p);
-			bool vectored = p->trim_vectored;
-			pthread_mutex_unlock(&p->lock);
-			trim(p, batch, vectored);
+			trim_batch_unlock(p);
 			return;
 		}
 	}
@@ -766,10 +773,7 @@ bool canal__stack_pool_trim_idle(struct canal__stack_pool *p, uint64_t now)
 			pthread_mutex_unlock(&p->lock);
 			return done;
 		}
-		struct canal__stack_block *batch = trim_take(p);
-		bool vectored = p->trim_vectored;
-		pthread_mutex_unlock(&p->lock);
-		trim(p, batch, vectored);
+		trim_batch_unlock(p);
 		done = true;
 		if (canal_now_ns() - now >= TRIM_IDLE_NS)
 			return true;
@@ -783,10 +787,7 @@ void canal__stack_pool_trim_full(struct canal__stack_pool *p)
 		pthread_mutex_unlock(&p->lock);
 		return;
 	}
-	struct canal__stack_block *batch = trim_take(p);
-	bool vectored = p->trim_vectored;
-	pthread_mutex_unlock(&p->lock);
-	trim(p, batch, vectored);
+	trim_batch_unlock(p);
 }
 
 unsigned canal__stack_pool_trim_batch(const struct canal__stack_pool *p)
