@@ -26,6 +26,9 @@
  * the wait for a free connection when the server falls behind)
  * and with --csv every request: intended_ns,start_ns,done_ns,status,error
  * (ns from the run's start; error: 0 none, 1 connect, 2 read, 3 timeout).
+ * A keep-alive connection that the server closes (a "Connection: close"
+ * answer, or its end of the stream seen with the response or while idle)
+ * is opened again for its next request.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -187,8 +190,13 @@ static int warm_up(struct conn *c, uint64_t tmo)
 		}
 		c->have = 0; /* the body's bytes are not kept */
 		if (body_left == 0) {
-			if (c->server_close)
-				break;
+			/* A server may end a keep-alive connection after a
+			 * response without saying so (its FIN then often rides
+			 * on the last segment): one look, warm-up only. */
+			char b;
+			ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (c->server_close || k >= 0 || errno != EAGAIN)
+				break; /* closed, more than the response, an error */
 			c->body_left = -1;
 			return 0;
 		}
@@ -451,6 +459,15 @@ int main(int argc, char **argv)
 			}
 			struct rec *r = &recs[c->req];
 			enum err fail = E_NONE;
+			/* The server's end of the stream (this event's, or found
+			 * once the response is in, below): an edge-triggered
+			 * event reports it once, so a connection whose response
+			 * ends with it must not carry the next request (sent into
+			 * the half-closed connection, that one would wait out its
+			 * timeout, or meet a reset). A server may close a
+			 * persistent connection after any response, "Connection:
+			 * close" or not (RFC 9112 9.3). */
+			bool peer_end = evs[e].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
 			if (c->st == C_CONNECTING) {
 				int so = 0;
 				socklen_t sl = sizeof so;
@@ -499,12 +516,22 @@ int main(int argc, char **argv)
 				c->body_left -= (long)take;
 				memmove(c->buf, c->buf + take, c->have - take);
 				c->have -= take;
-				if (c->body_left == 0)
-					goto finish;
+				if (c->body_left != 0)
+					continue;
+				/* Read on to EAGAIN (edge-triggered: an end that came
+				 * with the response's last bytes has no event of its
+				 * own): a connection to keep must have nothing more. */
+				if (!fail && !g_close && !c->server_close && !c->have &&
+				    !peer_end) {
+					char b;
+					ssize_t k = recv(c->fd, &b, 1, MSG_DONTWAIT);
+					peer_end = k >= 0 || errno != EAGAIN;
+				}
+				goto finish;
 			}
 			continue;
 		finish:
-			if (fail || g_close || c->server_close || c->have)
+			if (fail || g_close || c->server_close || c->have || peer_end)
 				close_conn(c);
 			else
 				c->st = C_IDLE;
