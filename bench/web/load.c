@@ -26,9 +26,10 @@
  * the wait for a free connection when the server falls behind)
  * and with --csv every request: intended_ns,start_ns,done_ns,status,error
  * (ns from the run's start; error: 0 none, 1 connect, 2 read, 3 timeout).
- * A keep-alive connection that the server closes (a "Connection: close"
- * answer, or its end of the stream seen with the response or while idle)
- * is opened again for its next request.
+ * A keep-alive connection that the server closes (an answer whose
+ * Connection field lists "close", an HTTP/1.0 answer without "keep-alive",
+ * or its end of the stream seen with the response or while idle) is opened
+ * again for its next request.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -121,6 +122,25 @@ static void close_conn(struct conn *c)
 	c->st = C_DEAD;
 }
 
+/* The tokens of a Connection field's value [v, e): a comma-separated
+ * list, case-insensitive (RFC 9110 7.6.1). */
+static void connection_tokens(const char *v, const char *e, bool *ends,
+			      bool *keep)
+{
+	while (v < e) {
+		while (v < e && (*v == ' ' || *v == '\t' || *v == ','))
+			v++;
+		const char *t = v;
+		while (v < e && *v != ' ' && *v != '\t' && *v != ',')
+			v++;
+		size_t n = (size_t)(v - t);
+		if (n == 5 && strncasecmp(t, "close", 5) == 0)
+			*ends = true;
+		else if (n == 10 && strncasecmp(t, "keep-alive", 10) == 0)
+			*keep = true;
+	}
+}
+
 /* Parse the response head in c->buf: status, Content-Length, Connection.
  * Returns the head length, 0 when incomplete, -1 when malformed. */
 static long parse_head(struct conn *c, int *status)
@@ -129,17 +149,24 @@ static long parse_head(struct conn *c, int *status)
 	if (!end)
 		return c->have == sizeof c->buf ? -1 : 0;
 	size_t hl = (size_t)(end - c->buf) + 4;
-	if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1)
+	int minor;
+	if (sscanf(c->buf, "HTTP/1.%d %d", &minor, status) != 2)
 		return -1;
 	long len = -1;
+	bool ends = false, keep = false;
 	for (char *l = memmem(c->buf, hl, "\r\n", 2); l && l < end; l = memmem(l + 2, (size_t)(end - l), "\r\n", 2)) {
 		if (strncasecmp(l + 2, "Content-Length:", 15) == 0)
 			len = atol(l + 17);
-		else if (strncasecmp(l + 2, "Connection: close", 17) == 0)
-			c->server_close = true;
+		else if (strncasecmp(l + 2, "Connection:", 11) == 0)
+			connection_tokens(l + 13, memmem(l + 2, (size_t)(end + 2 - (l + 2)), "\r\n", 2),
+					  &ends, &keep);
 	}
 	if (len < 0)
 		return -1;
+	/* The connection ends after this response (RFC 9112 9.3): "close",
+	 * or HTTP/1.0 without "keep-alive". */
+	if (ends || (minor == 0 && !keep))
+		c->server_close = true;
 	c->body_left = len;
 	return (long)hl;
 }

@@ -20,6 +20,15 @@
  * waited the whole --timeout-ms for an answer that could not come; the
  * warm-up's connection, reused, met its pending end as a read error.
  *
+ * Then servers that say the connection ends otherwise than with
+ * "Connection: close" in those words (HTTP/1.0 without keep-alive,
+ * "keep-alive, close", "connection:CLOSE") and close only after the
+ * client: failed before the fix with "requests=6 ok=3 connect=0 read=0
+ * timeout=3" (the generator matched the exact string "Connection: close"
+ * only, and took every HTTP/1.0 answer for keep-alive). An HTTP/1.0 answer
+ * with "Connection: Keep-Alive" keeps its connection (one connection for
+ * all the requests).
+ *
  * Bounded: alarm(60); each load run takes well under a second once fixed
  * (--timeout-ms 2000 per lost request before).
  */
@@ -29,6 +38,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +50,14 @@
 #include "../check.h"
 
 static int g_listen;
+/* The response the server gives (set before each load run): with the
+ * FIN on its segment (the first case), or one that says the connection
+ * ends in a way other than "Connection: close" exactly, the server's
+ * close then coming only after the client's. */
+static const char *_Atomic g_resp;
+static _Atomic bool g_fin;
+static _Atomic bool g_one = true; /* one answer per connection */
+static _Atomic int g_accepts;
 
 /* One connection: answer each request (MSG_MORE + half-close, the FIN on
  * the response's segment), then discard input until the client's end. */
@@ -58,10 +76,17 @@ static void *serve(void *arg)
 				break;
 			continue;
 		}
-		static const char resp[] =
-			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-		send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL | MSG_MORE);
-		shutdown(fd, SHUT_WR);
+		const char *resp = g_resp;
+		bool fin = g_fin;
+		send(fd, resp, strlen(resp), MSG_NOSIGNAL | (fin ? MSG_MORE : 0));
+		if (fin)
+			shutdown(fd, SHUT_WR);
+		if (!g_one) {
+			char *e = memmem(buf, have, "\r\n\r\n", 4);
+			have -= (size_t)(e + 4 - buf);
+			memmove(buf, e + 4, have);
+			continue;
+		}
 		while (recv(fd, buf, sizeof buf, 0) > 0)
 			; /* a request sent after the end: never answered */
 		break;
@@ -80,6 +105,7 @@ static void *acceptor(void *arg)
 				continue;
 			return NULL;
 		}
+		g_accepts++;
 		pthread_t t;
 		pthread_attr_t at;
 		pthread_attr_init(&at);
@@ -174,6 +200,8 @@ int main(int argc, char **argv)
 	pthread_detach(t);
 
 	char out[4096];
+	g_resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	g_fin = true;
 	/* Closed loop, one connection: the warm-up request's connection,
 	 * then each request's, is closed by the server. */
 	static const char *const closed[] = {"--connections", "1", "--requests",
@@ -186,5 +214,34 @@ int main(int argc, char **argv)
 					   "--timeout-ms", "2000", NULL};
 	run_load(argv[1], port, rate, out, sizeof out);
 	expect_all_ok(out, 10);
+	/* Answers that end the connection without saying "Connection: close"
+	 * in those words: HTTP/1.0 without keep-alive, the field's value in
+	 * another case or in a list, no space after the colon (RFC 9110 7.6.1:
+	 * a list of case-insensitive tokens). The client must send no more on
+	 * the connection (RFC 9112 9.6); this server answers no more. */
+	static const char *const ends[] = {
+		"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\n"
+		"Content-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nconnection:CLOSE\r\nContent-Length: 2\r\n\r\nok",
+	};
+	g_fin = false;
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+		g_resp = ends[i];
+		run_load(argv[1], port, closed, out, sizeof out);
+		expect_all_ok(out, 6);
+	}
+	/* HTTP/1.0 with keep-alive: the connection carries them all. */
+	g_resp = "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n"
+		 "Content-Length: 2\r\n\r\nok";
+	g_one = false;
+	g_accepts = 0;
+	run_load(argv[1], port, closed, out, sizeof out);
+	expect_all_ok(out, 6);
+	if (g_accepts != 1) {
+		fprintf(stderr, "FAIL: HTTP/1.0 keep-alive: %d connections, want 1\n",
+			g_accepts);
+		abort();
+	}
 	TEST_DONE("test_revweb_load_close");
 }
