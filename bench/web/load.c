@@ -26,6 +26,10 @@
  * the wait for a free connection when the server falls behind)
  * and with --csv every request: intended_ns,start_ns,done_ns,status,error
  * (ns from the run's start; error: 0 none, 1 connect, 2 read, 3 timeout).
+ * --timeout-ms T (default 10 000): a request not answered T ms after its
+ * intended start is a timeout; at a fixed rate, one still waiting for its
+ * connection by then is recorded so without being sent, so that a run
+ * against a server that stopped answering ends T ms after its duration.
  * A keep-alive connection that the server closes (an answer whose
  * Connection field lists "close", an HTTP/1.0 answer without "keep-alive",
  * or its end of the stream seen with the response or while idle) is opened
@@ -412,6 +416,21 @@ int main(int argc, char **argv)
 				continue;
 			long k;
 			if (rate > 0) {
+				/* A due request already older than the timeout
+				 * (from its intended start) is one: recorded, never
+				 * sent (a server that stops answering would
+				 * otherwise stretch the run by a timeout per
+				 * request). */
+				while (c->next_k < next_due &&
+				       now - recs[c->next_k].intended > tmo) {
+					k = c->next_k;
+					c->next_k += conns;
+					sent_due++;
+					issued = k + 1 > issued ? k + 1 : issued;
+					recs[k].start = recs[k].done = now;
+					recs[k].err = E_TIMEOUT;
+					completed++;
+				}
 				if (c->next_k >= next_due)
 					continue;
 				k = c->next_k;
@@ -567,7 +586,7 @@ int main(int argc, char **argv)
 		/* Timeouts. */
 		for (long i = 0; i < conns; i++) {
 			struct conn *c = &cs[i];
-			if (c->req >= 0 && now - recs[c->req].start > tmo) {
+			if (c->req >= 0 && now - recs[c->req].intended > tmo) {
 				close_conn(c);
 				END_REQ(c, E_TIMEOUT);
 			}

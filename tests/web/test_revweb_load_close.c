@@ -29,6 +29,9 @@
  * with "Connection: Keep-Alive" keeps its connection (one connection for
  * all the requests).
  *
+ * Then a server that never answers, at a fixed rate: every request a
+ * timeout, once, the run ending about --timeout-ms after its duration.
+ *
  * Bounded: alarm(60); each load run takes well under a second once fixed
  * (--timeout-ms 2000 per lost request before).
  */
@@ -77,6 +80,11 @@ static void *serve(void *arg)
 			continue;
 		}
 		const char *resp = g_resp;
+		if (!resp) { /* a server that never answers */
+			while (recv(fd, buf, sizeof buf, 0) > 0)
+				;
+			break;
+		}
 		bool fin = g_fin;
 		send(fd, resp, strlen(resp), MSG_NOSIGNAL | (fin ? MSG_MORE : 0));
 		if (fin)
@@ -243,5 +251,22 @@ int main(int argc, char **argv)
 			g_accepts);
 		abort();
 	}
+	/* A server that stops answering, at a fixed rate: a request counts
+	 * as a timeout --timeout-ms after its intended start, and one whose
+	 * connection is still busy by then is never sent. Before (timeouts
+	 * counted from each send, one connection), the 1 000 requests of this
+	 * 1 s run timed out one after another, 200 ms each: 200 s, past the
+	 * alarm. Every request once, all timeouts. */
+	g_resp = NULL;
+	static const char *const silent[] = {"--connections", "1", "--rate", "1000",
+					     "--duration", "1", "--timeout-ms", "200",
+					     NULL};
+	run_load(argv[1], port, silent, out, sizeof out);
+	printf("%s", out);
+	long req = field(out, "requests"), tmo = field(out, "timeout");
+	CHECK(req >= 1000 && req <= 1001);
+	CHECK(tmo == req);
+	CHECK(field(out, "ok") == 0 && field(out, "connect") == 0 &&
+	      field(out, "read") == 0 && field(out, "non2xx") == 0);
 	TEST_DONE("test_revweb_load_close");
 }
