@@ -22,6 +22,11 @@
  *  C4 unexpected eager bytes stay below twice the credit window (a peer
  *     that ignores flow control is cut off with -EPROTO, not followed into
  *     unbounded memory).
+ *  C5 while an any-gate receive of tag t waits, no open gate holds an
+ *     unexpected message of (t, recv_next[t]): arrive() hands such a
+ *     message over when it is the arrival, and irecv() of one gate when
+ *     its posting moves recv_next[t] onto one that came early (an EXPRESS
+ *     message overtaking: test_reveng_any_gap).
  */
 #ifndef CANAL_ENGINE_COLLECT_H
 #define CANAL_ENGINE_COLLECT_H

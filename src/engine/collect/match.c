@@ -527,10 +527,26 @@ static int irecv(struct canal_engine *e, int gate, unsigned tag, void *buf,
 		struct canal__gate *g = &e->gates[gate];
 		r->seq = g->recv_next[tag]++;
 		struct canal__unexpected *u = find_unexpected(g, tag, r->seq);
-		if (u)
-			return deliver_posting(e, gate, r, u), 0;
-		canal__table_add(&g->posted, &r->link, tag, r->seq, posted_key);
-		r->posted = true;
+		if (u) {
+			deliver_posting(e, gate, r, u);
+		} else {
+			canal__table_add(&g->posted, &r->link, tag, r->seq,
+					 posted_key);
+			r->posted = true;
+		}
+		/* The flow's next number moved on: a message that arrived
+		 * ahead of its turn (an EXPRESS one overtaking) may be next
+		 * now, with any-gate receives waiting for just that. Arrivals
+		 * are handed to them only when the arrival is the next
+		 * message (canal__collect_arrive), so it is handed over here,
+		 * or they waited for ever although it was there. */
+		if (!g->error && !canal__list_empty(&e->any_posted)) {
+			int derr = drain_any(e, gate, tag);
+			if (derr)
+				canal__gate_fail(e, gate, derr, "peer %d: %s", gate,
+						 derr == -EPROTO ? "malformed frame"
+								 : strerror(-derr));
+		}
 		return 0;
 	}
 	for (int i = 0; i < e->size; i++) {
