@@ -427,10 +427,12 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		err = err ? err : ferr;
 		if (!err && rank != 0) {
 			err = canal__xchg_get(&xchg, 0, "dir", v, sizeof v, 0);
-			if (!err && strlen(v) >= sizeof e->dir)
+			size_t vl = err ? 0 : strlen(v);
+			if (!err && vl >= sizeof e->dir)
 				err = -EPROTO;
-			if (!err)
-				snprintf(e->dir, sizeof e->dir, "%s", v);
+			if (!err) /* not snprintf: GCC's -Wformat-truncation
+				   * (Debug builds) cannot see the check */
+				memcpy(e->dir, v, vl + 1);
 		}
 		dir = e->dir;
 	}
