@@ -894,7 +894,11 @@ static uintptr_t fault_sp(const void *uc)
 
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
-	struct canal__loop *l = canal__this_loop();
+	/* The call, not canal__this_loop()'s inline asm: the asm names the
+	 * loop's TLS variable where the linker's LTO pass does not see it,
+	 * and a program that uses the stack pool alone (a test) then lacked
+	 * loop.o (undefined canal__tls_loop in Debug builds). Cold path. */
+	struct canal__loop *l = canal__this_loop_call();
 	struct canal__task *t = l ? l->current : NULL;
 	if (t) {
 		char *a = si->si_addr;
