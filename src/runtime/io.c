@@ -401,7 +401,15 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	    (timeout_ns == 0 ||
 	     (!(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
 	      try_first(l, t, op)))) {
-		int r = canal__io_try(op, false);
+		/* ready: with timeout 0 this try is the whole operation, so
+		 * it must look even where it otherwise waits for readiness
+		 * first (a blocking listener: made non-blocking for the
+		 * accept; a file refusing RWF_NOWAIT: poll(2), then read),
+		 * or a connection waiting in the backlog, a byte in a pty,
+		 * was -ETIMEDOUT (a hostile review). Not a connect, whose
+		 * "ready" try asks how a connection it never started ended. */
+		int r = canal__io_try(op, timeout_ns == 0 &&
+					      op->kind != IO_CONNECT);
 		try_outcome(t, op, r);
 		if (r != -EAGAIN)
 			return r;
