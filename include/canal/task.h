@@ -448,9 +448,11 @@ int canal_io_rstream_open(int fd, struct canal_io_rstream **out);
  * bytes already kept first; if none, the task is suspended until some
  * come. Returns the byte count (> 0), 0 at the end of input (the peer
  * shut down its side: again at every later call), -errno the receive's
- * error (-ECONNRESET, ...; -ENOMEM when the stream had no memory to keep
- * bytes, which are then lost: again at every later call, once the bytes
- * kept before it were returned), -ETIMEDOUT after timeout_ns (< 0: no
+ * error (-ECONNRESET, -ETIMEDOUT when the connection itself timed out,
+ * TCP_USER_TIMEOUT or keepalive, ...; -ENOMEM when the stream had no
+ * memory to keep bytes, which are then lost: again at every later call,
+ * once the bytes kept before it were returned), -ETIMEDOUT after
+ * timeout_ns (< 0: no
  * limit; 0: only what is kept, or what one try of the socket gives where
  * no receive is kept armed) or -ECANCELED when cancel is signalled, with
  * no byte taken; -EBUSY where a receive per call is made and no

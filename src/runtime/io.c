@@ -411,8 +411,10 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		int r = canal__io_try(op, timeout_ns == 0 &&
 					      op->kind != IO_CONNECT);
 		try_outcome(t, op, r);
-		if (r != -EAGAIN)
+		if (r != -EAGAIN) {
+			op->result = r; /* (the op's own: canal__io_recv_stream) */
 			return r;
+		}
 	}
 	if (timeout_ns == 0)
 		return -ETIMEDOUT;
@@ -491,6 +493,21 @@ EXPORT ssize_t canal_io_recv(int fd, void *buf, size_t len, int flags,
 	struct canal__io op = {.kind = IO_RECV, .fd = fd, .buf = buf,
 			       .len = len, .flags = flags};
 	return io_run(&op, timeout_ns, cancel);
+}
+
+ssize_t canal__io_recv_stream(int fd, void *buf, size_t len,
+			     int64_t timeout_ns, struct canal_cond *cancel,
+			     bool *conn_timedout)
+{
+	struct canal__io op = {.kind = IO_RECV, .fd = fd, .buf = buf,
+			       .len = len};
+	ssize_t r = io_run(&op, timeout_ns, cancel);
+	/* io_run_until says -ETIMEDOUT for its timeout only when the op
+	 * ended -ECANCELED (or did not start: timeout 0, result untouched);
+	 * an op that ended -ETIMEDOUT, by its completion or its try, is the
+	 * socket's. */
+	*conn_timedout = r == -ETIMEDOUT && op.result == -ETIMEDOUT;
+	return r;
 }
 
 EXPORT ssize_t canal_io_send(int fd, const void *buf, size_t len, int flags,

@@ -195,6 +195,14 @@ void canal__io_complete(struct canal__io *op, int32_t res);
 void canal__io_chain_cqe(struct canal__loop *l, struct canal__io_chain *ch,
 			 unsigned i, int32_t res, uint32_t flags);
 
+/* canal_io_recv (flags 0) for a receive stream's receive per call
+ * (rstream.c): *conn_timedout tells an -ETIMEDOUT that is the socket's
+ * error (its connection timed out) from timeout_ns's, which canal_io_recv
+ * reports alike. */
+ssize_t canal__io_recv_stream(int fd, void *buf, size_t len,
+			      int64_t timeout_ns, struct canal_cond *cancel,
+			      bool *conn_timedout);
+
 /* Try op once without blocking: the result, or -EAGAIN if it would
  * block (the synchronous-completion shortcut, and epoll's way). ready:
  * the fd was just reported ready (a blocking listener may be accepted

@@ -75,7 +75,14 @@ static int hold(struct canal_io_rstream *s, char *data, uint32_t n,
 
 /* Errors that end one receive but not the stream (the next receive
  * tries again): no SQE or buffer now, interrupted, cut by a timeout or
- * cancel of ours, another reader waiting on the fd (epoll). */
+ * cancel of ours, another reader waiting on the fd (epoll). -ETIMEDOUT is
+ * also a socket's own error (a TCP connection that timed out:
+ * TCP_USER_TIMEOUT, keepalive), which a socket reports once, its next
+ * receive then saying 0: taken for ours, it turned a connection that
+ * failed into the peer's clean end (a hostile review). So it is transient
+ * only where it is known to be ours: never in a CQE of the multishot
+ * receive (nothing of ours times it out), and in recv_plain only when
+ * canal_io_recv's timeout gave it. */
 static bool transient(int32_t r)
 {
 	return r == -EAGAIN || r == -EINTR || r == -ETIMEDOUT ||
@@ -123,8 +130,9 @@ void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
 			/* A kernel with buffer rings but no multishot
 			 * receive refuses it: a receive per call. */
 			s->fallback = true;
-		} else if (res < 0 && !transient(res) && !s->err) {
-			s->err = res;
+		} else if (res < 0 && (res == -ETIMEDOUT || !transient(res)) &&
+			   !s->err) {
+			s->err = res; /* (-ETIMEDOUT: the socket's, transient) */
 		}
 	}
 	if (data && (s->err || s->closing)) {
@@ -306,17 +314,22 @@ static ssize_t recv_plain(struct canal_io_rstream *s, void *buf, size_t len,
 		left = now < deadline ? (int64_t)(deadline - now) : 0;
 	}
 	ssize_t r;
+	bool conn_timedout = false; /* r's -ETIMEDOUT is the socket's */
 	if (left == 0) {
 		r = recv(s->fd, buf, len, MSG_DONTWAIT);
-		if (r < 0)
-			r = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT
-								    : -errno;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			r = -ETIMEDOUT;
+		} else if (r < 0) {
+			r = -errno;
+			conn_timedout = r == -ETIMEDOUT;
+		}
 	} else {
-		r = canal_io_recv(s->fd, buf, len, 0, left, cancel);
+		r = canal__io_recv_stream(s->fd, buf, len, left, cancel,
+					  &conn_timedout);
 	}
 	if (r == 0)
 		s->eof = true;
-	else if (r < 0 && !transient((int32_t)r))
+	else if (r < 0 && (conn_timedout || !transient((int32_t)r)))
 		s->err = (int32_t)r;
 	return r;
 }
@@ -426,7 +439,9 @@ static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
 	 * apart (what is kept, or the receive's end, or no armed receive). */
 	ssize_t in = recv_until(s, buf, len, timeout_ns < 0 ? -1 : 1, deadline,
 				cancel);
-	if (in == -ETIMEDOUT || in == -ECANCELED) {
+	/* (An -ETIMEDOUT that is the stream's error, its connection's,
+	 * is *got's: the stream reports it at every call.) */
+	if ((in == -ETIMEDOUT || in == -ECANCELED) && in != s->err) {
 		*got = -EAGAIN;
 		return (int)in;
 	}
