@@ -146,6 +146,15 @@ struct chan_state {
 	struct canal_waitq ack_wq;	  /* senders waiting for the ack */
 };
 
+/* Shared channels: which held slot this process saw first, and when (ring.c,
+ * held_since), so that the waits of successive calls on one holder add up.
+ * Under lock (a try-lock: a thread that finds it taken counts from now). */
+struct canal__held_seen {
+	_Atomic uint32_t lock;
+	uint64_t pos, stamp; /* the slot's position and its holder's stamp */
+	uint64_t since;	     /* canal_now_ns() of the first sighting; 0: none */
+};
+
 /*
  * The handle: local to a process. Copies of the geometry are taken once
  * (validated when a segment is opened), so that a peer scribbling on the
@@ -190,6 +199,19 @@ struct canal_chan {
 	_Atomic uint32_t damaged;
 	_Atomic uint32_t attach_id;
 	_Atomic uint64_t attach_token;
+	/* Shared channels: the held slots this process waits on, [0] by
+	 * receivers (a sender's claim), [1] by senders (a receiver's), and
+	 * the try receives that found the slot at head unpublished (every
+	 * HELD_POLL_EVERY-th looks at its holder). Written only on slow
+	 * paths, apart from the hot fields above. A wait on a holder is
+	 * counted from this process's first sighting of it, by any thread
+	 * and any call: a consumer that polls (try operations, timed ones
+	 * shorter than the repair's grace periods, a select's rounds) is
+	 * that slot's waiter as much as a blocking one
+	 * (test_revshm_poll_dead). */
+	char pad_[CANAL_CACHELINE];
+	struct canal__held_seen held_seen[2];
+	_Atomic uint32_t poll_misses;
 };
 
 /* ------------------------------------------------------------------ */

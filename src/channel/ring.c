@@ -13,10 +13,14 @@
  * long as the caller's deadline allows: a try operation (deadline 0) gives
  * up after the pause phase with -EAGAIN, a timed one at its deadline with
  * -ETIMEDOUT. On a shared channel, a slot held for REPAIR_CHECK_NS (counted
- * per slot, from the first snooze on that slot) is shown to the crash
+ * per slot and holder, from this process's first sighting of that holder,
+ * whatever call or thread saw it: held_since) is shown to the crash
  * repair (repair.c), with the stamp its holder holds it with and how long
  * that stamp has been seen: a repair judges one claim by the time spent on
- * that claim, never by the time spent on the slot's previous holder.
+ * that claim, never by the time spent on the slot's previous holder. A
+ * try operation asks the repair too before it gives up, once that time is
+ * reached: a process that only polls must not leave a dead holder's slot
+ * wedged (test_revshm_poll_dead).
  */
 #include "internal.h"
 
@@ -26,8 +30,38 @@
  * holder died (repair.c decides). */
 #define REPAIR_CHECK_NS 1000000u
 
-/* The slot at pos is held, with stamp st. */
-static void held_note(struct canal__held_wait *w, uint64_t pos, uint64_t st)
+/* Shared channels: when this process first saw the slot at pos held with
+ * stamp st (now, if this is the first sighting), by a sender (send) or a
+ * receiver. A (position, stamp) pair names one holder: a position is
+ * claimed once and a stamp only moves forward; and it is noted only once
+ * the claim is seen (tail past pos for a receiver, head past the slot's
+ * older position for a sender), so that the time counted never starts
+ * before the holder's claim. A try-lock, not a lock: a thread that finds
+ * it taken (another one noting, or a fork() that copied it taken) counts
+ * from now, as every wait did before. */
+static uint64_t held_since(struct canal_chan *ch, bool send, uint64_t pos,
+			   uint64_t st, uint64_t now)
+{
+	struct canal__held_seen *h = &ch->held_seen[send];
+	uint32_t free_ = 0;
+	if (!atomic_compare_exchange_strong_explicit(&h->lock, &free_, 1,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		return now;
+	if (h->since == 0 || h->pos != pos || h->stamp != st) {
+		h->pos = pos;
+		h->stamp = st;
+		h->since = now;
+	}
+	uint64_t since = h->since;
+	atomic_store_explicit(&h->lock, 0, memory_order_release);
+	return since < now ? since : now;
+}
+
+/* The slot at pos is held, with stamp st, waited on by a sender (send) or
+ * a receiver. */
+static void held_note(struct canal_chan *ch, bool send,
+		      struct canal__held_wait *w, uint64_t pos, uint64_t st)
 {
 	if (w->pos != pos) {
 		/* A new slot: the snooze starts again. */
@@ -36,9 +70,12 @@ static void held_note(struct canal__held_wait *w, uint64_t pos, uint64_t st)
 	} else if (w->stamp == st) {
 		return;
 	}
-	/* A new holder: its grace period starts now. */
+	/* A new holder: its grace period starts now, or, on a shared
+	 * channel, when this process first saw it (held_since). */
 	w->stamp = st;
 	w->since = canal_now_ns();
+	if (unlikely(ch->shared))
+		w->since = held_since(ch, send, pos, st, w->since);
 }
 
 /* How long the holder noted in w has been seen, at now (a clock read
@@ -55,23 +92,72 @@ static void held_repair(struct canal_chan *ch, struct canal__held_wait *w,
 	canal__repair_slot(ch, w->pos, w->stamp, held_age(w, now));
 }
 
+/* Shared: ask the repair once the holder noted in w has been seen for
+ * REPAIR_CHECK_NS (by this process: held_since). */
+static void held_repair_due(struct canal_chan *ch, struct canal__held_wait *w)
+{
+	uint64_t now = canal_now_ns();
+	if (held_age(w, now) >= REPAIR_CHECK_NS)
+		held_repair(ch, w, now);
+}
+
 /* Waiting on the slot at pos, held by the other side. Returns 0 to look
  * again, -EAGAIN (try: deadline 0) or -ETIMEDOUT. The repair is asked
  * before the deadline is: a caller that waits in short slices (a
  * committed receiver, 1 ms) is past each slice's deadline whenever it has
  * waited long enough to ask (test_holes, test_sync_dead_select). */
-static int wait_held(struct canal_chan *ch, struct canal__held_wait *w,
-		     uint64_t pos, uint64_t st, uint64_t deadline)
+static int wait_held(struct canal_chan *ch, bool send,
+		     struct canal__held_wait *w, uint64_t pos, uint64_t st,
+		     uint64_t deadline)
 {
-	held_note(w, pos, st);
-	if (deadline == 0 && !canal__snooze_spinning(&w->snooze))
+	held_note(ch, send, w, pos, st);
+	if (deadline == 0 && !canal__snooze_spinning(&w->snooze)) {
+		/* A try gives up, after asking the repair if this process
+		 * has waited on the holder long enough (across calls). */
+		if (unlikely(ch->shared))
+			held_repair_due(ch, w);
 		return -EAGAIN;
+	}
 	uint64_t held = canal__snooze(&w->snooze);
-	if (unlikely(ch->shared) && held >= REPAIR_CHECK_NS)
-		held_repair(ch, w, canal_now_ns());
+	/* Past the pause phase (held), the time on this holder counts from
+	 * this process's first sighting of it. */
+	if (unlikely(ch->shared) && held)
+		held_repair_due(ch, w);
 	if (held && deadline != CANAL_NO_DEADLINE && canal_now_ns() >= deadline)
 		return -ETIMEDOUT;
 	return 0;
+}
+
+/* A try receive's miss on a shared channel (it returns at an unpublished
+ * slot without reading tail): if the slot at head is held by a sender
+ * (the claim's own tests: claimed, not published, no damage), note its
+ * holder in hw and, once this process has seen it REPAIR_CHECK_NS, ask
+ * the crash repair, as a blocking receive's wait on that slot does. */
+static void held_check_recv(struct canal_chan *ch, struct canal__held_wait *hw)
+{
+	uint64_t pos = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
+	uint64_t st = atomic_load_explicit(&slot_at(ch, pos)->stamp,
+					   memory_order_acquire);
+	if (stamp_is_published(ch, pos, st) || stamp_position(ch, pos, st) > pos)
+		return;
+	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
+	if (tail_position(t) <= pos)
+		return;
+	held_note(ch, false, hw, pos, st);
+	held_repair_due(ch, hw);
+}
+
+/* A try receive on a shared channel that found the slot at head
+ * unpublished looks at its holder once in this many (a relaxed count:
+ * a lost increment only delays a look). */
+#define HELD_POLL_EVERY 16u
+
+static bool poll_look_due(struct canal_chan *ch)
+{
+	uint32_t n = atomic_load_explicit(&ch->poll_misses,
+					  memory_order_relaxed) + 1;
+	atomic_store_explicit(&ch->poll_misses, n, memory_order_relaxed);
+	return n % HELD_POLL_EVERY == 0;
 }
 
 /* The slices of canal__ring_wait_slot: how often a sender that gave up a
@@ -127,7 +213,7 @@ int canal__ring_wait_slot(struct canal_chan *ch, struct canal__held_wait *hw,
 		if (deadline != CANAL_NO_DEADLINE && now >= deadline)
 			return -ETIMEDOUT;
 		if (unlikely(ch->shared)) {
-			held_note(hw, hw->pos,
+			held_note(ch, true, hw, hw->pos,
 				  atomic_load_explicit(
 					  &slot_at(ch, hw->pos)->stamp,
 					  memory_order_acquire));
@@ -252,10 +338,10 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 		if (pos - h >= ch->ring)
 			return -EAGAIN; /* full */
 		/* A receiver claimed it and is copying out, or holds it lent. */
-		held_note(hw, pos, st);
+		held_note(ch, true, hw, pos, st);
 		if (give_up_held && !canal__snooze_spinning(&hw->snooze))
 			return -EBUSY;
-		int w = wait_held(ch, hw, pos, st, deadline);
+		int w = wait_held(ch, true, hw, pos, st, deadline);
 		if (w)
 			return w;
 		t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
@@ -308,8 +394,15 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 		 * closed_hint is on a line that is never written but by
 		 * close. */
 		if (try_only && !atomic_load_explicit(&ch->st->closed_hint,
-						      memory_order_acquire))
+						      memory_order_acquire)) {
+			/* Shared: every HELD_POLL_EVERY-th such miss looks
+			 * at the slot's holder (tail, once in a while), so
+			 * that a receiver that only polls repairs a dead
+			 * sender's slot too. */
+			if (unlikely(ch->shared) && poll_look_due(ch))
+				held_check_recv(ch, hw);
 			return -EAGAIN;
+		}
 		uint64_t sp = stamp_position(ch, h, st);
 		uint64_t h2 = atomic_load_explicit(&ch->st->head,
 						   memory_order_seq_cst);
@@ -329,7 +422,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 			return -EBADMSG; /* head past tail */
 		/* A sender claimed h and is copying in, or holds it
 		 * reserved. */
-		int w = wait_held(ch, hw, h, st, deadline);
+		int w = wait_held(ch, false, hw, h, st, deadline);
 		if (w)
 			return w;
 		h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
