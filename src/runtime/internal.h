@@ -431,6 +431,7 @@ void canal__task_ended(struct canal__loop *l, struct canal__task *t);
 
 /* timer.c (loop thread only; canal__timer_disarm by the task itself,
  * resumed) */
+/* canal__timer_arm returns 0: it cannot fail (timer.c). */
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		     uint64_t deadline_ns);
 void canal__timer_disarm(struct canal__loop *l, struct canal__task *t);

@@ -272,13 +272,11 @@ bool canal__task_disarm(struct canal__task *t)
 uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns)
 {
 	struct canal__loop *l = canal__this_loop();
-	if (deadline_ns != CANAL_NO_DEADLINE) {
-		if (canal__timer_arm(l, t, deadline_ns) != 0) {
-			/* No memory for the heap: do not sleep past the
-			 * deadline; poll instead (the caller re-checks). */
-			canal__task_wake(t, WAKE_TIMEDOUT);
-		}
-	}
+	/* Never fails (timer.c): WAKE_TIMEDOUT only ever means that the
+	 * deadline has passed, which canal_sleep_ns and canal_cond_wait
+	 * rely on. */
+	if (deadline_ns != CANAL_NO_DEADLINE)
+		(void)canal__timer_arm(l, t, deadline_ns);
 	t->after = AFTER_PARK;
 	struct canal__task *next = canal__loop_park_next(l);
 	if (next) {

@@ -22,8 +22,10 @@
  * send every ordinary timeout after it to the heap until it fired. A lone
  * FIFO entry later than a new timer (a long timer armed while the FIFO
  * was empty) moves to the heap, and the FIFO starts again from the new
- * one. The FIFO's deadlines never decrease from head to tail (appends
- * only at or after the tail; removals keep the order), so its head is its
+ * one. A timer the heap has no room for (ENOMEM) goes to the FIFO too,
+ * at its place in deadline order (canal__timer_arm). The FIFO's deadlines
+ * never decrease from head to tail (appends at or after the tail, that
+ * fallback at its place; removals keep the order), so its head is its
  * earliest; the loop's next deadline is the earlier of the FIFO's head
  * and the heap's top (canal__timer_next). Pinning and the lock below are
  * the same for both.
@@ -137,6 +139,36 @@ static int heap_insert(struct canal__loop *l, struct canal__task *t,
 	return 0;
 }
 
+/* t's timer into the FIFO after every entry due at or before it, so that
+ * deadlines still never decrease from head to tail (t's pin taken by the
+ * caller). An append walks no entry; the fallback below walks from the
+ * tail. */
+static void fifo_insert(struct canal__loop *l, struct canal__task *t,
+			uint64_t deadline_ns)
+{
+	struct canal__task *prev = l->fifo_tail;
+	while (prev && prev->fifo_deadline > deadline_ns)
+		prev = prev->fifo_prev;
+	t->fifo_deadline = deadline_ns;
+	t->fifo_prev = prev;
+	t->fifo_next = prev ? prev->fifo_next : l->fifo_head;
+	if (t->fifo_next)
+		t->fifo_next->fifo_prev = t;
+	else
+		l->fifo_tail = t;
+	if (prev)
+		prev->fifo_next = t;
+	else
+		l->fifo_head = t;
+	t->timer_slot = FIFO_TIMER;
+}
+
+/* Returns 0: a timer the heap has no room for (its array could not
+ * grow: ENOMEM) goes to the FIFO at its place in deadline order, which
+ * allocates nothing (a walk of the FIFO per such timer, only while
+ * memory is short). Failing instead made the park time out at once, and
+ * canal_sleep_ns and canal_cond_wait, which take WAKE_TIMEDOUT for "the
+ * time has passed", returned early (test_revlife_timer_enomem). */
 int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		     uint64_t deadline_ns)
 {
@@ -150,21 +182,9 @@ int canal__timer_arm(struct canal__loop *l, struct canal__task *t,
 		tail = NULL;
 	}
 	if (!tail || (tail->fifo_deadline <= deadline_ns &&
-		      deadline_ns - tail->fifo_deadline <= FIFO_SPAN_NS)) {
-		t->fifo_deadline = deadline_ns;
-		t->fifo_next = NULL;
-		t->fifo_prev = tail;
-		if (tail)
-			tail->fifo_next = t;
-		else
-			l->fifo_head = t;
-		l->fifo_tail = t;
-		t->pinned++;
-		t->timer_slot = FIFO_TIMER;
-		return 0;
-	}
-	if (heap_insert(l, t, deadline_ns) != 0)
-		return -ENOMEM;
+		      deadline_ns - tail->fifo_deadline <= FIFO_SPAN_NS) ||
+	    heap_insert(l, t, deadline_ns) != 0)
+		fifo_insert(l, t, deadline_ns);
 	t->pinned++;
 	return 0;
 }
