@@ -73,7 +73,10 @@ struct canal_run_options {
 	size_t stack_size;
 	/* enum canal_backend. CANAL_BACKEND_AUTO reads the environment
 	 * variable CANAL_BACKEND ("io_uring" or "epoll") and otherwise takes
-	 * io_uring when io_uring_setup works (not ENOSYS/EPERM). */
+	 * io_uring when io_uring_setup works, else epoll. A refusal (ENOSYS,
+	 * EPERM: no io_uring in this kernel, or forbidden) is kept for the
+	 * process's life; a failure for want of resources (EMFILE, ENFILE,
+	 * ENOMEM, EAGAIN) only for that canal_run. */
 	int backend;
 	/* Native threads for canal_detach() (0: 4). */
 	unsigned detach_threads;
@@ -136,9 +139,10 @@ enum {
  *            that is not a loop has none: it may run its own, while a
  *            child forked by a task may only exec or _exit);
  *   -ENOSYS  the backend asked for (option or CANAL_BACKEND) is not
- *            available (io_uring_setup failed);
- *   -ENOMEM, -EAGAIN, -EMFILE  the loops, threads or rings could not be
- *            created (nothing was run).
+ *            available (io_uring_setup refused: ENOSYS, EPERM, ...);
+ *   -ENOMEM, -EAGAIN, -EMFILE, -ENFILE  the loops, threads or rings could
+ *            not be created (nothing was run; io_uring asked for and its
+ *            probe short of these resources, too).
  * Blocks the calling thread, which runs one of the loops, until the end.
  * Thread-safe: concurrent calls get -EBUSY but one.
  *

@@ -77,7 +77,11 @@ struct canal__backend_ops {
 extern const struct canal__backend_ops canal__backend_uring;
 extern const struct canal__backend_ops canal__backend_epoll;
 
-/* Probe: can this process set up an io_uring (not ENOSYS/EPERM)? */
-bool canal__uring_available(void);
+/* Probe: can this process set up an io_uring? 0 yes; -ENOSYS no (the
+ * kernel has none or refuses it: ENOSYS, EPERM, ...), kept for the
+ * process's life; or the -errno of a probe that failed for want of
+ * resources (EMFILE, ENFILE, ENOMEM, EAGAIN), which says nothing of
+ * io_uring and is not kept: the next call probes again. */
+int canal__uring_probe(void);
 
 #endif /* CANAL_RUNTIME_BACKEND_H */

@@ -88,19 +88,25 @@ struct uring_backend {
 	bool taskrun_stale;
 };
 
-bool canal__uring_available(void)
+/* backend.h. Keeping every failure made one canal_run run while the
+ * process had no free descriptor take io_uring away for good: -ENOSYS
+ * for every later run that asked for it, epoll for the automatic ones
+ * (test_revlife_uring_probe). */
+int canal__uring_probe(void)
 {
 	static _Atomic int known; /* 0 unknown, 1 yes, 2 no */
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
 	if (k)
-		return k == 1;
+		return k == 1 ? 0 : -ENOSYS;
 	struct io_uring ring;
 	int r = io_uring_queue_init(4, &ring, 0);
 	if (r == 0)
 		io_uring_queue_exit(&ring);
+	else if (r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN)
+		return r; /* resources short now: not kept */
 	k = r == 0 ? 1 : 2;
 	atomic_store_explicit(&known, k, memory_order_relaxed);
-	return k == 1;
+	return k == 1 ? 0 : -ENOSYS;
 }
 
 static struct io_uring_sqe *get_sqe(struct uring_backend *b)

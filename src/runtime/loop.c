@@ -900,12 +900,16 @@ static int choose_backend(int want, const struct canal__backend_ops **out)
 		*out = &canal__backend_epoll;
 		return 0;
 	}
-	if (canal__uring_available()) {
+	/* io_uring, else: asked for, the probe's error (-ENOSYS, or the
+	 * resources it lacked: -EMFILE, ...); automatic, epoll (which a
+	 * shortage of resources may fail too; the next run probes again). */
+	int r = canal__uring_probe();
+	if (r == 0) {
 		*out = &canal__backend_uring;
 		return 0;
 	}
 	if (want == CANAL_BACKEND_IO_URING)
-		return -ENOSYS;
+		return r;
 	*out = &canal__backend_epoll;
 	return 0;
 }
