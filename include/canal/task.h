@@ -78,7 +78,7 @@ struct canal_run_options {
 	 * process's life; a failure for want of resources (EMFILE, ENFILE,
 	 * ENOMEM, EAGAIN) only for that canal_run. */
 	int backend;
-	/* Native threads for canal_detach() (0: 4). */
+	/* Native threads for canal_detach() (0: 4). At most 1024. */
 	unsigned detach_threads;
 	/* Flags: CANAL_RUN_NO_SYNC_SHORTCUT, CANAL_RUN_COMPACT_STACKS,
 	 * CANAL_RUN_SPAWN_NEAR. */
@@ -133,7 +133,8 @@ enum {
  *
  * opts NULL means every default. Returns 0 once every task ended, or
  *   -EINVAL  main_task is NULL, or an option is out of range (unknown
- *            flags or backend, loops > 1024, stack_size out of range);
+ *            flags or backend, loops > 1024, stack_size out of range,
+ *            detach_threads > 1024);
  *   -EBUSY   a runtime is already running in this process (including a
  *            call from inside a task; the child of a fork() by a thread
  *            that is not a loop has none: it may run its own, while a
