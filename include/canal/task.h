@@ -278,7 +278,11 @@ int canal_cond_broadcast(struct canal_cond *c);
  * and one writing operation may wait on a given fd per loop at a time
  * (another gets -EBUSY); files that epoll cannot watch (regular files)
  * are read and written synchronously. canal_io_close of an fd on which
- * tasks of the same loop wait ends their operations with -EBADF. A file
+ * tasks of the same loop wait ends their operations with -EBADF (on
+ * io_uring it does not: the kernel holds the file for the operations
+ * already submitted, which end as the file's other end decides, or by
+ * their timeout or cancelling condvar; shut a socket down first,
+ * shutdown(2), to end them on both backends). A file
  * that refuses RWF_NOWAIT (a pty, an inotify descriptor) is read or
  * written once poll(2) says it will not block; if another reader or
  * writer of the same file in blocking mode can take the bytes or the room
