@@ -16,12 +16,17 @@ go or cargo at build time) give SKIPPED cells. The task column (issue 13:
 the grid with tasks in place of threads, beside Go) is not a peer of the
 thread columns: it has its own ratio, canal tasks / Go.
 
-Quick runs size each cell by time: a program whose first run of a cell
-takes less than 0.2 s (min_seconds) is run again, at once, with N scaled
-so that it takes about that long (at most 50 N), and that N is kept for
-the cell's later repetitions; the short calibration run is not counted.
-Each implementation is sized alone; ns per message divides by the
-messages of each run.
+Quick runs size each cell by time, once for all its implementations:
+in the first repetition every implementation runs the cell with N
+messages (the calibration); when one of them took less than 0.2 s
+(min_seconds), the cell's N is scaled so that the fastest takes about
+that long (at most 50 N), but no further than the slowest implementation
+taking 10 min_seconds (common_n); every implementation then runs the cell
+again, at once, with that N, which the cell keeps for its later
+repetitions; the calibration runs are not counted. Every implementation
+of a cell moves the same N messages (at capacity N, N is also the
+channel's capacity: sizing each implementation alone compared different
+workloads).
 
 Environment overrides (both modes): CANAL_CHAN_N, CANAL_CHAN_T,
 CANAL_CHAN_REPS, CANAL_CHAN_SIZES (e.g. "8,64"), CANAL_CHAN_KINDS,
@@ -82,6 +87,8 @@ TASK_IMPL = next(i for i in IMPLS if i.key == "canal_task")
 
 MIN_SECONDS = 0.2   # quick runs: the least a cell's run should take
 MAX_SCALE = 50      # ... with at most MAX_SCALE times N messages
+MAX_SLOWEST = 10    # ... and the slowest implementation at most this many
+                    # times min_seconds (the cell's N is shared: common_n)
 
 
 def scaled_n(n: int, seconds: float, min_seconds: float) -> int:
@@ -91,6 +98,21 @@ def scaled_n(n: int, seconds: float, min_seconds: float) -> int:
     if min_seconds <= 0 or seconds >= min_seconds:
         return n
     return n * min(MAX_SCALE, math.ceil(min_seconds / max(seconds, 1e-6)))
+
+
+def common_n(n: int, took: Iterable[float], min_seconds: float) -> int:
+    """The one N of a cell for every implementation, from the seconds each
+    took with n messages (its calibration): n scaled (a whole multiple of
+    n) so that the fastest takes about min_seconds, at most MAX_SCALE n,
+    and no further than the slowest taking MAX_SLOWEST min_seconds; n when
+    sizing is off, when nothing completed, or when the fastest took long
+    enough. Every implementation of the cell then does the same work."""
+    took = list(took)
+    if min_seconds <= 0 or not took:
+        return n
+    want = scaled_n(n, min(took), min_seconds) // n
+    room = max(1, math.floor(MAX_SLOWEST * min_seconds / max(max(took), 1e-6)))
+    return n * max(1, min(want, room))
 
 
 @dataclass(frozen=True)
@@ -325,7 +347,8 @@ def render_table(rows: Sequence[Row], status: Dict, reps: Optional[int] = None) 
 def title(m: Mode) -> str:
     what = "quick run" if m.quick else "full run"
     sizes = ", ".join(f"{s} B" for s in m.sizes)
-    sized = (f" or more, each cell sized to at least {m.min_seconds:g} s"
+    sized = (f" or more: one N per cell, its fastest implementation taking at least "
+             f"{m.min_seconds:g} s"
              if m.min_seconds > 0 else "")
     busy = ", a busy process beside" if m.busy else ""
     return (f"Channels: canal (threads, tasks) vs Go, crossbeam-channel, flume ({what}: "
@@ -390,56 +413,83 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
     runs: List[dict] = []
     slowest: Dict[Tuple[str, int, str, str], float] = {}  # (impl, size, kind, cap) -> s
     hung = set()                                           # keys that timed out
-    n_for: Dict[Tuple[str, int, str, str], int] = {}     # N of each cell, once sized
+    n_for: Dict[Tuple[int, str, str], int] = {}  # (size, kind, cap) -> the cell's N
     out = open(csv_path, "w", newline="") if csv_path else None
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(CSV_HEADER)
     busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if m.busy else None
+
+    def attempt(impl: Impl, path: str, kind: str, size: int, cap: str, n: int,
+                timeout: float) -> Tuple[List[Result], Optional[str]]:
+        """One run of one implementation on one cell: its results, error word."""
+        res, err = run_once(command(impl, path, m, kind, size, [cap], n), timeout)
+        if err == "TIMEOUT":
+            hung.add((impl.key, size, kind, cap))
+        return [r for r in res if impl_of(r) == impl.key], err
+
+    def record(rep: int, impl: Impl, wls: List[str], key: Tuple[str, int, str, str],
+               size: int, n: int, got: List[Result], err: Optional[str]) -> None:
+        """Keep the counted run of one implementation (in runs and the CSV)."""
+        for r in got:
+            run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
+                       lang=r.lang, name=r.impl, seconds=r.seconds,
+                       messages=messages(r.workload, n, m.threads),
+                       n=n, threads=m.threads, size=size)
+            runs.append(run)
+            slowest[key] = max(slowest.get(key, 0.0), r.seconds)
+            if writer:
+                writer.writerow(csv_row(run))
+                out.flush()
+        if not got:
+            for wl in wls:
+                status[(impl.key, wl)] = err or "no result"
+
     try:
         for rep in range(m.reps):
             report.progress(f"repetition {rep + 1}/{m.reps}")
             # One program invocation per cell, every implementation in
             # turn: a hang costs one cell, and the interleaving is fine.
-            for size, kind, cap, impl in itertools.product(m.sizes, m.kinds, m.caps, IMPLS):
-                path = paths[impl.key]
-                wls = [w for w in expected_workloads(impl, [kind], size)
-                       if split_workload(w)[0] == cap]
-                if path is None or not wls:
+            for size, kind, cap in itertools.product(m.sizes, m.kinds, m.caps):
+                cell = []  # (impl, path, its workload names, key)
+                for impl in IMPLS:
+                    wls = [w for w in expected_workloads(impl, [kind], size)
+                           if split_workload(w)[0] == cap]
+                    if paths[impl.key] is not None and wls:
+                        cell.append((impl, paths[impl.key], wls, (impl.key, size, kind, cap)))
+                if not cell:
                     continue
-                key = (impl.key, size, kind, cap)
-                n = n_for.get(key, m.n)
-                res, err = run_once(command(impl, path, m, kind, size, [cap], n),
-                                    cell_timeout(n, slowest.get(key), key in hung))
-                got = [r for r in res if impl_of(r) == impl.key]
-                if key not in n_for and got and err is None:
-                    # Sizing by time: a run too short to trust is only a
-                    # calibration; the cell runs again with more messages.
-                    took = max(r.seconds for r in got)
-                    n_for[key] = scaled_n(m.n, took, m.min_seconds)
-                    if n_for[key] != n:
+                ckey = (size, kind, cap)
+                if m.min_seconds <= 0:
+                    n_for[ckey] = m.n  # no sizing: every run counts as it ends
+                if ckey in n_for:
+                    n = n_for[ckey]
+                    for impl, path, wls, key in cell:
+                        got, err = attempt(impl, path, kind, size, cap, n,
+                                           cell_timeout(n, slowest.get(key), key in hung))
+                        record(rep, impl, wls, key, size, n, got, err)
+                    continue
+                # The cell's first repetition: every implementation runs
+                # it with the mode's N; sizing by time then sets one N for
+                # all of them (common_n). Runs too short to trust are only
+                # a calibration: the cell runs again, every implementation
+                # with that N.
+                tries = [(impl, path, wls, key,
+                          *attempt(impl, path, kind, size, cap, m.n,
+                                   cell_timeout(m.n, slowest.get(key), key in hung)))
+                         for impl, path, wls, key in cell]
+                took = {key: max(r.seconds for r in got)
+                        for _, _, _, key, got, err in tries if got and err is None}
+                n = n_for[ckey] = common_n(m.n, took.values(), m.min_seconds)
+                for impl, path, wls, key, got, err in tries:
+                    if n != m.n:
                         # Bounded by what the calibration predicts (a hang
                         # costs seconds, as in later repetitions).
-                        expect = took * n_for[key] / n
-                        n = n_for[key]
-                        res, err = run_once(command(impl, path, m, kind, size, [cap], n),
-                                            cell_timeout(n, expect))
-                        got = [r for r in res if impl_of(r) == impl.key]
-                for r in got:
-                    run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
-                               lang=r.lang, name=r.impl, seconds=r.seconds,
-                               messages=messages(r.workload, n, m.threads),
-                               n=n, threads=m.threads, size=size)
-                    runs.append(run)
-                    slowest[key] = max(slowest.get(key, 0.0), r.seconds)
-                    if writer:
-                        writer.writerow(csv_row(run))
-                        out.flush()
-                if err == "TIMEOUT":
-                    hung.add(key)
-                if not got:
-                    for wl in wls:
-                        status[(impl.key, wl)] = err or "no result"
+                        t = took.get(key)
+                        got, err = attempt(impl, path, kind, size, cap, n,
+                                           cell_timeout(n, None if t is None else t * n / m.n,
+                                                        t is None and err == "TIMEOUT"))
+                    record(rep, impl, wls, key, size, n, got, err)
         return runs, status, True
     except KeyboardInterrupt:
         report.progress(f"interrupted: reporting the {len(runs)} runs completed")

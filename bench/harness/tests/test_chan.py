@@ -368,3 +368,49 @@ def test_task_column_has_its_own_ratio_against_go():
     assert [h.workload for h in task] == ["tasks: worst cell (bounded1_mpsc)"]
     assert task[0].peer_name == "Go chan" and not task[0].met
     report.reset_headlines()
+
+
+def test_collect_sizes_a_cell_once_for_every_implementation(tmp_path, monkeypatch):
+    """Sizing by time must not give the implementations of one cell
+    different message counts: at capacity N the count is the channel's
+    capacity (a 20 000-slot buffer against a 400 000-slot one is another
+    workload), and thread start-up weighs on a short run's ns/message.
+    Here canal runs 10x faster than the Rust peers; every counted run of a
+    cell must still move the same N, in every repetition.
+    (Failed before the fix: canal's counted runs used N = 400 000, the
+    Rust peers' 40 000: each implementation was sized alone.)"""
+    calls = []
+    inner = _fake_runner(calls)
+
+    def speeds(cmd, timeout):
+        lines, err = inner(cmd, timeout)
+        n = int(cmd[cmd.index("-n") + 1])
+        per_msg = 0.5e-6 if os.path.basename(cmd[0]) == "chanbench-canal" else 5e-6
+        return [chan.Result(r.workload, r.lang, r.impl, per_msg * n) for r in lines], err
+    monkeypatch.setattr(chan, "run_once", speeds)
+    m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
+    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    assert complete
+    by_cell = {}
+    for r in runs:
+        by_cell.setdefault((r["workload"], r["rep"]), set()).add(r["n"])
+    shared = [w for w, _ in by_cell if w != "unbounded_spsc"]
+    assert shared and all(len(by_cell[k]) == 1 for k in by_cell), by_cell
+    # One N per cell across the repetitions too, above the calibration's.
+    for w in shared:
+        assert by_cell[(w, 1)] == by_cell[(w, 2)]
+        (n,) = by_cell[(w, 1)]
+        assert n > m.n
+    # The comparison itself: canal / best peer is the speed ratio.
+    rows = {r.workload: r for r in chan.summarize(runs, m.n, m.threads)}
+    assert rows["bounded1_spsc"].ratio == pytest.approx(0.1)
+
+
+def test_common_n_sizes_for_the_fastest_within_the_slowest_budget():
+    assert chan.common_n(20_000, [0.5, 1.0], 0.2) == 20_000          # long enough
+    assert chan.common_n(20_000, [0.02, 0.05], 0.2) == 200_000       # fastest: 10x
+    # The slowest may take at most MAX_SLOWEST x min_seconds (2 s): 4x here.
+    assert chan.common_n(20_000, [0.001, 0.5], 0.2) == 80_000
+    assert chan.common_n(20_000, [0.001, 5.0], 0.2) == 20_000        # never below N
+    assert chan.common_n(20_000, [], 0.2) == 20_000                  # nothing completed
+    assert chan.common_n(20_000, [0.001], 0.0) == 20_000             # sizing off
