@@ -572,7 +572,7 @@ def run(build_dir: str, mode: str) -> str:
     finally:
         signal.signal(signal.SIGTERM, old)
     rows = summarize(runs, m.n, m.threads)
-    headlines(rows)
+    headlines(rows, status)
     table = render_table(rows, status, m.reps)
     md = "\n".join(report.header_lines(title(m))) + "\n"
     if not complete:
@@ -600,26 +600,43 @@ HEADLINE_CAPS = ("bounded0", "bounded1", "boundedN")
 TARGET = {"bounded0": 1.2, "bounded1": 1.0, "boundedN": 1.0}
 
 
-def headlines(rows: Sequence[Row]) -> None:
+def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
     """canal against the best peer, 8-byte messages, on HEADLINE_KINDS at
-    each capacity that this run measured."""
+    each capacity that this run measured. A cell canal never completed
+    while a peer did (it hung or failed in every repetition) stays a row,
+    "not measured" with the reason from status (collect's words: TIMEOUT,
+    FAILED): a hang must not drop out of the summary's count."""
+    status = status or {}
     label = {i.key: i.label for i in IMPLS}
     by = {r.workload: r for r in rows}
+
+    def why(impl: str, wl: str) -> str:
+        return f"{label[impl]}: {status.get((impl, wl), 'no result')}"
+
     for kind in HEADLINE_KINDS:
         for cap in HEADLINE_CAPS:
-            r = by.get(workload_name(cap, kind, 8))
-            if r is None or "canal" not in r.samples:
+            wl = workload_name(cap, kind, 8)
+            r = by.get(wl)
+            if r is None:
                 continue
             best = r.best
-            report.headline("chan", f"{cap}_{kind}", r.samples["canal"],
+            canal = r.samples.get("canal")
+            report.headline("chan", f"{cap}_{kind}", canal,
                             label.get(best, "peers"),
                             r.samples.get(best) if best else None, "ns/msg", TARGET[cap],
-                            note="none ran (go, cargo absent?)")
+                            note="none ran (go, cargo absent?)" if canal else why("canal", wl))
     # Tasks against goroutines (issue 13: every cell at or below Go's):
-    # the worst cell of the grid measured, named.
+    # the worst cell of the grid measured, named; and every cell Go
+    # completed where canal's tasks ran and never completed (hung, failed).
     worst = max((r for r in rows if r.task_ratio is not None and "canal_task" in r.samples
                  and "go" in r.samples), key=lambda r: r.task_ratio, default=None)
     if worst is not None:
         report.headline("chan", f"tasks: worst cell ({worst.workload})",
                         worst.samples["canal_task"], "Go chan", worst.samples["go"],
                         "ns/msg", 1.0)
+    for r in rows:
+        if ("go" in r.samples and "canal_task" not in r.samples
+                and ("canal_task", r.workload) in status):
+            report.headline("chan", f"tasks: {r.workload}", None, "Go chan",
+                            r.samples["go"], "ns/msg", 1.0,
+                            note=why("canal_task", r.workload))

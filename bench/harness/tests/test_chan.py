@@ -414,3 +414,31 @@ def test_common_n_sizes_for_the_fastest_within_the_slowest_budget():
     assert chan.common_n(20_000, [0.001, 5.0], 0.2) == 20_000        # never below N
     assert chan.common_n(20_000, [], 0.2) == 20_000                  # nothing completed
     assert chan.common_n(20_000, [0.001], 0.0) == 20_000             # sizing off
+
+
+def test_headlines_keep_a_cell_canal_did_not_complete():
+    """A headline cell where canal hung or failed in every repetition while
+    the peers completed it must stay on the summary ("not measured", with
+    why), not vanish: the summary counts targets met and missed, and a
+    hang is not a target that can quietly drop out. The same for the task
+    column against Go. (Failed before the fix: no row at all for
+    bounded1_spsc, nor for the task cell.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = _runs([("bounded1_spsc", "crossbeam", [0.003, 0.003, 0.003]),
+                  ("bounded1_spsc", "go", [0.004, 0.004, 0.004]),
+                  ("bounded1_mpmc", "canal", [0.002, 0.002, 0.002]),
+                  ("bounded1_mpmc", "crossbeam", [0.003, 0.003, 0.003]),
+                  ("bounded1_mpmc", "go", [0.004, 0.004, 0.004]),
+                  ("bounded1_mpmc", "canal_task", [0.001, 0.001, 0.001])])
+    status = {("canal", "bounded1_spsc"): "TIMEOUT", ("canal_task", "bounded1_spsc"): "FAILED"}
+    chan.headlines(chan.summarize(runs, 1000, 4), status)
+    by = {h.workload: h for h in report.HEADLINES}
+    h = by["bounded1_spsc"]
+    assert h.verdict == "not measured" and h.met is None
+    assert "TIMEOUT" in h.values_text()
+    t = next(h for w, h in by.items() if w.startswith("tasks:") and "bounded1_spsc" in w)
+    assert t.verdict == "not measured" and "FAILED" in t.values_text()
+    # The cells canal completed are judged as before.
+    assert by["bounded1_mpmc"].met is True
+    report.reset_headlines()
