@@ -552,12 +552,15 @@ def table_rows(runs: Sequence[Run], tool: str, server_names: Sequence[str],
             for r in ok:
                 for k, v in r.errors.items():
                     errs[k] = errs.get(k, 0) + v
+            failed = len(sel) - len(ok)  # medians of the runs that completed: say so
             rows.append([name, str(c), f"{_med(rps):.0f}{spread}",
                          _fmt(_med([r.mean_ms for r in ok])), _fmt(_med([r.p50_ms for r in ok])),
                          _fmt(_med([r.p99_ms for r in ok])), _fmt(_med([r.p999_ms for r in ok])),
                          _pct(_med([r.client_cpu for r in ok])),
                          _fmt(_med([r.server_us for r in ok]), 1),
-                         errors_text(errs)])
+                         errors_text(errs)
+                         + (f"; FAILED {failed} of {len(sel)} runs: "
+                            f"{next(r.note for r in sel if not r.ok) or '-'}" if failed else "")])
     return rows
 
 
@@ -615,10 +618,29 @@ def headlines(runs: Sequence[Run]) -> None:
     first = next((r.placement for r in runs), "")
     runs = [r for r in runs if r.placement == first]
 
-    def vals(tool: str, server: str, conc: int, metric: str = "rps"):
-        xs = [getattr(r, metric) for r in runs if r.tool == tool and r.server == server
-              and r.concurrency == conc and r.ok and getattr(r, metric) is not None]
-        return xs or None
+    def cell(tool: str, server: str, conc: int, metric: str = "rps"):
+        """(every run's figure, or None and why): a cell with a failed run,
+        or a run without this figure (no response: NaN), has no figure; a
+        median of the runs that survived would hide the failure (the seed
+        family's rule)."""
+        sel = [r for r in runs if r.tool == tool and r.server == server
+               and r.concurrency == conc]
+        bad = [r for r in sel if not r.ok]
+        if bad:
+            return None, (f"{server} FAILED in {len(bad)} of {len(sel)} runs"
+                          + (f": {bad[0].note}" if bad[0].note else ""))
+        xs = [getattr(r, metric) for r in sel]
+        if any(x is None or x != x for x in xs):
+            return None, f"{server}: no {metric} in {sum(x is None or x != x for x in xs)} " \
+                         f"of {len(sel)} runs"
+        return xs or None, ""
+
+    def row(workload: str, tool: str, style: str, peer: str, peer_name: str, conc: int,
+            metric: str, unit: str, target: float, higher: bool = False) -> None:
+        canal, why = cell(tool, style, conc, metric)
+        other, why_peer = cell(tool, peer, conc, metric)
+        report.headline("web", workload, canal, peer_name, other, unit, target,
+                        higher_is_better=higher, note=why or why_peer)
 
     for tool, target in (("wrk", 1.2), ("ab", 1.0)):
         concs = sorted({r.concurrency for r in runs if r.tool == tool})
@@ -626,21 +648,18 @@ def headlines(runs: Sequence[Run]) -> None:
             continue
         c = concs[-1]
         for style in ("uring", "tasks"):
-            report.headline("web", f"{style}, {tool} c={c}", vals(tool, style, c), "nginx",
-                            vals(tool, "nginx", c), "requests/s", target,
-                            higher_is_better=True)
+            row(f"{style}, {tool} c={c}", tool, style, "nginx", "nginx", c, "rps",
+                "requests/s", target, True)
         if tool == "wrk":
-            report.headline("web", f"tasks vs io_uring server, wrk c={c}",
-                            vals(tool, "tasks", c), "canal uring", vals(tool, "uring", c),
-                            "requests/s", 0.9, higher_is_better=True)
+            row(f"tasks vs io_uring server, wrk c={c}", tool, "tasks", "uring",
+                "canal uring", c, "rps", "requests/s", 0.9, True)
             # When wrk's one CPU is the bottleneck (client CPU near 100 %:
             # 10 000 connections on these machines), requests/s measure
             # wrk; the server's CPU per request still compares the servers
             # (1.2x nginx's capacity = 1/1.2 of its CPU per request).
             for style in ("uring", "tasks"):
-                report.headline("web", f"{style}, server CPU per request, wrk c={c}",
-                                vals(tool, style, c, "server_us"), "nginx",
-                                vals(tool, "nginx", c, "server_us"), "us/request", 1 / 1.2)
+                row(f"{style}, server CPU per request, wrk c={c}", tool, style, "nginx",
+                    "nginx", c, "server_us", "us/request", 1 / 1.2)
             # wrk's percentiles hold synthetic samples (its coordinated-
             # omission correction, stats_correct: each response slower than
             # twice the mean interval is copied at every interval below
@@ -648,17 +667,15 @@ def headlines(runs: Sequence[Run]) -> None:
             # at small concurrency; shown, and measured again below.
             for pc in sorted({concs[0], c}):
                 for style in ("uring", "tasks"):
-                    report.headline("web", f"{style}, p99 response time, wrk c={pc}",
-                                    vals(tool, style, pc, "p99_ms"), "nginx",
-                                    vals(tool, "nginx", pc, "p99_ms"), "ms", 1.0)
+                    row(f"{style}, p99 response time, wrk c={pc}", tool, style, "nginx",
+                        "nginx", pc, "p99_ms", "ms", 1.0)
     # The p99 measured without a model: canal's load generator at a fixed
     # rate, every request's time from its intended start (no coordinated
     # omission, nothing synthetic).
     for pc in sorted({r.concurrency for r in runs if r.tool == "load"}):
         for style in ("uring", "tasks"):
-            report.headline("web", f"{style}, p99 response time, fixed rate, load c={pc}",
-                            vals("load", style, pc, "p99_ms"), "nginx",
-                            vals("load", "nginx", pc, "p99_ms"), "ms", 1.0)
+            row(f"{style}, p99 response time, fixed rate, load c={pc}", "load", style,
+                "nginx", "nginx", pc, "p99_ms", "ms", 1.0)
 
 
 def make_root() -> str:

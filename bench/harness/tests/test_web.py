@@ -285,3 +285,40 @@ def test_placements():
     assert [p[1:] for p in web.placements("quick", 2)] == [("0", "1", 1)]
     assert [p[1:] for p in web.placements("full", 2)] == [("0", "1", 1), ("0,1", "1", 2)]
     assert [p[1:] for p in web.placements("full", 1)] == [(None, None, 1)]
+
+
+def test_headlines_do_not_hide_a_failed_run():
+    """A server that failed in one run of a summary cell (it crashed, did not
+    listen, the client failed) must not be judged on the median of the runs
+    that did complete: the row says not measured and why, as the seed
+    family does ("a time that hides a crash or a hang is worse than no
+    time"); a run that completed without a figure (no response at all: wrk
+    gives no latency, NaN) does not give the cell a median either. The table
+    says how many runs failed. (Failed before the fix: the uring row was
+    "met" on the two runs that completed; the NaN p99 of nginx made the
+    median of [1.0, nan, 1.0] NaN, a row judged "MISSED" on no figure.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = []
+    for rep in range(3):
+        for server, rps, p99 in (("uring", 2000.0, 0.5), ("tasks", 1900.0, 0.5),
+                                 ("nginx", 1000.0, 1.0)):
+            ok = not (server == "uring" and rep == 1)
+            if server == "nginx" and rep == 1:
+                p99 = float("nan")  # no response in that run
+            runs.append(web.Run("wrk", server, 1000, rep, ok, rps=rps if ok else None,
+                                p99_ms=p99 if ok else None, server_us=5.0 if ok else None,
+                                note="" if ok else "uring exited: segfault",
+                                placement="one CPU"))
+    web.headlines(runs)
+    rows = {h.workload: h for h in report.HEADLINES}
+    report.reset_headlines()
+    u = rows["uring, wrk c=1000"]
+    assert u.verdict == "not measured" and u.met is None
+    assert "1 of 3" in u.values_text() and "segfault" in u.values_text()
+    t = rows["tasks, wrk c=1000"]
+    assert t.met is True and t.canal == [1900.0] * 3  # tasks' runs all completed
+    p = rows["tasks, p99 response time, wrk c=1000"]
+    assert p.verdict == "no peer figure" and p.met is None
+    table = web.table_rows(runs, "wrk", ["uring"], [1000])
+    assert "FAILED 1 of 3" in table[0][-1]
