@@ -243,26 +243,40 @@ def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
     return rows
 
 
-def headlines(test: str, cells: Dict[str, Dict[int, Cell]]) -> None:
-    """The summary screen's rows: issue 15's targets."""
+def headlines(test: str, cells: Dict[str, Dict[int, Cell]],
+              failed: Optional[Dict[str, Tuple[int, int]]] = None) -> None:
+    """The summary screen's rows: issue 15's targets. failed: {implementation:
+    (runs that failed, runs)}; an implementation with a failed run has no
+    figure on the summary (not measured, with why): a median of the runs
+    that survived would hide a crash or a hang (the seed family's rule)."""
+    failed = failed or {}
+
     def vals(name: str, size: int):
+        if failed.get(name, (0, 0))[0]:
+            return None
         c = cells.get(name, {}).get(size)
         return c.values if c else None
+
+    def why(*names: str) -> str:
+        return "; ".join(f"{n} FAILED in {failed[n][0]} of {failed[n][1]} runs"
+                         for n in names if failed.get(n, (0, 0))[0])
 
     if test == "latency":
         for size in (8, 1024, 65536):
             report.headline("engine", f"shm one-way latency, {size_label(size)}",
                             vals("canal shm", size), "Open MPI shm",
-                            vals("Open MPI shm", size), "us", 1.0)
+                            vals("Open MPI shm", size), "us", 1.0,
+                            note=why("canal shm", "Open MPI shm"))
         report.headline("engine", "tcp one-way latency, 8 B", vals("canal tcp", 8),
-                        "raw tcp ping-pong", vals("raw tcp", 8), "us", TCP_FACTOR)
+                        "raw tcp ping-pong", vals("raw tcp", 8), "us", TCP_FACTOR,
+                        note=why("canal tcp", "raw tcp"))
     elif test == "bw":
         big = max((s for s in cells.get("canal shm", {})), default=None)
-        if big is not None:
-            report.headline("engine", f"shm bandwidth, {size_label(big)}",
-                            vals("canal shm", big), "Open MPI shm",
+        if big is not None or failed.get("canal shm", (0, 0))[0]:
+            report.headline("engine", f"shm bandwidth, {size_label(big)}" if big else
+                            "shm bandwidth", vals("canal shm", big), "Open MPI shm",
                             vals("Open MPI shm", big), "MB/s", 1.0,
-                            higher_is_better=True)
+                            higher_is_better=True, note=why("canal shm", "Open MPI shm"))
 
 
 _OVERHEAD = re.compile(r"engine ([0-9.]+) ns .*raw ([0-9.]+) ns .*overhead (-?[0-9.]+) ns")
@@ -592,10 +606,13 @@ def run(build_dir: str, mode: str) -> str:
             else:
                 runnable.append(i)
         runs = []
+        failed: Dict[str, Tuple[int, int]] = {}  # name -> (failed runs, runs)
         for rep in range(reps):
             for i in runnable:  # interleaved: one run of each, then again
                 report.progress(f"{test} {i.name} run {rep + 1}/{reps}")
                 cmd = command(build_dir, i, size_args(test, quick, i.name))
+                bad, total = failed.get(i.name, (0, 0))
+                failed[i.name] = (bad + 1, total + 1)  # until it completes
                 try:
                     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
                 except subprocess.TimeoutExpired:
@@ -606,6 +623,7 @@ def run(build_dir: str, mode: str) -> str:
                                    f"{p.stderr.strip()[-200:]}")
                     continue
                 t = parse_osu(p.stdout)
+                failed[i.name] = (bad, total + 1)
                 runs.append((i.name, t))
                 raw_rows += [[test, i.name, rep + 1, s, v] for s, v in sorted(t.items())]
         cells = collect(runs)
@@ -616,7 +634,7 @@ def run(build_dir: str, mode: str) -> str:
             md.append("\nIterations: 1 000 a size (50 warm-up), the UCX rows ("
                       + ", ".join(UCX_ROWS) + ") OSU's counts: 10 000 up to 8 KiB, "
                       "1 000 above (100 and 10 warm-up).\n")
-        headlines(test, cells)
+        headlines(test, cells, failed)
         if test == "latency":
             rows = checks(cells)
             if rows:

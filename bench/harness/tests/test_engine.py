@@ -169,3 +169,49 @@ def test_quick_ucx_latency_rows_keep_osu_counts():
     bw = engine.size_args("bw", True, "canal ucx")
     assert bw[bw.index("--iterations") + 1] == "10"
     assert engine.size_args("latency", False, "canal ucx") == ["--max-size", str(4 << 20)]
+
+
+def test_headlines_do_not_hide_a_failed_run(tmp_path, monkeypatch):
+    """A run of canal's engine that failed (a crash, a timeout) must not
+    leave the summary judging canal on the runs that survived: the row is
+    "not measured", with why, as in the seed and web families (its table
+    keeps the medians of what completed, and lists the failure). (Failed
+    before the fix: the 8-byte shm row was "met" on 2 of 3 runs.)"""
+    import subprocess
+    from canal_bench import report
+    build = tmp_path / "build"
+    for rel in (engine.LAUNCH, f"{engine.OUT}/osu_latency", f"{engine.OUT}/mpi_osu_latency",
+                f"{engine.OUT}/raw_latency"):
+        p = build / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    seen = {"canal shm": 0}
+
+    def fake_run(cmd, **kw):
+        text = " ".join(str(c) for c in cmd)
+        value = 1.0
+        if "osu_latency --driver shm --strategy default" in text and "mpi_" not in text \
+                and "--loop" not in text and "env" not in cmd[:1]:
+            seen["canal shm"] += 1
+            if seen["canal shm"] == 2:
+                return subprocess.CompletedProcess(cmd, 1, "", "osu: crashed")
+            value = 0.5
+        out = "# Size  Latency (us)\n" + "".join(f"{s} {value}\n" for s in (8, 1024, 65536))
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+    monkeypatch.setattr(engine.subprocess, "run", fake_run)
+    monkeypatch.setattr(engine.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setenv("CANAL_ENGINE_REPS", "3")
+    report.reset_headlines()
+    try:
+        engine.run(str(build), "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    assert seen["canal shm"] == 3
+    h = rows["shm one-way latency, 8 B"]
+    assert h.verdict == "not measured" and h.met is None
+    assert "1 of 3" in h.values_text()
+    # canal tcp's runs all completed: judged as before.
+    assert rows["tcp one-way latency, 8 B"].met is True
