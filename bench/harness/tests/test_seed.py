@@ -235,3 +235,38 @@ def test_headlines_compare_canal_with_the_fastest_peer():
     assert f.peer_name == "thread floor" and f.ratio == pytest.approx(2.0) and f.met is False
     assert "fwd 1/1, threads" not in rows  # not measured in this run: no row
     report.reset_headlines()
+
+
+def test_a_configuration_that_timed_out_is_not_run_again(tmp_path, monkeypatch):
+    """A configuration killed at its timeout is FAILED for good: the later
+    repetitions must not each wait out the timeout again (30 s quick, 600 s
+    full, per repetition). runner.run reports such a run with the status
+    "timeout" (note "killed: timeout"). (Failed before the fix: the loop
+    looked for status "failed" with "timeout" in its note, which no run
+    has, and ran fwd-canal 1/1 in all 3 repetitions.)"""
+    from canal_bench import report
+    bench = tmp_path / "build" / "bench"
+    bench.mkdir(parents=True)
+    for v in ("canal", "pipe"):
+        p = bench / f"fwd-{v}"
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    calls = []
+
+    def fake(argv, timeout, expect_end, stdout_path=None):
+        name = os.path.basename(argv[0])
+        calls.append((name, tuple(argv[1:])))
+        if name == "fwd-canal" and argv[1:] == ["1", "1"]:
+            return "timeout", "killed: timeout", "signal 9", timeout, 0.0, 0.0
+        return "ok", "", "0", 0.01, 0.0, 0.0
+    monkeypatch.setattr(seed, "run_program", fake)
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setattr(seed, "_plot", lambda out, s: [])
+    report.reset_headlines()
+    try:
+        seed.run(str(tmp_path / "build"), "quick")
+    finally:
+        report.reset_headlines()
+    assert calls.count(("fwd-canal", ("1", "1"))) == 1
+    assert calls.count(("fwd-pipe", ("1", "1"))) == seed.RUNS["quick"]
+    assert "FAILED (1/1)" in (tmp_path / "seed.md").read_text()
