@@ -59,6 +59,14 @@ CANAL_EXPORT const char *canal_strerror(int err)
 		return "name too long";
 	case -ENOSPC:
 		return "no space left";
+	case -EBUSY:
+		return "busy: already running, in use, or no room at the moment";
+	case -EPROTO:
+		return "protocol error: a peer sent a malformed message, or disagrees";
+	case -EMSGSIZE:
+		return "message too long (for the receive buffer, or 4 GiB or more)";
+	case -EADDRNOTAVAIL:
+		return "address not available on this host";
 	default:
 		return "unknown error";
 	}
