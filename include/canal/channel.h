@@ -372,8 +372,10 @@ int canal_chan_fd(const struct canal_chan *ch);
  * other end of the Unix socket sock (SCM_RIGHTS on its memory file).
  * canal_chan_recv_handle - receive one and open it (same checks as
  * canal_chan_open). Both block as the socket does. Return 0 or a negative
- * errno (-EINVAL for a thread channel, -ECONNRESET if the peer closed,
- * -EBADMSG if what came is not a channel).
+ * errno (-EINVAL for a thread channel, or recv_handle's flags or out
+ * bad: then nothing is taken from the socket; -ECONNRESET if the peer
+ * closed, -EBADMSG if what came is not a channel, the socket's errors
+ * as -errno: -EAGAIN on a non-blocking socket with nothing there).
  */
 int canal_chan_send_handle(int sock, const struct canal_chan *ch);
 int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,

@@ -215,6 +215,10 @@ CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capaci
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
+	/* The arguments first: a call refused for them takes nothing from
+	 * the socket (the handle stays there for a correct call). */
+	if (flags != CANAL_SHARED)
+		return -EINVAL;
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	/* Room for a few descriptors, so that extra ones are received (and
@@ -258,10 +262,6 @@ CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capaci
 	if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
 		canal__segment_close(fd);
 		return -EBADMSG;
-	}
-	if (flags != CANAL_SHARED) {
-		canal__segment_close(fd);
-		return -EINVAL;
 	}
 	/* The descriptor received becomes the handle's (closing it would
 	 * drop this process's record locks on the file, if any). */
