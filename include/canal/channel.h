@@ -343,24 +343,29 @@ int canal_chan_create_named(const char *name, size_t elt_size,
  * the channel's, or be CANAL_ANY to take them from it. flags: CANAL_SHARED.
  * The segment is validated before use: a foreign, truncated or corrupted
  * segment is refused, never trusted. Returns 0 and *out, or
- *   -ENOENT no such name;  -EACCES permission denied;
+ *   -ENOENT no such name;
+ *   -EACCES permission denied (the file's mode; or, open_fd, a descriptor
+ *           not open for writing, or a file sealed against writing);
  *   -EINVAL bad name or flags;
  *   -ERANGE the element size or capacity differs from the channel's;
- *   -EBADMSG not a canal channel (a zero header included), truncated or
- *            corrupted;
+ *   -EBADMSG not a canal channel (a zero header included; or not a
+ *            regular file: a directory, symbolic link, socket, FIFO),
+ *            truncated or corrupted;
  *   -EPROTONOSUPPORT made by an incompatible canal layout version;
- *   -EMFILE, -ENFILE no file descriptor left.
+ *   -EMFILE, -ENFILE no file descriptor left; -ENOMEM.
  */
 int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
 		    unsigned flags, struct canal_chan **out);
 
 /* canal_chan_open_fd - open the channel whose memory file is fd (the fd is
- * not taken over: the caller still closes it). Same checks and errors. */
+ * not taken over: the caller still closes it). Same checks and errors
+ * (-EINVAL: fd < 0 or bad flags), and -EBADF: fd is not open. */
 int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 		       unsigned flags, struct canal_chan **out);
 
 /* canal_chan_unlink - remove a channel's name. Processes that have it open
- * keep using it. Returns 0, -ENOENT, -EACCES, -EINVAL (bad name). */
+ * keep using it. Returns 0, -ENOENT, -EACCES, -EINVAL (bad name), -EBADMSG
+ * (the name is a directory: no channel). */
 int canal_chan_unlink(const char *name);
 
 /* canal_chan_fd - the memory file descriptor of a shared channel (owned by

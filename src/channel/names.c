@@ -29,6 +29,20 @@ static int shm_path(const char *name, char *path, size_t size)
 	return 0;
 }
 
+/* err, of shm_open or shm_unlink on a well-formed name: what is under the
+ * name and cannot be opened as a file (a directory: EISDIR, which glibc's
+ * shm_open turns into EINVAL; a symbolic link, refused by its O_NOFOLLOW:
+ * ELOOP; a socket: ENXIO) is no channel: -EBADMSG, as a regular file that
+ * is not a channel (channel.h). The caller's -EINVAL means its own
+ * arguments, and these errnos are not canal's. */
+static int not_a_file(int err)
+{
+	return err == -EINVAL || err == -EISDIR || err == -ELOOP ||
+			       err == -ENXIO
+		       ? -EBADMSG
+		       : err;
+}
+
 /* Where Linux keeps POSIX shared-memory objects (glibc's shm_open). */
 #define SHM_DIR "/dev/shm"
 
@@ -157,7 +171,7 @@ CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capac
 	snprintf(full, sizeof(full), SHM_DIR "%s", path);
 	int fd = canal__segment_reuse(full);
 	if (fd == -ENOENT && (fd = shm_open(path, O_RDWR | O_CLOEXEC, 0)) < 0)
-		fd = -errno;
+		fd = not_a_file(-errno);
 	if (fd < 0)
 		return fd;
 	return canal__chan_open_segment(fd, true, elt_size, capacity, out);
@@ -169,7 +183,7 @@ CANAL_EXPORT int canal_chan_unlink(const char *name)
 	int err = shm_path(name, path, sizeof(path));
 	if (err)
 		return err;
-	return shm_unlink(path) < 0 ? -errno : 0;
+	return shm_unlink(path) < 0 ? not_a_file(-errno) : 0;
 }
 
 CANAL_EXPORT int canal_chan_fd(const struct canal_chan *ch)

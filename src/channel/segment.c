@@ -133,7 +133,10 @@ int canal__chan_open_segment(int fd, bool own, size_t elt_size,
 	struct chan_state *st = mmap(NULL, copy.map_size, PROT_READ | PROT_WRITE,
 				     MAP_SHARED, myfd, 0);
 	if (st == MAP_FAILED) {
-		err = -errno;
+		/* EPERM: a file sealed against writing (F_SEAL_WRITE, or
+		 * F_SEAL_FUTURE_WRITE): this process may never write into it,
+		 * as with a read-only descriptor: -EACCES (channel.h). */
+		err = errno == EPERM ? -EACCES : -errno;
 		canal__segment_close(myfd);
 		free(ch);
 		return err;
