@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -226,6 +227,19 @@ static uint32_t events_of(const struct canal__io *op)
 	}
 }
 
+/* fd is a listening socket. accept4 on anything else (no socket, a
+ * socket that does not listen) fails at once without waiting, while the
+ * readiness it would wait for may never come (a pipe nobody writes, a
+ * quiet connected socket): the wait was for ever where accept(2) and
+ * io_uring say -ENOTSOCK, -EINVAL or -EOPNOTSUPP at once. */
+static bool listening(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 &&
+	       on != 0;
+}
+
 static int ep_submit(struct canal__loop *l, struct canal__io *op)
 {
 	struct epoll_backend *b = l->backend;
@@ -253,6 +267,12 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 			canal__io_complete(op, r);
 			return 0;
 		}
+	}
+	if (op->kind == IO_ACCEPT && !listening(op->fd)) {
+		/* The call's own error, at once (made non-blocking for it,
+		 * as for a listener reported ready: it cannot wait). */
+		canal__io_complete(op, canal__io_try(op, true));
+		return 0;
 	}
 	op->events = events_of(op);
 	if (op->fd < 0)

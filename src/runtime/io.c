@@ -241,7 +241,10 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 {
 	if (op->kind == IO_SQE)
 		return -EPERM;
-	if (timeout_ns >= 0 && op->kind != IO_CLOSE) {
+	/* No readiness to wait for on a negative fd (poll(2) skips it: the
+	 * call waited out its timeout, then said -ETIMEDOUT): the call
+	 * itself says -EBADF, as in a task and without a timeout. */
+	if (timeout_ns >= 0 && op->kind != IO_CLOSE && op->fd >= 0) {
 		/* poll() takes an int of milliseconds: waits longer than
 		 * INT_MAX ms (24.8 days) go in several, to the deadline. */
 		uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
