@@ -265,6 +265,22 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 			if (announced[i])
 				canal__sync_announce(cases[i].ch, true);
 		}
+		/* A send case on a synchronous channel counts as a waiting
+		 * sender while the select waits, as a blocking send does
+		 * (canal__sync_take_demand): a canal_try_recv then announces
+		 * itself and waits briefly for our element (sync_try_recv),
+		 * as canal_try_send meets a select waiting to receive.
+		 * Seq_cst, before the re-check of demand below: a try_recv
+		 * that reads the count as 0 comes earlier in the total
+		 * order, and one that reads it counted announces (a seq_cst
+		 * RMW of demand, then a notify of demand_wq) which our
+		 * re-check sees or our wait is woken by. */
+		for (size_t i = 0; i < n; i++)
+			if (cases[i].ch && cases[i].op == CANAL_OP_SEND &&
+			    cases[i].ch->sync)
+				atomic_fetch_add_explicit(
+					&cases[i].ch->st->senders_waiting, 1,
+					memory_order_seq_cst);
 		unsigned nq = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (!cases[i].ch)
@@ -306,6 +322,12 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		}
 		for (unsigned k = 0; k < nq; k++)
 			waitq_finish(queues[k]);
+		for (size_t i = 0; i < n; i++)
+			if (cases[i].ch && cases[i].op == CANAL_OP_SEND &&
+			    cases[i].ch->sync)
+				atomic_fetch_sub_explicit(
+					&cases[i].ch->st->senders_waiting, 1,
+					memory_order_relaxed);
 		woken = !ready && w == 0;
 		busy = ready;
 
