@@ -26,7 +26,7 @@
  * Bounded by alarm(); every wait has a deadline.
  */
 #define _GNU_SOURCE 1
-#include "check.h"
+#include "dead_holder.h"
 
 #include "../src/channel/internal.h"
 
@@ -41,32 +41,10 @@
 
 #define LOOP_NS 3000000000ull
 
-static int wait_child(pid_t pid)
-{
-	int status;
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static void nap_us(long us)
 {
 	struct timespec ts = { 0, us * 1000 };
 	nanosleep(&ts, NULL);
-}
-
-/* A child reserves the next position and is killed holding it. */
-static void dead_reserve(struct canal_chan *ch)
-{
-	pid_t pid = test_fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		struct canal_slot s;
-		if (canal_send_reserve(ch, &s) != 0)
-			_exit(1);
-		raise(SIGKILL);
-		_exit(2);
-	}
-	CHECK_EQ(wait_child(pid), 128 + SIGKILL);
 }
 
 /* A "sender" that claimed the next position and died before naming
@@ -104,7 +82,7 @@ static void poll_recv(enum how how, bool anonymous)
 	if (anonymous)
 		dead_anonymous_claim(ch);
 	else
-		dead_reserve(ch);
+		kill_holding(ch, false);
 	uint64_t v = 9, got = 0;
 	CHECK_EQ(canal_send(ch, &v), 0);
 	uint64_t end = canal_now_ns() + LOOP_NS;
@@ -126,16 +104,7 @@ static void poll_send(void)
 	uint64_t v1 = 1, v2 = 2, v3 = 3, got = 0;
 	CHECK_EQ(canal_send(ch, &v1), 0);
 	CHECK_EQ(canal_send(ch, &v2), 0);
-	pid_t pid = test_fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		struct canal_slot s;
-		if (canal_recv_borrow(ch, &s) != 0)
-			_exit(1);
-		raise(SIGKILL);
-		_exit(2);
-	}
-	CHECK_EQ(wait_child(pid), 128 + SIGKILL);
+	kill_holding(ch, true);
 	uint64_t end = canal_now_ns() + LOOP_NS;
 	int r;
 	while ((r = canal_try_send(ch, &v3)) == -EAGAIN &&
