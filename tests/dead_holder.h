@@ -12,6 +12,7 @@
 #include <canal/channel.h>
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +40,21 @@ static inline void kill_holding(struct canal_chan *ch, bool borrow)
 		_exit(2);
 	}
 	CHECK_EQ(wait_child(pid), 128 + SIGKILL);
+}
+
+/* A shared ring of capacity 2, full (1, then 2, uint64_t), whose first
+ * element a killed receiver holds borrowed: the next send needs that
+ * slot. */
+static inline struct canal_chan *full_behind_dead_borrow(void)
+{
+	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 2,
+						  CANAL_SHARED);
+	CHECK(ch);
+	uint64_t v1 = 1, v2 = 2;
+	CHECK_EQ(canal_send(ch, &v1), 0);
+	CHECK_EQ(canal_send(ch, &v2), 0);
+	kill_holding(ch, true);
+	return ch;
 }
 
 #endif

@@ -98,13 +98,8 @@ static void poll_recv(enum how how, bool anonymous)
 
 static void poll_send(void)
 {
-	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 2,
-						  CANAL_SHARED);
-	CHECK(ch);
-	uint64_t v1 = 1, v2 = 2, v3 = 3, got = 0;
-	CHECK_EQ(canal_send(ch, &v1), 0);
-	CHECK_EQ(canal_send(ch, &v2), 0);
-	kill_holding(ch, true);
+	struct canal_chan *ch = full_behind_dead_borrow();
+	uint64_t v3 = 3, got = 0;
 	uint64_t end = canal_now_ns() + LOOP_NS;
 	int r;
 	while ((r = canal_try_send(ch, &v3)) == -EAGAIN &&

@@ -54,13 +54,8 @@ static void select_recv_dead_sender(void)
 
 static void select_send_dead_receiver(void)
 {
-	struct canal_chan *ch = canal_chan_create(sizeof(uint64_t), 2,
-						  CANAL_SHARED);
-	CHECK(ch);
-	uint64_t v1 = 1, v2 = 2, v3 = 3, got = 0;
-	CHECK_EQ(canal_send(ch, &v1), 0);
-	CHECK_EQ(canal_send(ch, &v2), 0);
-	kill_holding(ch, true);
+	struct canal_chan *ch = full_behind_dead_borrow();
+	uint64_t v3 = 3, got = 0;
 	struct canal_case c = { ch, CANAL_OP_SEND, &v3, 1 };
 	CHECK_EQ(canal_select(&c, 1, 3000000000ll, 0), 0);
 	CHECK_EQ(c.result, 0);

@@ -7,7 +7,7 @@
  * the loop free. An alarm ends the test if the loop's thread blocks.
  * io_uring writes such files itself (io-wq): run on epoll only. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "fds.h"
 
 #include <canal/task.h>
 
@@ -18,12 +18,8 @@
 static void main_task(void *arg)
 {
 	(void)arg;
-	int m = posix_openpt(O_RDWR | O_NOCTTY); /* blocking */
-	CHECK(m >= 0);
-	CHECK_EQ(grantpt(m), 0);
-	CHECK_EQ(unlockpt(m), 0);
-	int s = open(ptsname(m), O_RDWR | O_NOCTTY);
-	CHECK(s >= 0);
+	int m, s; /* blocking */
+	test_pty_pair(&m, &s);
 	static char buf[65536];
 	memset(buf, 'x', sizeof buf);
 	size_t total = 0;

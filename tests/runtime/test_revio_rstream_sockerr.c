@@ -18,7 +18,7 @@
  * Every receive here has no timeout (-1): an -ETIMEDOUT can only be the
  * socket's. Bounded by alarm(). */
 #define _GNU_SOURCE
-#include "check.h"
+#include "fds.h"
 
 #include <canal/task.h>
 
@@ -33,14 +33,8 @@
  * with small buffers so that sv[0]'s sends stall soon. */
 static void pair(int sv[2])
 {
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(l >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	CHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	CHECK_EQ(listen(l, 1), 0);
-	CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	struct sockaddr_in a;
+	int l = test_loopback_listener(1, &a);
 	int small = 4096;
 	CHECK_EQ(setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)),
 		 0);

@@ -12,7 +12,7 @@
  *   CHECK_EQ failed: r == -110, 1 == 1   (canal_io_read of the pty)
  * Bounded by alarm(). */
 #define _GNU_SOURCE
-#include "check.h"
+#include "fds.h"
 
 #include <canal/task.h>
 
@@ -30,14 +30,8 @@ static void wait_readable(int fd)
 
 static void accept_part(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* blocking */
-	CHECK(l >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	CHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	CHECK_EQ(listen(l, 4), 0);
-	CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	struct sockaddr_in a;
+	int l = test_loopback_listener(4, &a); /* blocking */
 	/* Nothing waits: one try, -ETIMEDOUT, the listener left blocking. */
 	CHECK_EQ(canal_io_accept(l, NULL, NULL, SOCK_CLOEXEC, 0, NULL),
 		 -ETIMEDOUT);
@@ -58,12 +52,8 @@ static void accept_part(void)
 
 static void pty_part(void)
 {
-	int m = posix_openpt(O_RDWR | O_NOCTTY); /* blocking */
-	CHECK(m >= 0);
-	CHECK_EQ(grantpt(m), 0);
-	CHECK_EQ(unlockpt(m), 0);
-	int s = open(ptsname(m), O_RDWR | O_NOCTTY);
-	CHECK(s >= 0);
+	int m, s; /* blocking */
+	test_pty_pair(&m, &s);
 	char c = 0;
 	CHECK_EQ(canal_io_read(m, &c, 1, 0, NULL), -ETIMEDOUT);
 	CHECK_EQ(write(s, "x", 1), 1);

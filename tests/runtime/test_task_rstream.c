@@ -38,7 +38,7 @@
  *     forked child).
  * Every other part runs on TCP loopback pairs (pair()). */
 #define _GNU_SOURCE
-#include "check.h"
+#include "fds.h"
 
 #include <canal/task.h>
 
@@ -643,14 +643,8 @@ static void test_e(void)
 
 static void test_f(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(l >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	CHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	CHECK_EQ(listen(l, 4), 0);
-	CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	struct sockaddr_in a;
+	int l = test_loopback_listener(4, &a);
 	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK_EQ(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
 	int srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);

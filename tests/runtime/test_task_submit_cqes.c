@@ -22,7 +22,7 @@
  *     without a CQE the task would wait forever, even past its timeout).
  * On the epoll backend every submission is -EOPNOTSUPP. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "fds.h"
 
 #include <canal/task.h>
 
@@ -134,14 +134,8 @@ static void main_task(void *arg)
 
 int main(void)
 {
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(ls >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof(a);
-	CHECK_EQ(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
-	CHECK_EQ(listen(ls, 1), 0);
-	CHECK_EQ(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	struct sockaddr_in a;
+	int ls = test_loopback_listener(1, &a);
 	tx = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(tx >= 0);
 	CHECK_EQ(connect(tx, (struct sockaddr *)&a, sizeof(a)), 0);
