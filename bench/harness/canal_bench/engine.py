@@ -258,7 +258,7 @@ def headlines(test: str, cells: Dict[str, Dict[int, Cell]],
         return c.values if c else None
 
     def why(*names: str) -> str:
-        return "; ".join(f"{n} FAILED in {failed[n][0]} of {failed[n][1]} runs"
+        return "; ".join(report.failed_runs_note(n, *failed[n])
                          for n in names if failed.get(n, (0, 0))[0])
 
     if test == "latency":

@@ -246,6 +246,14 @@ def _g(x: Optional[float]) -> str:
     return f"{x:.3g}"
 
 
+def failed_runs_note(name: str, failed: int, runs: int, why: str = "") -> str:
+    """Why a cell with a failed run has no figure on the summary (every
+    family's rule, the seed family's first: a median of the runs that
+    survived would hide a crash or a hang): "canal shm FAILED in 1 of 3
+    runs: exit status 134"."""
+    return f"{name} FAILED in {failed} of {runs} runs" + (f": {why}" if why else "")
+
+
 HEADLINES: List[Headline] = []
 
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from . import report, stats
+from . import report, runner, stats
 
 PROGRAMS = [  # (column, binary)
     ("canal tasks", "bench/canal-runtime-bench"),
@@ -108,28 +107,85 @@ def parse_output(text: str) -> Dict[str, float]:
 @dataclass
 class Cell:
     values: List[float]
+    failures: List[str] = field(default_factory=list)  # why, for each run without a value
+    quiet: int = 0  # completed runs that do not print this result (not failures)
+
+    @property
+    def runs(self) -> int:
+        return len(self.values) + len(self.failures) + self.quiet
 
     def median(self) -> Optional[float]:
-        return stats.median(self.values) if self.values else None
+        """The median, None when a run failed: a median of the runs that
+        survived would hide a crash or a hang."""
+        return stats.median(self.values) if self.values and not self.failures else None
+
+    def summary_values(self) -> Optional[List[float]]:
+        """The repetitions for the summary; None when a run failed."""
+        return self.values if self.values and not self.failures else None
+
+    def note(self, name: str) -> str:
+        """Why the summary has no figure ("" when it has one)."""
+        if self.failures:
+            return report.failed_runs_note(name, len(self.failures), self.runs, self.failures[0])
+        return ""
 
     def fmt(self) -> str:
         if not self.values:
-            return "n/a"
-        med = stats.median(self.values)
-        if len(self.values) == 1:
-            return stats.fmt_ns(med)
-        return f"{stats.fmt_ns(med)} ({stats.fmt_ns(min(self.values))}-{stats.fmt_ns(max(self.values))})"
+            text = "n/a"
+        else:
+            med = stats.median(self.values)
+            text = stats.fmt_ns(med)
+            if len(self.values) > 1:
+                text += f" ({stats.fmt_ns(min(self.values))}-{stats.fmt_ns(max(self.values))})"
+        if self.failures:
+            text += f"; FAILED {len(self.failures)} of {self.runs}: {self.failures[0]}"
+        return text
 
 
-def collect(runs: Sequence[Dict[str, Dict[str, float]]]) -> Dict[str, Dict[str, Cell]]:
-    """runs: one {column: {result: value}} per repetition ->
-    {column: {result: Cell}}."""
+# A repetition: {column: its results}, or {column: why} when the run failed.
+RepRuns = Dict[str, Union[Dict[str, float], str]]
+ALL = "*"  # collect's cell of a column as a whole: the failures of its runs
+
+
+def collect(runs: Sequence[RepRuns]) -> Dict[str, Dict[str, Cell]]:
+    """runs: one {column: {result: value} or why it failed} per repetition
+    -> {column: {result: Cell}}. A result is any line a completed run of
+    its column printed; a run of that column that failed, or completed
+    without that line, is a failure of the cell (with why). cells[col][ALL]
+    holds the failed runs of the column (for a column that never completed)."""
     out: Dict[str, Dict[str, Cell]] = {}
+    keys: Dict[str, List[str]] = {}
     for r in runs:
         for col, res in r.items():
-            for k, v in res.items():
-                out.setdefault(col, {}).setdefault(k, Cell([])).values.append(v)
+            if isinstance(res, dict):
+                keys.setdefault(col, [])
+                keys[col] += [k for k in res if k not in keys[col]]
+    for r in runs:
+        for col, res in r.items():
+            cols = out.setdefault(col, {ALL: Cell([])})
+            if not isinstance(res, dict):
+                cols[ALL].failures.append(res)
+            else:
+                cols[ALL].quiet += 1
+            for k in keys.get(col, []):
+                cell = cols.setdefault(k, Cell([]))
+                if not isinstance(res, dict):
+                    cell.failures.append(res)
+                elif k in res:
+                    cell.values.append(res[k])
+                else:
+                    cell.failures.append(f"no {k} line")
     return out
+
+
+def get(cells: Dict[str, Dict[str, Cell]], col: str, key: str) -> Cell:
+    """The cell of a result; for a column that never printed it, the
+    column's failed runs (its completed runs do not measure it)."""
+    cols = cells.get(col, {})
+    if key in cols:
+        return cols[key]
+    whole = cols.get(ALL, Cell([]))
+    return Cell([], list(whole.failures), whole.quiet)
 
 
 def render(cells: Dict[str, Dict[str, Cell]], m: Mode) -> str:
@@ -138,21 +194,19 @@ def render(cells: Dict[str, Dict[str, Cell]], m: Mode) -> str:
     rows = []
     for key, what, unit in ROWS:
         if key == "fcontext_switch":
-            cell = cells.get("fcontext", {}).get(key, Cell([]))
-            rows.append([what, cell.fmt(), "", unit])
+            rows.append([what, get(cells, "fcontext", key).fmt(), "", unit])
             continue
-        rows.append([what] + [cells.get(c, {}).get(key, Cell([])).fmt() for c in cols] + [unit])
+        rows.append([what] + [get(cells, c, key).fmt() for c in cols] + [unit])
     pk = f"parked_bytes_{m.parked}"
     pc = f"parked_compact_bytes_{m.parked}"
     rows.append([f"resident memory per parked task ({m.parked:,} tasks)"]
-                + [cells.get(c, {}).get(pk, Cell([])).fmt() for c in cols] + ["bytes/task"])
+                + [get(cells, c, pk).fmt() for c in cols] + ["bytes/task"])
     rows.append([f"the same, canal with CANAL_RUN_COMPACT_STACKS (opt-in)"]
-                + [cells.get(c, {}).get(pc, Cell([])).fmt() for c in cols] + ["bytes/task"])
+                + [get(cells, c, pc).fmt() for c in cols] + ["bytes/task"])
     table = report.markdown_table(header, rows)
 
     def med(col: str, key: str) -> Optional[float]:
-        c = cells.get(col, {}).get(key)
-        return c.median() if c else None
+        return get(cells, col, key).median()  # None when a run failed
 
     checks = []
     fc = med("fcontext", "fcontext_switch")
@@ -171,33 +225,32 @@ def render(cells: Dict[str, Dict[str, Cell]], m: Mode) -> str:
         try:
             verdict = "met" if float(ratio) <= float(limit) else "MISSED"
         except ValueError:
-            verdict = "n/a"
+            verdict = "not measured"
         rows2.append([what, ratio, limit, verdict])
     return (table + "\nTargets of issue 13 (ratio of medians):\n\n"
             + report.markdown_table(["target", "ratio", "limit", "verdict"], rows2))
 
 
 def headlines(cells: Dict[str, Dict[str, Cell]], m: Mode) -> None:
-    """The summary screen's rows: issue 13's targets."""
-    def vals(col: str, key: str):
-        c = cells.get(col, {}).get(key)
-        return c.values if c else None
+    """The summary screen's rows: issue 13's targets. A cell with a failed
+    run (or a run without its line) has no figure: not measured, with why."""
+    def row(what: str, key: str, peer: str, peer_key: str, target: float,
+            unit: str = "ns") -> None:
+        c, p = get(cells, "canal tasks", key), get(cells, peer, peer_key)
+        report.headline("runtime", what, c.summary_values(),
+                        "Boost.Context fcontext" if peer == "fcontext" else peer,
+                        p.summary_values(), unit, target,
+                        note=c.note("canal tasks") or p.note(peer))
 
-    report.headline("runtime", "task switch (yield ping-pong)",
-                    vals("canal tasks", "yield_pingpong"), "Boost.Context fcontext",
-                    vals("fcontext", "fcontext_switch"), "ns", 2.0)
-    report.headline("runtime", "spawn + join", vals("canal tasks", "spawn_join"),
-                    "Go", vals("Go", "spawn_join"), "ns", 0.5)
+    row("task switch (yield ping-pong)", "yield_pingpong", "fcontext", "fcontext_switch", 2.0)
+    row("spawn + join", "spawn_join", "Go", "spawn_join", 0.5)
     for key, what in (("chan_pingpong_1loop_0", "channel ping-pong task to task, capacity 0, one loop"),
                       ("chan_pingpong_2loops_1", "channel ping-pong task to task, capacity 1, two loops")):
-        report.headline("runtime", what, vals("canal tasks", key), "Go", vals("Go", key),
-                        "ns", 0.5)
+        row(what, key, "Go", key, 0.5)
     pk = f"parked_bytes_{m.parked}"
-    report.headline("runtime", f"memory per parked task ({m.parked:,})",
-                    vals("canal tasks", pk), "Go", vals("Go", pk), "bytes", 1.0)
-    report.headline("runtime", f"memory per parked task ({m.parked:,}), compacting stacks (opt-in)",
-                    vals("canal tasks", f"parked_compact_bytes_{m.parked}"), "Go",
-                    vals("Go", pk), "bytes", 1.0)
+    row(f"memory per parked task ({m.parked:,})", pk, "Go", pk, 1.0, "bytes")
+    row(f"memory per parked task ({m.parked:,}), compacting stacks (opt-in)",
+        f"parked_compact_bytes_{m.parked}", "Go", pk, 1.0, "bytes")
 
 
 # ---------------------------------------------------------------------------
@@ -332,31 +385,36 @@ def run(build_dir: str, mode: str) -> str:
     if not os.access(queue_path, os.X_OK):
         print(f"SKIPPED: {QUEUE_PROGRAM} is not built")
         queue_path = ""
-    runs = []
+    runs: List[RepRuns] = []
     queue_runs = []
+    queue_failed: List[str] = []
     raw = []
     for rep in range(m.reps):
-        one: Dict[str, Dict[str, float]] = {}
+        one: RepRuns = {}
         for col, path in progs:
             report.progress(f"runtime: {col} run {rep + 1}/{m.reps}")
             rounds = m.rounds * 50 if col == "fcontext" else m.rounds
-            p = subprocess.run([path, str(rounds)], capture_output=True, text=True,
-                               timeout=m.timeout, env=env)
-            if p.returncode != 0:
-                print(f"FAILED: {col} ({p.returncode}): {p.stderr.strip()[:300]}")
+            o = runner.run([path, str(rounds)], m.timeout, env=env)
+            if not o.ok:
+                # Kept as a failure of every cell of the column: no median
+                # of the runs that survived on the summary.
+                print(f"FAILED: {col} ({o.status}): {o.note[:300]}")
+                one[col] = o.note or o.status
+                raw.append([rep + 1, col, "FAILED", o.note or o.status])
                 continue
-            res = parse_output(p.stdout)
+            res = parse_output(o.stdout)
             one[col] = res
             raw += [[rep + 1, col, k, v] for k, v in res.items()]
         runs.append(one)
         if queue_path:
             report.progress(f"runtime: queue run {rep + 1}/{m.reps}")
-            p = subprocess.run(queue_command(queue_path, m), capture_output=True,
-                               text=True, timeout=m.timeout)
-            if p.returncode != 0:
-                print(f"FAILED: canal-queue-bench ({p.returncode}): {p.stderr.strip()[:300]}")
+            o = runner.run(queue_command(queue_path, m), m.timeout)
+            if not o.ok:
+                print(f"FAILED: canal-queue-bench ({o.status}): {o.note[:300]}")
+                queue_failed.append(o.note or o.status)
+                raw.append([rep + 1, "canal-queue-bench", "FAILED", o.note or o.status])
             else:
-                qres = parse_queue_output(p.stdout)
+                qres = parse_queue_output(o.stdout)
                 queue_runs.append(qres)
                 raw += [[rep + 1, "canal-queue-bench", f"queue_{v}_{f}",
                          "n/a" if x is None else x] for (v, f), x in qres.items()]
@@ -371,6 +429,9 @@ def run(build_dir: str, mode: str) -> str:
     if queue_runs:
         qcells = collect_queue(queue_runs)
         queue_body = render_queue(qcells, m.queue_fills)
+        if queue_failed:
+            queue_body += (f"\ncanal-queue-bench FAILED in {len(queue_failed)} of {m.reps} "
+                           f"runs ({queue_failed[0]}): the medians are of the others.\n")
         md += f"\n## {queue_title(m)}\n\n{queue_body}\n{QUEUE_NOTES}"
         if not m.quick:
             if plot_queue(qcells, m.queue_fills, os.path.join(out_dir, "runtime-queue.png")):

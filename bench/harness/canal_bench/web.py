@@ -627,8 +627,7 @@ def headlines(runs: Sequence[Run]) -> None:
                and r.concurrency == conc]
         bad = [r for r in sel if not r.ok]
         if bad:
-            return None, (f"{server} FAILED in {len(bad)} of {len(sel)} runs"
-                          + (f": {bad[0].note}" if bad[0].note else ""))
+            return None, report.failed_runs_note(server, len(bad), len(sel), bad[0].note)
         xs = [getattr(r, metric) for r in sel]
         if any(x is None or x != x for x in xs):
             return None, f"{server}: no {metric} in {sum(x is None or x != x for x in xs)} " \

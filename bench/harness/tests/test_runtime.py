@@ -139,3 +139,74 @@ def test_queue_program_output_parses():
         assert got[(v, 1)] > 0 and got[(v, 70000)] > 0
     # The io_uring CQ cannot hold 70 000 (65536 at most): n/a, never a number.
     assert got[("uring_nop", 70000)] is None and got[("uring_msg", 70000)] is None
+
+
+def _fake_program(path, body):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_headlines_do_not_hide_a_failed_run(tmp_path, monkeypatch):
+    """A repetition of a runtime program that failed (an exit status, a
+    timeout) or completed without a figure must not leave the summary judging
+    canal on the runs that survived: the row is "not measured", with why, as
+    in the seed, web and engine families; the table says FAILED k of n
+    beside the median of the rest. (Failed before the fix: spawn + join was
+    "met" on 2 of 3 runs, the row of a figure missing from one run was met
+    on the other two, and the table showed plain medians.)"""
+    from canal_bench import report
+    build = tmp_path / "build"
+    count = tmp_path / "count"
+    # canal's second run crashes; its third prints no cond_pingpong line.
+    _fake_program(build / "bench/canal-runtime-bench", f"""
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+if [ $n = 2 ]; then echo "runtime: crashed" >&2; exit 134; fi
+echo "yield_pingpong 10 ns/switch"
+echo "spawn_join 100 ns/task"
+echo "chan_pingpong_1loop_0 100 ns/rt"
+[ $n = 3 ] || echo "cond_pingpong 100 ns/rt"
+echo "parked_bytes_10 1000 bytes/task"
+""")
+    _fake_program(build / "bench/runtimebench-go", """
+echo "spawn_join 400 ns/task"
+echo "chan_pingpong_1loop_0 400 ns/rt"
+echo "cond_pingpong 400 ns/rt"
+echo "parked_bytes_10 2000 bytes/task"
+""")
+    _fake_program(build / "bench/fcontext-switch", 'echo "fcontext_switch 6 ns/switch"\n')
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setenv("CANAL_RB_REPS", "3")
+    monkeypatch.setenv("CANAL_RB_PARKED", "10")
+    report.reset_headlines()
+    try:
+        md = runtime.run(str(build), "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    assert count.read_text().strip() == "3"
+    h = rows["spawn + join"]
+    assert h.verdict == "not measured" and h.met is None
+    assert "1 of 3" in h.values_text() and "134" in h.values_text()
+    # The Go runs all completed; canal's failure is what the row says.
+    assert rows["task switch (yield ping-pong)"].verdict == "not measured"
+    # The table: the median of the rest, and how many runs failed.
+    table = {line.split("|")[1].strip(): line for line in md.splitlines()
+             if line.startswith("|")}
+    assert "FAILED 1 of 3" in table["spawn + join"]
+    assert "FAILED 2 of 3" in table["condvar ping-pong, one loop"]  # crash + no line
+    # The targets table does not judge a cell with a failed run.
+    assert "met" not in table["spawn_join <= 0.5x Go"].split("|")[4]
+    # A program that hangs is a failed run (timeout), not an exception that
+    # ends the family.
+    _fake_program(build / "bench/fcontext-switch", "exec sleep 30\n")
+    monkeypatch.setattr(runtime, "mode_params", lambda mode: runtime.Mode(
+        rounds=1, reps=1, parked=10, timeout=0.5, quick=True, queue_fills=(1,)))
+    report.reset_headlines()
+    try:
+        runtime.run(str(build), "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    h = rows["task switch (yield ping-pong)"]
+    assert h.verdict == "no peer figure" and "timeout" in h.values_text()
