@@ -131,6 +131,8 @@ class Headline:
     target: Optional[float]
     higher_is_better: bool = False
     note: str = ""
+    errors: str = ""       # canal's runs failed requests ("timeout 9"): never met
+    peer_errors: str = ""  # the peer's runs failed requests: the verdict says so
 
     @property
     def measured(self) -> bool:
@@ -159,6 +161,8 @@ class Headline:
         median (without); None when there is no target or no figure."""
         if self.target is None or not self.measured:
             return None
+        if self.errors:  # a figure of failed requests meets nothing
+            return False
         value = self.ratio if self.peer_name is not None else stats.median(self.canal)
         if value is None:
             return None
@@ -171,7 +175,9 @@ class Headline:
         if not self.measured:
             return "no peer figure"
         word = {True: "met", False: "MISSED", None: "no target"}[self.met]
-        return word + (" (unstable)" if self.unstable else "")
+        return (word + (" (unstable)" if self.unstable else "")
+                + (" (errors)" if self.errors else "")
+                + (f" ({self.peer_name} errors)" if self.peer_errors else ""))
 
     def _factor(self, r: float) -> Tuple[float, bool]:
         """(how many times, faster?) for a ratio canal / peer."""
@@ -212,6 +218,14 @@ class Headline:
                 else f"within {max(t, 1 / t):.3g}x")
 
     def values_text(self) -> str:
+        text = self._values_text()
+        if self.errors:
+            text += f"; errors: {self.errors}"
+        if self.peer_errors:
+            text += f"; {self.peer_name} errors: {self.peer_errors}"
+        return text
+
+    def _values_text(self) -> str:
         if not self.canal:
             return self.note or "no figure"
         c = _g(stats.median(self.canal))
@@ -259,7 +273,8 @@ HEADLINES: List[Headline] = []
 
 def headline(family: str, workload: str, canal: Values, peer_name: Optional[str] = None,
              peer: Values = None, unit: str = "", target: Optional[float] = None, *,
-             higher_is_better: bool = False, note: str = "") -> Headline:
+             higher_is_better: bool = False, note: str = "", errors: str = "",
+             peer_errors: str = "") -> Headline:
     """Record one headline row of the summary screen: canal against a peer
     on one workload.
 
@@ -275,10 +290,13 @@ def headline(family: str, workload: str, canal: Values, peer_name: Optional[str]
                good; 1.2: within 1.2x); without: the bound on canal's median
     higher_is_better  True for rates (requests/s, msg/s); default: times
     note       shown when there is no figure (why not measured)
+    errors     canal's runs failed requests (what, e.g. "timeout 9"): the
+               row is never met, and says so
+    peer_errors  the peer's runs failed requests: the verdict says so
 
     Returns the row (also kept in HEADLINES for compose())."""
     h = Headline(family, workload, _values(canal), peer_name, _values(peer), unit, target,
-                 higher_is_better, note)
+                 higher_is_better, note, errors, peer_errors)
     HEADLINES.append(h)
     return h
 

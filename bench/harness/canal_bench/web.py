@@ -619,27 +619,35 @@ def headlines(runs: Sequence[Run]) -> None:
     runs = [r for r in runs if r.placement == first]
 
     def cell(tool: str, server: str, conc: int, metric: str = "rps"):
-        """(every run's figure, or None and why): a cell with a failed run,
-        or a run without this figure (no response: NaN), has no figure; a
-        median of the runs that survived would hide the failure (the seed
-        family's rule)."""
+        """(every run's figure, or None and why, the errors of its runs):
+        a cell with a failed run, or a run without this figure (no
+        response: NaN), has no figure; a median of the runs that survived
+        would hide the failure (the seed family's rule). The errors
+        (summed over the runs, "" when none) go to the verdict: issue 14
+        requires none, and a server that fails requests fast must not win."""
         sel = [r for r in runs if r.tool == tool and r.server == server
                and r.concurrency == conc]
+        errs: Dict[str, int] = {}
+        for r in sel:
+            for k, v in r.errors.items():
+                errs[k] = errs.get(k, 0) + v
+        errors = errors_text(errs) if any(errs.values()) else ""
         bad = [r for r in sel if not r.ok]
         if bad:
-            return None, report.failed_runs_note(server, len(bad), len(sel), bad[0].note)
+            return None, report.failed_runs_note(server, len(bad), len(sel), bad[0].note), errors
         xs = [getattr(r, metric) for r in sel]
         if any(x is None or x != x for x in xs):
             return None, f"{server}: no {metric} in {sum(x is None or x != x for x in xs)} " \
-                         f"of {len(sel)} runs"
-        return xs or None, ""
+                         f"of {len(sel)} runs", errors
+        return xs or None, "", errors
 
     def row(workload: str, tool: str, style: str, peer: str, peer_name: str, conc: int,
             metric: str, unit: str, target: float, higher: bool = False) -> None:
-        canal, why = cell(tool, style, conc, metric)
-        other, why_peer = cell(tool, peer, conc, metric)
+        canal, why, errors = cell(tool, style, conc, metric)
+        other, why_peer, peer_errors = cell(tool, peer, conc, metric)
         report.headline("web", workload, canal, peer_name, other, unit, target,
-                        higher_is_better=higher, note=why or why_peer)
+                        higher_is_better=higher, note=why or why_peer, errors=errors,
+                        peer_errors=peer_errors)
 
     for tool, target in (("wrk", 1.2), ("ab", 1.0)):
         concs = sorted({r.concurrency for r in runs if r.tool == tool})

@@ -322,3 +322,39 @@ def test_headlines_do_not_hide_a_failed_run():
     assert p.verdict == "no peer figure" and p.met is None
     table = web.table_rows(runs, "wrk", ["uring"], [1000])
     assert "FAILED 1 of 3" in table[0][-1]
+
+
+def test_headlines_do_not_judge_a_run_with_errors_on_its_rate():
+    """Issue 14 requires zero errors: a server whose run had errors (connect,
+    read, timeout, non-2xx from wrk, ab or canal's load generator) must not
+    be judged "met" on its requests/s (a server that fails requests fast
+    would win), and a verdict against a peer that had errors says so.
+    (Failed before the fix: the uring row, 3 timeouts a run, was "met" at
+    2x nginx, and nothing on the summary named an error.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = []
+    for rep in range(3):
+        for server, rps, errs in (("uring", 2000.0, {"timeout": 3, "connect": 0}),
+                                  ("tasks", 1900.0, {}),
+                                  ("nginx", 1000.0, {})):
+            runs.append(web.Run("wrk", server, 1000, rep, True, rps=rps, p99_ms=1.0,
+                                server_us=5.0, errors=dict(errs), placement="one CPU"))
+        # ab: canal clean, nginx with non-2xx responses
+        for server, rps, errs in (("uring", 3000.0, {}), ("tasks", 3000.0, {}),
+                                  ("nginx", 1000.0, {"non2xx": 7})):
+            runs.append(web.Run("ab", server, 1000, rep, True, rps=rps, p99_ms=1.0,
+                                errors=dict(errs), placement="one CPU"))
+    web.headlines(runs)
+    rows = {h.workload: h for h in report.HEADLINES}
+    text = report.summary_text()
+    report.reset_headlines()
+    u = rows["uring, wrk c=1000"]
+    assert u.met is False and "MISSED" in u.verdict and "error" in u.verdict
+    assert "timeout 9" in u.values_text()          # summed over the 3 runs
+    assert rows["tasks, wrk c=1000"].verdict == "met"   # tasks had none
+    # tasks against io_uring: the peer failed requests, the verdict says so.
+    assert "error" in rows["tasks vs io_uring server, wrk c=1000"].verdict
+    a = rows["uring, ab c=1000"]
+    assert "error" in a.verdict and "non2xx 21" in a.values_text()
+    assert "timeout 9" in text and "non2xx 21" in text
