@@ -180,6 +180,11 @@ int canal_close(struct canal_chan *ch);
  * timeout_ns < 0 waits forever; timeout_ns == 0 does not wait at all (then
  * the result is -ETIMEDOUT, not -EAGAIN, when the operation could not
  * complete at once). On -ETIMEDOUT nothing was sent or received.
+ * Capacity 0: a receive whose announced demand a sender took by the
+ * deadline waits past it for that element, up to 2 ms (returning 0 with
+ * it), then returns -ETIMEDOUT and leaves the element to the next
+ * receiver; a timeout of 0 can so wait that long (docs/DESIGN.md,
+ * "Timeouts").
  */
 int canal_send_timeout(struct canal_chan *ch, const void *elt,
 		       int64_t timeout_ns);
