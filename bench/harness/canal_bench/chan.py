@@ -602,16 +602,30 @@ TARGET = {"bounded0": 1.2, "bounded1": 1.0, "boundedN": 1.0}
 
 def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
     """canal against the best peer, 8-byte messages, on HEADLINE_KINDS at
-    each capacity that this run measured. A cell canal never completed
-    while a peer did (it hung or failed in every repetition) stays a row,
-    "not measured" with the reason from status (collect's words: TIMEOUT,
-    FAILED): a hang must not drop out of the summary's count."""
+    each capacity that this run measured. A cell canal did not complete in
+    every repetition while a peer did (it hung or failed in one or all)
+    stays a row, "not measured" with the reason from status (collect's
+    words: TIMEOUT, FAILED): a hang must not drop out of the summary's
+    count, nor a median of the runs that survived hide it (the seed
+    family's rule); a best peer that failed a repetition gives no peer
+    figure, with why."""
     status = status or {}
     label = {i.key: i.label for i in IMPLS}
     by = {r.workload: r for r in rows}
 
-    def why(impl: str, wl: str) -> str:
-        return f"{label[impl]}: {status.get((impl, wl), 'no result')}"
+    def why(impl: str, wl: str, named: bool = True) -> str:
+        """The reason; named: with the implementation's name (the summary
+        names the peer already)."""
+        runs = by[wl].runs.get(impl, 0) if wl in by else 0
+        return ((f"{label[impl]}: " if named else "") + status.get((impl, wl), "no result")
+                + (f" in a repetition ({runs} completed)" if runs else ""))
+
+    def failed(impl: Optional[str], wl: str) -> bool:
+        """impl had a repetition of wl without a result (status says why)."""
+        return impl is not None and (impl, wl) in status
+
+    def vals(impl: Optional[str], r: Row) -> Optional[List[float]]:
+        return None if impl is None or failed(impl, r.workload) else r.samples.get(impl)
 
     for kind in HEADLINE_KINDS:
         for cap in HEADLINE_CAPS:
@@ -620,23 +634,32 @@ def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
             if r is None:
                 continue
             best = r.best
-            canal = r.samples.get("canal")
+            canal = vals("canal", r)
+            if canal is None:
+                note = why("canal", wl)
+            elif failed(best, wl):
+                note = why(best, wl, named=False)
+            else:
+                note = "none ran (go, cargo absent?)"
             report.headline("chan", f"{cap}_{kind}", canal,
-                            label.get(best, "peers"),
-                            r.samples.get(best) if best else None, "ns/msg", TARGET[cap],
-                            note="none ran (go, cargo absent?)" if canal else why("canal", wl))
+                            label.get(best, "peers"), vals(best, r), "ns/msg", TARGET[cap],
+                            note=note)
     # Tasks against goroutines (issue 13: every cell at or below Go's):
-    # the worst cell of the grid measured, named; and every cell Go
-    # completed where canal's tasks ran and never completed (hung, failed).
-    worst = max((r for r in rows if r.task_ratio is not None and "canal_task" in r.samples
-                 and "go" in r.samples), key=lambda r: r.task_ratio, default=None)
+    # the worst cell of the grid measured in every repetition by both,
+    # named; and every cell where one of them did not complete a
+    # repetition while the other completed it (hung, failed).
+    worst = max((r for r in rows if r.task_ratio is not None
+                 and vals("canal_task", r) and vals("go", r)),
+                key=lambda r: r.task_ratio, default=None)
     if worst is not None:
         report.headline("chan", f"tasks: worst cell ({worst.workload})",
                         worst.samples["canal_task"], "Go chan", worst.samples["go"],
                         "ns/msg", 1.0)
     for r in rows:
-        if ("go" in r.samples and "canal_task" not in r.samples
-                and ("canal_task", r.workload) in status):
-            report.headline("chan", f"tasks: {r.workload}", None, "Go chan",
-                            r.samples["go"], "ns/msg", 1.0,
-                            note=why("canal_task", r.workload))
+        wl = r.workload
+        if "go" in r.samples and failed("canal_task", wl):
+            report.headline("chan", f"tasks: {wl}", None, "Go chan", vals("go", r),
+                            "ns/msg", 1.0, note=why("canal_task", wl))
+        elif "canal_task" in r.samples and failed("go", wl):
+            report.headline("chan", f"tasks: {wl}", r.samples["canal_task"], "Go chan",
+                            None, "ns/msg", 1.0, note=why("go", wl, named=False))

@@ -442,3 +442,36 @@ def test_headlines_keep_a_cell_canal_did_not_complete():
     # The cells canal completed are judged as before.
     assert by["bounded1_mpmc"].met is True
     report.reset_headlines()
+
+
+def test_headlines_do_not_hide_a_failed_repetition():
+    """A headline cell where canal failed (or hung) in one repetition and
+    completed the others must not be judged on the runs that survived: the
+    row is "not measured", with why, as in the seed, web, engine and runtime
+    families. Likewise a best peer that failed a repetition gives no peer
+    figure (naming it), and a task cell that failed a repetition is not the
+    task row's "worst cell" judged on its survivors. (Failed before the fix:
+    bounded1_spsc was "met" on 2 of 3 runs, bounded1_mpmc "met" against the
+    crossbeam median of 2 runs, the task cell judged on 2.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = _runs([("bounded1_spsc", "canal", [0.002, 0.002]),          # 1 of 3 failed
+                  ("bounded1_spsc", "crossbeam", [0.003, 0.003, 0.003]),
+                  ("bounded1_mpmc", "canal", [0.002, 0.002, 0.002]),
+                  ("bounded1_mpmc", "crossbeam", [0.003, 0.003]),      # 1 of 3 hung
+                  ("bounded1_mpmc", "go", [0.004, 0.004, 0.004]),
+                  ("bounded1_mpmc", "canal_task", [0.009, 0.009]),     # 1 of 3 failed
+                  ("bounded1_mpmc", "go", [])])
+    status = {("canal", "bounded1_spsc"): "FAILED", ("crossbeam", "bounded1_mpmc"): "TIMEOUT",
+              ("canal_task", "bounded1_mpmc"): "FAILED"}
+    chan.headlines(chan.summarize(runs, 1000, 4), status)
+    by = {h.workload: h for h in report.HEADLINES}
+    report.reset_headlines()
+    h = by["bounded1_spsc"]
+    assert h.verdict == "not measured" and h.met is None
+    assert "FAILED" in h.values_text()
+    p = by["bounded1_mpmc"]
+    assert p.met is None and "TIMEOUT" in p.values_text()
+    assert not any(w.startswith("tasks: worst cell") for w in by)
+    t = by["tasks: bounded1_mpmc"]
+    assert t.verdict == "not measured" and "FAILED" in t.values_text()
