@@ -339,24 +339,57 @@ def _find(results: Sequence[Result], method: str, size: int, launch: str,
     return None
 
 
+def _broken(results: Sequence[Result], method: str, size: int, launch: str,
+            mode: str = "pingpong") -> Optional[Result]:
+    """The run of method that failed or hung there, if any."""
+    for r in results:
+        if ((r.method, r.size, r.launch, r.mode) == (method, size, launch, mode)
+                and r.status in ("failed", "timeout")):
+            return r
+    return None
+
+
+def basis(results: Sequence[Result], num: str, den: str, size: int
+          ) -> Tuple[str, Optional[Result], Optional[Result], str]:
+    """(launch, numerator's run, denominator's run, why not) of a target:
+    processes when both methods ran there, else threads. A method that
+    failed or hung at a launch ends the search there (its row is not
+    measured, with why): falling back to threads would hide a crash
+    between processes behind a thread figure. One skipped or unsupported
+    there (not built, no such launch) moves on. No launch with both:
+    processes, with why."""
+    for launch in ("processes", "threads"):
+        bad = [r for r in (_broken(results, num, size, launch),
+                           _broken(results, den, size, launch)) if r]
+        if bad:
+            return launch, None, None, "; ".join(
+                f"{r.method} {r.status.upper()} ({r.reason})" for r in bad)
+        a, b = _find(results, num, size, launch), _find(results, den, size, launch)
+        if a and b:
+            return launch, a, b, ""
+    why = []
+    for m in (num, den):
+        if not any(_find(results, m, size, la) for la in ("processes", "threads")):
+            r = next((r for r in results if r.method == m and r.size == size), None)
+            why.append(f"{m}: {r.status} ({r.reason})" if r else f"{m}: not run")
+    return "processes", None, None, "; ".join(why) or "no launch ran both"
+
+
 def check_targets(results: Sequence[Result], size: int = 64) -> List[List[str]]:
     """[target, ratio, verdict, basis] per target: processes when both
-    methods ran there, else threads (said in basis), else n/a."""
+    methods ran there, else threads (said in basis), else n/a (see basis())."""
     rows = []
     for label, num, den, metric, bound, kind in TARGETS:
         ratio = None
-        basis = "n/a"
-        for launch in ("processes", "threads"):
-            a, b = _find(results, num, size, launch), _find(results, den, size, launch)
-            if a and b and b.get(metric):
-                ratio = a.get(metric) / b.get(metric)
-                basis = f"{launch}, {size_label(size)}"
-                break
+        launch, a, b, why = basis(results, num, den, size)
+        if a and b and b.get(metric):
+            ratio = a.get(metric) / b.get(metric)
         if ratio is None:
-            rows.append([label, "n/a", "n/a", basis])
+            rows.append([label, "n/a", "n/a", f"{launch}: {why}" if why else "n/a"])
             continue
+        where = f"{launch}, {size_label(size)}"
         ok = ratio <= bound if kind == "max" else ratio >= bound
-        rows.append([label, f"{ratio:.2f}", "PASS" if ok else "FAIL", basis])
+        rows.append([label, f"{ratio:.2f}", "PASS" if ok else "FAIL", where])
     return rows
 
 
@@ -538,15 +571,13 @@ def run(build_dir: str, mode: str) -> str:
 
 def headlines(results: Sequence[Result], size: int = 64) -> None:
     """The lead's targets as summary rows (processes when both methods ran
-    there, else threads; one run of QUICK_COUNT round trips each)."""
+    there, else threads; one run of QUICK_COUNT round trips each); a target
+    without figures stays a row, not measured, with why (basis())."""
     for label, num, den, metric, bound, kind in TARGETS:
-        for launch in ("processes", "threads"):
-            a, b = _find(results, num, size, launch), _find(results, den, size, launch)
-            if a and b:
-                unit = "msg/s" if metric == "rate_msg_s" else "us/round trip"
-                what = "rate" if metric == "rate_msg_s" else "round trip"
-                report.headline("ipc", f"{num} {what}, {size_label(size)}, {launch}",
-                                a.get(metric),
-                                den, b.get(metric), unit, bound,
-                                higher_is_better=(kind == "min"))
-                break
+        launch, a, b, why = basis(results, num, den, size)
+        unit = "msg/s" if metric == "rate_msg_s" else "us/round trip"
+        what = "rate" if metric == "rate_msg_s" else "round trip"
+        report.headline("ipc", f"{num} {what}, {size_label(size)}, {launch}",
+                        a.get(metric) if a else None,
+                        den, b.get(metric) if b else None, unit, bound,
+                        higher_is_better=(kind == "min"), note=why)

@@ -230,3 +230,45 @@ def test_sized_count_by_time():
     assert ipc.sized_count(10000, 0.5) == 10000 * ipc.MAX_SCALE
     assert ipc.sized_count(10000, None) == 10000
     assert ipc.sized_count(10000, 50.0, 0.0) == 10000
+
+
+def test_headlines_keep_a_target_canal_failed():
+    """A target whose canal method failed or hung in processes must not move
+    to the threads row (a crash between processes hidden behind a thread
+    figure), nor vanish from the summary when no launch has both figures:
+    the row stays, "not measured", with why (as in the chan, seed, web and
+    engine families). A method that is skipped or unsupported in processes
+    still falls back to threads. (Failed before the fix: canal-spin's row
+    was judged on threads; canal's row was missing.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    failed = _res("canal-spin", 0, 0, status="failed")
+    failed.reason = "exit 134: ring damaged"
+    timeout = _res("canal", 0, 0, status="timeout")
+    timeout.reason = "timed out after 60 s"
+    results = [failed, _res("canal-spin", 1.0, 1e6, "threads"),
+               _res("shm-spin", 1.0, 1e6), _res("shm-spin", 1.0, 1e6, "threads"),
+               timeout, _res("shm-futex", 5.0, 2e5),
+               _res("pipe", 40.0, 25e3)]
+    try:
+        ipc.headlines(results)
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    spin = rows["canal-spin round trip, 64 B, processes"]
+    assert spin.verdict == "not measured" and "ring damaged" in spin.values_text()
+    assert "canal-spin round trip, 64 B, threads" not in rows
+    blocking = rows["canal round trip, 64 B, processes"]
+    assert blocking.verdict == "not measured" and "timed out" in blocking.values_text()
+    rate = rows["canal-spin rate, 64 B, processes"]
+    assert rate.verdict == "not measured"
+    # Skipped in processes (e.g. not built there): threads, as before.
+    report.reset_headlines()
+    try:
+        ipc.headlines([_res("canal-spin", 0, 0, status="skipped"),
+                       _res("canal-spin", 2.0, 1e6, "threads"),
+                       _res("shm-spin", 1.0, 1e6), _res("shm-spin", 1.0, 1e6, "threads")])
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    assert rows["canal-spin round trip, 64 B, threads"].met is True
