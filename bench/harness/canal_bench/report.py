@@ -133,6 +133,7 @@ class Headline:
     note: str = ""
     errors: str = ""       # canal's runs failed requests ("timeout 9"): never met
     peer_errors: str = ""  # the peer's runs failed requests: the verdict says so
+    caveat: str = ""       # what else the verdict must say ("pipe FAILED")
 
     @property
     def measured(self) -> bool:
@@ -177,7 +178,8 @@ class Headline:
         word = {True: "met", False: "MISSED", None: "no target"}[self.met]
         return (word + (" (unstable)" if self.unstable else "")
                 + (" (errors)" if self.errors else "")
-                + (f" ({self.peer_name} errors)" if self.peer_errors else ""))
+                + (f" ({self.peer_name} errors)" if self.peer_errors else "")
+                + (f" ({self.caveat})" if self.caveat else ""))
 
     def _factor(self, r: float) -> Tuple[float, bool]:
         """(how many times, faster?) for a ratio canal / peer."""
@@ -274,7 +276,7 @@ HEADLINES: List[Headline] = []
 def headline(family: str, workload: str, canal: Values, peer_name: Optional[str] = None,
              peer: Values = None, unit: str = "", target: Optional[float] = None, *,
              higher_is_better: bool = False, note: str = "", errors: str = "",
-             peer_errors: str = "") -> Headline:
+             peer_errors: str = "", caveat: str = "") -> Headline:
     """Record one headline row of the summary screen: canal against a peer
     on one workload.
 
@@ -293,10 +295,12 @@ def headline(family: str, workload: str, canal: Values, peer_name: Optional[str]
     errors     canal's runs failed requests (what, e.g. "timeout 9"): the
                row is never met, and says so
     peer_errors  the peer's runs failed requests: the verdict says so
+    caveat     what else the verdict must say, e.g. a peer left out because
+               it failed ("pipe FAILED")
 
     Returns the row (also kept in HEADLINES for compose())."""
     h = Headline(family, workload, _values(canal), peer_name, _values(peer), unit, target,
-                 higher_is_better, note, errors, peer_errors)
+                 higher_is_better, note, errors, peer_errors, caveat)
     HEADLINES.append(h)
     return h
 

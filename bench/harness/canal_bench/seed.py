@@ -635,6 +635,12 @@ def headlines(summaries: Dict[Key, Summary]) -> None:
                 if (fam, p, cfg) in summaries and summaries[(fam, p, cfg)].status == "ok"}
         best = stats.argmin({p: s.real for p, s in done.items()})
         name = {"go": "Go", "floor": "thread floor"}.get(best or "", best)
+        # A peer that failed cannot be compared, and must not vanish: the
+        # verdict names it (it may have been the fastest).
+        failed = [p for p in peers if (fam, p, cfg) in summaries
+                  and summaries[(fam, p, cfg)].status == "failed"]
         report.headline("seed", label, c.reals if c.status == "ok" else None, name or peers[0],
                         done[best].reals if best else None, "s", target,
-                        note=(c.note or c.status) if c.status != "ok" else "no peer ran")
+                        note=((c.note or c.status) if c.status != "ok"
+                              else "FAILED" if failed and not best else "no peer ran"),
+                        caveat=", ".join(f"{p} FAILED" for p in failed))

@@ -270,3 +270,26 @@ def test_a_configuration_that_timed_out_is_not_run_again(tmp_path, monkeypatch):
     assert calls.count(("fwd-canal", ("1", "1"))) == 1
     assert calls.count(("fwd-pipe", ("1", "1"))) == seed.RUNS["quick"]
     assert "FAILED (1/1)" in (tmp_path / "seed.md").read_text()
+
+
+def test_headlines_name_a_peer_that_failed():
+    """canal is judged against the fastest peer that completed; a peer that
+    failed (or hung) in that configuration cannot be the one compared, but
+    the row must say so: a verdict "met" against sockets while pipes, the
+    target's peer, crashed hides that peer. (Failed before the fix: the row
+    read "socket", met, with nothing about pipe.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = [ok("canal", "100/100", x) for x in (0.1, 0.1, 0.1)]
+    runs += [ok("pipe", "100/100", 0.05, i=1),
+             Run("fwd", "pipe", "100/100", 2, "failed", note="exit status 1: EPIPE")]
+    runs += [ok("socket", "100/100", x) for x in (0.2, 0.2, 0.2)]
+    try:
+        seed.headlines(seed.group_runs(runs))
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    h = rows["fwd 100/100, threads"]
+    assert h.ratio == pytest.approx(0.5)         # against socket, the peer that completed
+    assert "pipe" in h.verdict and "FAILED" in h.verdict
+    assert "pipe" in report.summary_text([h])
