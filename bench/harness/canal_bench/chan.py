@@ -641,9 +641,12 @@ def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
                 note = why(best, wl, named=False)
             else:
                 note = "none ran (go, cargo absent?)"
+            # Peers that hung or failed here are not compared: named.
+            out = [f"{label[p]} {status[(p, wl)]}" for p in PEERS
+                   if p != best and failed(p, wl)]
             report.headline("chan", f"{cap}_{kind}", canal,
                             label.get(best, "peers"), vals(best, r), "ns/msg", TARGET[cap],
-                            note=note)
+                            note=note, caveat=", ".join(out))
     # Tasks against goroutines (issue 13: every cell at or below Go's):
     # the worst cell of the grid measured in every repetition by both,
     # named; and every cell where one of them did not complete a

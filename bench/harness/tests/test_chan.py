@@ -475,3 +475,19 @@ def test_headlines_do_not_hide_a_failed_repetition():
     assert not any(w.startswith("tasks: worst cell") for w in by)
     t = by["tasks: bounded1_mpmc"]
     assert t.verdict == "not measured" and "FAILED" in t.values_text()
+
+
+def test_headlines_name_a_peer_that_failed():
+    """The best peer is the fastest that completed every repetition; a peer
+    that hung or failed in the cell is left out of the comparison but named
+    in the verdict (it may have been the fastest). (Failed before the fix:
+    "met" against flume, nothing about Go's hang.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = _runs([("bounded1_spsc", "canal", [0.002, 0.002, 0.002]),
+                  ("bounded1_spsc", "flume", [0.003, 0.003, 0.003])])
+    chan.headlines(chan.summarize(runs, 1000, 4), {("go", "bounded1_spsc"): "TIMEOUT"})
+    h = report.HEADLINES[0]
+    report.reset_headlines()
+    assert h.peer_name == "flume" and h.met is True
+    assert "Go chan TIMEOUT" in h.verdict
