@@ -146,9 +146,25 @@ def samples(runs: Sequence[Dict[str, Tuple[float, str]]]) -> Dict[str, List[floa
     return vals
 
 
-def fmt(name: str, med: Dict[str, float], spread: Optional[Dict[str, List[float]]]) -> str:
+def missing(spread: Dict[str, List[float]], reps: int) -> Dict[str, int]:
+    """{result: runs without its line} for every result (of the table and
+    the targets) that some of the reps runs lack: canal-micro prints every
+    line or fails, so a missing line is a failed run of that result."""
+    names = [f"{t}_{c}" for t in TESTS for c in CAPS if not (t == "seq" and c == 0)]
+    names += ["cacheline_rt"] + [name for name, _, _ in PROC_ROWS]
+    return {n: reps - len(spread.get(n, [])) for n in names
+            if len(spread.get(n, [])) < reps}
+
+
+def fmt(name: str, med: Dict[str, float], spread: Optional[Dict[str, List[float]]],
+        reps: Optional[int] = None) -> str:
     """The median of a result, with the range of its runs and "unstable"
-    when they differ by more than 3x (when the runs are given)."""
+    when they differ by more than 3x (when the runs are given); with reps,
+    "FAILED k of reps" when k runs lack it (no median of the survivors)."""
+    if reps is not None and spread is not None:
+        k = reps - len(spread.get(name, []))
+        if 0 < k < reps:
+            return f"FAILED {k} of {reps}"
     v = med.get(name)
     if v is None:
         return "n/a"
@@ -159,7 +175,13 @@ def fmt(name: str, med: Dict[str, float], spread: Optional[Dict[str, List[float]
 
 
 def render(med: Dict[str, float], m: Mode,
-           spread: Optional[Dict[str, List[float]]] = None) -> str:
+           spread: Optional[Dict[str, List[float]]] = None,
+           reps: Optional[int] = None) -> str:
+    """The tables and the targets; with spread and reps, a result that some
+    runs lack is FAILED, never a median of the others, and a target on it
+    (or on its base) is not judged."""
+    if spread is not None and reps is not None:
+        med = {k: v for k, v in med.items() if len(spread.get(k, [])) >= reps}
     header = ["workload"] + [f"capacity {c}" for c in CAPS] + ["unit"]
     rows = []
     for t in TESTS:
@@ -167,13 +189,14 @@ def render(med: Dict[str, float], m: Mode,
         cells = []
         for c in CAPS:
             v = med.get(f"{t}_{c}")
-            cells.append(fmt(f"{t}_{c}", med, spread) if v is not None
-                         else ("impossible" if t == "seq" and c == 0 else "n/a"))
+            cells.append(fmt(f"{t}_{c}", med, spread, reps) if v is not None
+                         or (t, c) != ("seq", 0)
+                         else "impossible")
         rows.append([t] + cells + [unit])
-    rows.append(["cache-line round trip (floor)", fmt("cacheline_rt", med, spread),
+    rows.append(["cache-line round trip (floor)", fmt("cacheline_rt", med, spread, reps),
                  "", "", "ns/round trip"])
     table = report.markdown_table(header, rows)
-    prows = [[name, what, fmt(name, med, spread), unit]
+    prows = [[name, what, fmt(name, med, spread, reps), unit]
              for name, what, unit in PROC_ROWS]
     table += ("\nBetween two processes (parent and forked child, CANAL_SHARED "
               "channels, 8-byte messages):\n\n"
@@ -183,8 +206,11 @@ def render(med: Dict[str, float], m: Mode,
         ratio = ""
         if ch.base and ch.value is not None and med.get(ch.base):
             ratio = f" ({stats.fmt_ratio(ch.value / med[ch.base])} x)"
-        crows.append([ch.what, stats.fmt_ns(ch.value) + ratio,
-                      stats.fmt_ns(ch.limit), ch.verdict])
+        name = ch.what.split()[0]
+        crows.append([ch.what, (fmt(name, med, spread, reps) if ch.value is None
+                                else stats.fmt_ns(ch.value) + ratio),
+                      (fmt(ch.base, med, spread, reps) if ch.base and ch.limit is None
+                       else stats.fmt_ns(ch.limit)), ch.verdict])
     targets = report.markdown_table(["target", "measured", "limit", "verdict"], crows)
     return table + "\nTargets of issue 2:\n\n" + targets
 
@@ -220,14 +246,15 @@ def run(build_dir: str, mode: str) -> str:
         runs.append(res)
         raw += [[rep + 1, k, v, u] for k, (v, u) in res.items()]
     med = medians(runs)
-    headlines(samples(runs))
-    body = render(med, m, samples(runs))
+    headlines(samples(runs), m.reps)
+    body = render(med, m, samples(runs), m.reps)
     md = "\n".join(report.header_lines(title(m))) + "\n" + body
     md += ("\nping-pong and the cache-line bounce pin their two threads to two CPUs "
            "when the process may use two; so do the two processes of the proc_ rows. "
            "seq cannot run at capacity 0. proc_futex_rt_delayed and "
            "proc_ping_pong_sleep both include the responder's 50 us delay "
-           "(raw values).\n")
+           "(raw values). FAILED k of n: k of the n runs printed no line for that "
+           "result; it is not measured (no median of the other runs).\n")
     with open(os.path.join(out_dir, "micro.md"), "w") as f:
         f.write(md)
     report.write_csv(os.path.join(out_dir, "micro-runs.csv"),
@@ -252,11 +279,22 @@ HEADLINES = [
 ]
 
 
-def headlines(spread: Dict[str, List[float]]) -> None:
-    """The targets of issues 2 and 3 as summary rows."""
+def headlines(spread: Dict[str, List[float]], reps: int) -> None:
+    """The targets of issues 2 and 3 as summary rows. A result (or its
+    base) that some of the reps runs lack is not measured, with why: the
+    median of the runs that printed it would hide a failed run (every
+    family's rule, report.failed_runs_note); a result no run printed
+    stays a row too."""
+    lack = missing(spread, reps)
+
+    def why(name: str) -> str:
+        return report.failed_runs_note(name, lack[name], reps, "no result line")
+
     for label, name, base, peer_name, target, unit in HEADLINES:
-        if name not in spread:
+        if name in lack:
+            report.headline("micro", label, None, peer_name, None, unit, target,
+                            note=why(name))
             continue
-        report.headline("micro", label, spread[name], peer_name,
-                        spread.get(base) if base else None, unit, target,
-                        note=f"no {base} result")
+        peer = None if base is None or base in lack else spread.get(base)
+        report.headline("micro", label, spread[name], peer_name, peer, unit, target,
+                        note=why(base) if base in lack else f"no {base} result")

@@ -137,3 +137,39 @@ def test_quick_sizes_cells_by_time():
     assert micro.command("x", q)[-2:] == ["-T", "0.2"] and "0.2 s" in micro.title(q)
     assert "-T" not in micro.command("x", f)
     assert micro.mode_params("quick", env={"CANAL_MICRO_MIN_SECONDS": "0"}).min_seconds == 0
+
+
+def test_a_result_missing_from_a_run_is_not_measured():
+    """A result line missing from one run (the run exited 0 but its output
+    lacks the line) must not leave the median of the other runs judged on
+    the summary or in the targets: the row is "not measured" with why (the
+    rule of the other families, report.failed_runs_note), and so is a row
+    whose base (the cache-line floor) lacks a run; a result missing from
+    every run stays a row too. (Failed before the fix: spsc_1024 "met" on 2
+    of 3 runs, ping-pong judged against a floor of 2 runs, the proc rows
+    left out of the summary without a word.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = [micro.parse_output("spsc_1024 30 ns/msg\nmpmc_1024 30 ns/msg\n"
+                               "ping_pong_1 300 ns/rt\ncacheline_rt 200 ns/rt"),
+            micro.parse_output("mpmc_1024 30 ns/msg\nping_pong_1 300 ns/rt"),
+            micro.parse_output("spsc_1024 30 ns/msg\nmpmc_1024 30 ns/msg\n"
+                               "ping_pong_1 300 ns/rt\ncacheline_rt 200 ns/rt")]
+    micro.headlines(micro.samples(runs), len(runs))
+    by = {h.workload: h for h in report.HEADLINES}
+    report.reset_headlines()
+    spsc = by["spsc, capacity 1024"]
+    assert spsc.verdict == "not measured" and spsc.met is None
+    assert "spsc_1024 FAILED in 1 of 3 runs" in spsc.values_text()
+    assert by["mpmc 4x4, capacity 1024"].met is True
+    pp = by["ping-pong, capacity 1"]
+    assert pp.met is None and "cacheline_rt FAILED in 1 of 3 runs" in pp.values_text()
+    proc = by["processes: spsc, capacity 1024"]
+    assert proc.verdict == "not measured" and "3 of 3" in proc.values_text()
+    # The targets table does not judge the survivors either.
+    md = micro.render(micro.medians(runs), micro.mode_params("quick", env={}),
+                      micro.samples(runs), len(runs))
+    row = next(line for line in md.splitlines() if line.startswith("| spsc_1024 <= 50"))
+    assert "met" not in row and "FAILED 1 of 3" in row
+    assert "FAILED 1 of 3" in next(line for line in md.splitlines()
+                                   if line.startswith("| spsc |"))
