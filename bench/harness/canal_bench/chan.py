@@ -382,7 +382,7 @@ def command(impl: Impl, path: str, m: Mode, kind: str, size: int,
 def run_once(cmd: List[str], timeout: float) -> Tuple[List[Result], Optional[str]]:
     """Run one program (runner.run); its results and an error word (None,
     TIMEOUT, FAILED, SKIPPED). A timed-out or failed run still yields the
-    lines it printed."""
+    lines it printed (collect does not count them: the run failed)."""
     o = runner.run(cmd, timeout)
     if o.status != "ok" and o.status != "timeout":
         report.progress(f"{' '.join(cmd)}: {o.status}: {o.note[:200]}")
@@ -430,7 +430,12 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
 
     def record(rep: int, impl: Impl, wls: List[str], key: Tuple[str, int, str, str],
                size: int, n: int, got: List[Result], err: Optional[str]) -> None:
-        """Keep the counted run of one implementation (in runs and the CSV)."""
+        """Keep the counted run of one implementation (in runs and the CSV).
+        A run that timed out or failed (err) is a failure of the cell even
+        when it printed its line first (a hang at the end, a crash after
+        the timing): its lines are not counted, the status says why."""
+        if err is not None:
+            got = []
         for r in got:
             run = dict(rep=rep + 1, workload=r.workload, impl=impl.key,
                        lang=r.lang, name=r.impl, seconds=r.seconds,
@@ -550,7 +555,8 @@ NOTES = """Notes:
 - "—": the implementation has no such channel (canal and Go have no
   unbounded channel). SKIPPED: the peer was not built (go or cargo absent).
   TIMEOUT / FAILED: the program hung or failed on that workload in every
-  repetition; `*`: the median of the repetitions that completed.
+  repetition (a run that printed its line, then hung or failed, counts as
+  failed); `*`: the median of the repetitions that completed.
 - flume's select_both at capacity 0 and 1 is not run: flume's Selector
   hangs there (lost wake-up, flume issues #44 and #135); it also hangs now
   and then at other capacities: a program that outlives its timeout (10x

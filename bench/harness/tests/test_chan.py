@@ -491,3 +491,37 @@ def test_headlines_name_a_peer_that_failed():
     report.reset_headlines()
     assert h.peer_name == "flume" and h.met is True
     assert "Go chan TIMEOUT" in h.verdict
+
+
+@pytest.mark.parametrize("err", ["TIMEOUT", "FAILED"])
+def test_collect_counts_a_run_that_printed_then_failed_as_failed(tmp_path, monkeypatch, err):
+    """A run that printed its result line and then hung (killed at its
+    timeout) or exited non-zero is not a clean measurement: the cell's
+    status says so and the line is not counted, so the headline is not
+    judged on it. (Failed before the fix: a failure was recorded only when
+    the run printed nothing; the line counted and bounded1_spsc was met.)"""
+    from canal_bench import report
+    calls = []
+    inner = _fake_runner(calls)
+    seen = []
+
+    def flaky(cmd, timeout):
+        lines, e = inner(cmd, timeout)
+        canal = os.path.basename(cmd[0]) == "chanbench-canal" and "-m" not in cmd
+        if canal and cmd[cmd.index("-c") + 1] == "1":
+            seen.append(cmd)
+            if len(seen) == 2:          # the second repetition's run
+                return lines, err
+        return lines, e
+    monkeypatch.setattr(chan, "run_once", flaky)
+    m = chan.mode_params("full", env={"CANAL_CHAN_REPS": "3", "CANAL_CHAN_SIZES": "8",
+                                      "CANAL_CHAN_KINDS": "spsc"})
+    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    assert complete and len(seen) == 3
+    assert status[("canal", "bounded1_spsc")] == err
+    assert len([r for r in runs if (r["impl"], r["workload"]) == ("canal", "bounded1_spsc")]) == 2
+    report.reset_headlines()
+    chan.headlines(chan.summarize(runs, m.n, m.threads), status)
+    h = next(h for h in report.HEADLINES if h.workload == "bounded1_spsc")
+    report.reset_headlines()
+    assert h.verdict == "not measured" and err in h.values_text()
