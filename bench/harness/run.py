@@ -15,8 +15,9 @@ and run its programs with runner.run (one Outcome: ok, failed, timeout,
 skipped). Families run in the order below; the first is canal's main job
 (the seed programs).
 
-The screen shows each family's progress lines, then the summary: canal
-against the best peer on each headline workload. The tables go to
+The screen shows each family's progress lines, then the summary: the host
+(CPU model, CPUs, kernel) and canal against the best peer on each headline
+workload. The tables go to
 results/<timestamp>/: report.md (summary, tables, plots), report.html (the
 same, offline), each family's own files, and <family>.log (all it printed).
 A family that cannot be imported or that fails is an error (exit 1)."""
@@ -101,7 +102,10 @@ def main() -> int:
                       f"(traceback in {log_path})", flush=True)
                 failed.append(fam)
     md_path, html_path = report.compose(out, sections, failed=failed)
-    print(f"\n=== Summary: canal against the best peer ({args.mode} run) ===\n")
+    # Every figure with its host: the summary is the screen people copy,
+    # the machine line at the start has scrolled away.
+    print(f"\n=== Summary: canal against the best peer ({args.mode} run) ===")
+    print(f"Host: {report.machine_description()}; canal {report.git_revision()}\n")
     print(report.summary_text(), end="")
     print(f"\nTables and plots: {md_path}\n                  {html_path}")
     if failed:

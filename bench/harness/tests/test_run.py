@@ -63,3 +63,25 @@ def test_progress_only_filter():
     p.write("ial\n")
     assert screen.getvalue() == "  .. progress\nSKIPPED: x\n"
     assert log.getvalue() == "table line\n  .. progress\nSKIPPED: x\npartial\n"
+
+
+def test_the_summary_screen_names_the_host(monkeypatch, tmp_path, capsys):
+    """Every figure with its host: the end-of-run summary (the screen people
+    copy) names the machine (CPU model, CPUs, kernel), not only the first
+    lines of the run, which scroll away. (Failed before the fix: the
+    machine only at the start.)"""
+    fam = types.ModuleType("canal_bench.fakefam")
+
+    def fake_run(build_dir, mode):
+        report.headline("fakefam", "work", [1.0], "peer", [2.0], "s", 1.0)
+        return "# Fake family\n"
+    fam.run = fake_run
+    monkeypatch.setitem(sys.modules, "canal_bench.fakefam", fam)
+    monkeypatch.setattr(report, "machine_description",
+                        lambda: "Test CPU 9000, 2 cores, 1 GiB, Linux 0.0-test")
+    _setup(monkeypatch, tmp_path, ["fakefam"])
+    assert run.main() == 0
+    out = capsys.readouterr().out
+    summary = out[out.index("=== Summary"):]
+    assert "Test CPU 9000, 2 cores, 1 GiB, Linux 0.0-test" in summary
+    report.reset_headlines()
