@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import math
 import os
 import re
 import signal
@@ -95,24 +94,16 @@ def scaled_n(n: int, seconds: float, min_seconds: float) -> int:
     """N for a cell whose run of n messages took `seconds`: n when it took
     min_seconds or more, else n scaled to take about min_seconds (at most
     MAX_SCALE n)."""
-    if min_seconds <= 0 or seconds >= min_seconds:
-        return n
-    return n * min(MAX_SCALE, math.ceil(min_seconds / max(seconds, 1e-6)))
+    return stats.scaled_count(n, max(seconds, 1e-6), min_seconds, MAX_SCALE)
 
 
 def common_n(n: int, took: Iterable[float], min_seconds: float) -> int:
     """The one N of a cell for every implementation, from the seconds each
-    took with n messages (its calibration): n scaled (a whole multiple of
-    n) so that the fastest takes about min_seconds, at most MAX_SCALE n,
-    and no further than the slowest taking MAX_SLOWEST min_seconds; n when
-    sizing is off, when nothing completed, or when the fastest took long
-    enough. Every implementation of the cell then does the same work."""
-    took = list(took)
-    if min_seconds <= 0 or not took:
-        return n
-    want = scaled_n(n, min(took), min_seconds) // n
-    room = max(1, math.floor(MAX_SLOWEST * min_seconds / max(max(took), 1e-6)))
-    return n * max(1, min(want, room))
+    took with n messages (its calibration): stats.common_count, the fastest
+    sized to take about min_seconds (at most MAX_SCALE n), the slowest at
+    most MAX_SLOWEST min_seconds. Every implementation of the cell then
+    does the same work."""
+    return stats.common_count(n, took, min_seconds, MAX_SCALE, MAX_SLOWEST)
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,23 @@ that prints the ipc-bench RESULTS block, or one JSON object with --json, or
 "SKIPPED (...)" with exit status 77, or "UNSUPPORTED SIZE (...)" with exit
 status 78 when the method cannot carry a message of that size.
 
-quick: every method at 64 B and 4 KiB, 10 000 round trips, two processes,
-       plus the canal comparison in threads (canal shared channels do not
-       exist yet); a table per size in the ipc-bench seed's layout.
+quick: every method at 64 B and 4 KiB, 10 000 round trips or more (one
+       count per table, sized by time: _sweep), two processes, plus the
+       canal comparison in threads (canal shared channels do not exist
+       yet); a table per size in the ipc-bench seed's layout; one run each.
 full:  sizes 1 B .. 1 MiB, round trips and one-way streams; Markdown, CSV,
        and log-log plots of latency and rate against size (if matplotlib).
 """
 from __future__ import annotations
 
+import itertools
 import json
-import math
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import report, runner
+from . import report, runner, stats
 
 # Table order: kernel byte streams, sockets, shared memory, queues and
 # notifications, then canal, then the rest.
@@ -436,34 +437,47 @@ def series_by_method(results: Iterable[Result], metric: str, mode: str
 # The family entry point
 
 MIN_MS = 200.0   # quick runs: the least a run should take ...
-MAX_SCALE = 50   # ... with at most this many times the round trips
+MAX_SCALE = 50   # ... with at most this many times the round trips ...
+MAX_SLOWEST = 10  # ... and the slowest method of the cell at most this many
+                  # times MIN_MS (the cell's count is shared: stats.common_count)
 
 
 def sized_count(count: int, total_ms: Optional[float], min_ms: float = MIN_MS) -> int:
     """The count for a run whose `count` round trips took total_ms: count
     when long enough, else scaled to take about min_ms (at most MAX_SCALE
     times count)."""
-    if not total_ms or total_ms >= min_ms:
-        return count
-    return count * min(MAX_SCALE, math.ceil(min_ms / total_ms))
+    return stats.scaled_count(count, total_ms or None, min_ms, MAX_SCALE)
 
 
 def _sweep(build_dir: str, runs: List[Tuple[str, int, int, bool, str]],
            pin: Optional[str], min_ms: float = 0.0) -> List[Result]:
-    """Run every (method, size, count, threads, mode). With min_ms, a run
-    shorter than that was a calibration: it runs again, counted, with the
-    count scaled to take about min_ms (sizing by time)."""
-    results = []
-    for method, size, count, threads, mode in runs:
-        r = run_one(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
-        if min_ms and r.ok:
-            n = sized_count(count, r.get("total_ms"), min_ms)
-            if n != count:
+    """Run every (method, size, count, threads, mode), in order. With
+    min_ms, each cell (consecutive runs of one size, count, launch and
+    mode) is sized by time once for all its methods, as in the chan
+    family: every method runs with the count asked (the calibration); the
+    cell's count is then scaled so that the fastest takes about min_ms (at
+    most MAX_SCALE times), but no further than the slowest taking
+    MAX_SLOWEST min_ms (stats.common_count), and every method that
+    completed its calibration runs again, counted, with that count: every
+    method of a cell does the same work. A method whose calibration failed,
+    hung, was skipped or unsupported keeps that result (a crash is not
+    run again until it passes); with the count unchanged the calibration
+    runs are the counted ones."""
+    results: List[Result] = []
+    for _, cell in itertools.groupby(runs, key=lambda r: r[1:]):
+        cell = list(cell)
+        tries = [run_one(build_dir, method, size, count, threads=threads, mode=mode, pin=pin)
+                 for method, size, count, threads, mode in cell]
+        _, size, count, threads, mode = cell[0]
+        n = stats.common_count(count, [r.get("total_ms") or 0.0 for r in tries if r.ok],
+                               min_ms, MAX_SCALE, MAX_SLOWEST)
+        for (method, *_), r in zip(cell, tries):
+            if r.ok and n != count:
                 r = run_one(build_dir, method, size, n, threads=threads, mode=mode, pin=pin)
-        results.append(r)
-        if r.status in ("failed", "timeout"):
-            report.progress(f"{method} {size_label(size)} {mode}"
-                            f"{' threads' if threads else ''}: FAILED ({r.reason})")
+            results.append(r)
+            if r.status in ("failed", "timeout"):
+                report.progress(f"{method} {size_label(size)} {mode}"
+                                f"{' threads' if threads else ''}: FAILED ({r.reason})")
     return results
 
 
@@ -475,7 +489,10 @@ def _size_tables(results: List[Result], sizes: Sequence[int], launch: str,
                if r.method == m and r.size == size and r.launch == launch and r.mode == mode]
         if not sel:
             continue
-        md += [f"### {size_label(size)}, {launch}, {mode}", "",
+        counts = sorted({r.count for r in sel if r.ok})
+        each = (f", {' / '.join(str(c) for c in counts)} "
+                f"{'round trips' if mode == 'pingpong' else 'messages'} each" if counts else "")
+        md += [f"### {size_label(size)}, {launch}, {mode}{each}", "",
                report.markdown_table(SEED_HEADER, seed_rows(sel))]
         pr = percentile_rows(sel)
         if pr:
@@ -509,13 +526,18 @@ def run(build_dir: str, mode: str) -> str:
     elapsed = time.monotonic() - t0
 
     md = report.header_lines("IPC methods (issue 6)")
-    counts = (f"{QUICK_COUNT} round trips per size, or more: each run sized to take at "
-              f"least {MIN_MS:.0f} ms (ipc.csv has every count)" if mode == "quick" else
+    counts = (f"{QUICK_COUNT} round trips per size, or more, the same for every method "
+              f"of a table: scaled so that the fastest takes about {MIN_MS:.0f} ms, "
+              f"at most {MAX_SCALE}x, with the slowest within "
+              f"{MAX_SLOWEST * MIN_MS / 1e3:g} s (ipc.csv has every count)"
+              if mode == "quick" else
               f"{QUICK_COUNT} round trips or messages per size up to 4 KiB, "
               f"fewer above (ipc.csv has every count)")
     md += [f"{'Quick' if mode == 'quick' else 'Full'} run: {counts}, warm-up "
            f"excluded; two processes unless said; both sides pinned to CPUs "
-           f"{pin or '(not pinned)'}; {elapsed:.0f} s.", ""]
+           f"{pin or '(not pinned)'}; {elapsed:.0f} s. One run per method and "
+           f"table (no repetitions): no median, no spread; compare close figures "
+           f"with care.", ""]
     md += ["## Round trips (ping-pong), processes", ""]
     md += _size_tables(results, sizes, "processes", "pingpong", METHODS)
     thread_methods = THREAD_METHODS
@@ -571,7 +593,7 @@ def run(build_dir: str, mode: str) -> str:
 
 def headlines(results: Sequence[Result], size: int = 64) -> None:
     """The lead's targets as summary rows (processes when both methods ran
-    there, else threads; one run of QUICK_COUNT round trips each); a target
+    there, else threads; one run each, no repetitions); a target
     without figures stays a row, not measured, with why (basis())."""
     for label, num, den, metric, bound, kind in TARGETS:
         launch, a, b, why = basis(results, num, den, size)

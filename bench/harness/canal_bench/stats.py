@@ -74,6 +74,35 @@ def argmin(values: Mapping[str, Optional[float]]) -> Optional[str]:
     return best
 
 
+# Sizing by time ---------------------------------------------------------------
+
+def scaled_count(n: int, took: Optional[float], min_took: float, max_scale: int) -> int:
+    """The count for a run whose n iterations took `took` (any unit, the
+    same as min_took): n when it took min_took or more (or sizing is off:
+    min_took <= 0; or took is None), else n scaled (a whole multiple)
+    to take about min_took, at most max_scale n."""
+    if min_took <= 0 or took is None or took >= min_took:
+        return n
+    return n * min(max_scale, math.ceil(min_took / max(took, 1e-9)))
+
+
+def common_count(n: int, took: Iterable[float], min_took: float, max_scale: int,
+                 max_slowest: float) -> int:
+    """One count for every implementation of a cell, from the time each took
+    with n iterations (its calibration): n scaled (a whole multiple of n)
+    so that the fastest takes about min_took, at most max_scale n, and no
+    further than the slowest taking max_slowest min_took; n when sizing is
+    off, when nothing completed, or when the fastest took long enough.
+    Every implementation of the cell then does the same work (sizing each
+    alone compares different workloads); the chan and ipc families."""
+    took = list(took)
+    if min_took <= 0 or not took:
+        return n
+    want = scaled_count(n, min(took), min_took, max_scale) // n
+    room = max(1, math.floor(max_slowest * min_took / max(max(took), 1e-9)))
+    return n * max(1, min(want, room))
+
+
 # Spread of repetitions ------------------------------------------------------
 
 UNSTABLE_FACTOR = 3.0

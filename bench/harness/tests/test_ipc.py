@@ -272,3 +272,51 @@ def test_headlines_keep_a_target_canal_failed():
     finally:
         report.reset_headlines()
     assert rows["canal-spin round trip, 64 B, threads"].met is True
+
+
+def test_quick_sweep_gives_every_method_of_a_cell_the_same_count(monkeypatch):
+    """Quick runs size by time once per cell (size, launch, mode), as the
+    chan family does (stats.common_count): every method of the cell does
+    the same number of round trips, scaled for the fastest but no further
+    than the slowest taking ipc.MAX_SLOWEST x MIN_MS; a method whose
+    calibration failed keeps its failure (it is not run until it passes);
+    the calibration runs count when the count does not change. (Failed
+    before the fix: each method was sized from its own time, canal-spin
+    ran 500 000 round trips against pipe's 10 000.)"""
+    per_rt_us = {"canal-spin": 0.27, "shm-spin": 0.27, "pipe": 44.0, "zeromq": 76.0}
+    calls = []
+
+    def fake_run_one(build_dir, method, size, count, *, threads=False, mode="pingpong",
+                     pin=None, timeout=60.0):
+        calls.append((method, count, threads))
+        launch = "threads" if threads else "processes"
+        if method == "tcp":
+            return ipc.Result(method, size, count, launch, mode, "failed", "exit 1")
+        us = per_rt_us[method] * (2.0 if threads else 1.0)
+        return ipc.Result(method, size, count, launch, mode, stats=dict(
+            size=size, count=count, total_ms=us * count / 1e3, avg_us=us))
+    monkeypatch.setattr(ipc, "run_one", fake_run_one)
+    runs = [(m, 64, ipc.QUICK_COUNT, False, "pingpong")
+            for m in ("pipe", "tcp", "shm-spin", "zeromq", "canal-spin")]
+    runs += [(m, 64, ipc.QUICK_COUNT, True, "pingpong") for m in ("pipe", "canal-spin")]
+    results = ipc._sweep("build", runs, None, ipc.MIN_MS)
+    assert [(r.method, r.launch) for r in results] == [(m, "threads" if t else "processes")
+                                                        for m, _, _, t, _ in runs]
+    procs = [r for r in results if r.launch == "processes" and r.ok]
+    # zeromq took 760 ms at 10 000: 2 s allows 2x; the fastest wanted 50x.
+    assert {r.count for r in procs} == {2 * ipc.QUICK_COUNT}
+    assert max(r.get("total_ms") for r in procs) <= ipc.MAX_SLOWEST * ipc.MIN_MS
+    assert next(r for r in results if r.method == "tcp").status == "failed"
+    assert [c for c in calls if c[0] == "tcp"] == [("tcp", ipc.QUICK_COUNT, False)]
+    # Threads: its own cell, its own count (pipe took 880 ms: 2x again).
+    threads = [r for r in results if r.launch == "threads"]
+    assert {r.count for r in threads} == {2 * ipc.QUICK_COUNT}
+    # A cell whose slowest leaves no room keeps the calibration runs.
+    calls.clear()
+    slow = ipc._sweep("build", [(m, 64, ipc.QUICK_COUNT, False, "pingpong")
+                                for m in ("canal-spin", "zeromq")], None, 100.0)
+    assert {r.count for r in slow} == {ipc.QUICK_COUNT} and len(calls) == 2
+    # Full runs (no sizing by time): one count, as asked.
+    calls.clear()
+    full = ipc._sweep("build", runs, None, 0.0)
+    assert {r.count for r in full} == {ipc.QUICK_COUNT} and len(calls) == len(runs)
