@@ -23,7 +23,8 @@ messages (the calibration); when one of them took less than 0.2 s
 that long (at most 50 N), but no further than the slowest implementation
 taking 10 min_seconds (common_n); every implementation then runs the cell
 again, at once, with that N, which the cell keeps for its later
-repetitions; the calibration runs are not counted. Every implementation
+repetitions; the calibration runs are not counted (one that hung or
+failed still marks the cell failed). Every implementation
 of a cell moves the same N messages (at capacity N, N is also the
 channel's capacity: sizing each implementation alone compared different
 workloads).
@@ -479,6 +480,12 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                 n = n_for[ckey] = common_n(m.n, took.values(), m.min_seconds)
                 for impl, path, wls, key, got, err in tries:
                     if n != m.n:
+                        # A calibration that hung or failed is a failed
+                        # run of the cell: the sized run passing after it
+                        # does not erase it.
+                        if err is not None:
+                            for wl in wls:
+                                status[(impl.key, wl)] = err
                         # Bounded by what the calibration predicts (a hang
                         # costs seconds, as in later repetitions).
                         t = took.get(key)

@@ -525,3 +525,34 @@ def test_collect_counts_a_run_that_printed_then_failed_as_failed(tmp_path, monke
     h = next(h for h in report.HEADLINES if h.workload == "bounded1_spsc")
     report.reset_headlines()
     assert h.verdict == "not measured" and err in h.values_text()
+
+
+def test_collect_keeps_a_failed_calibration(tmp_path, monkeypatch):
+    """In a quick run, the first repetition of a cell is a calibration that
+    runs again with the cell's sized N. A calibration run that crashed or
+    hung is a failed run of that cell: the sized run passing afterwards
+    must not erase it (the headline would be judged as if every run had
+    passed). (Failed before the fix: no status for canal's bounded1_spsc,
+    met on the runs after the crash.)"""
+    from canal_bench import report
+    calls = []
+    inner = _fake_runner(calls)
+    crashed = []
+
+    def fast(cmd, timeout):
+        lines, err = inner(cmd, timeout)
+        n = int(cmd[cmd.index("-n") + 1])
+        canal = os.path.basename(cmd[0]) == "chanbench-canal" and "-m" not in cmd
+        if canal and cmd[cmd.index("-c") + 1] == "1" and not crashed:
+            crashed.append(cmd)
+            return [], "FAILED"
+        return [chan.Result(r.workload, r.lang, r.impl, 0.01 * n / 20_000) for r in lines], err
+    monkeypatch.setattr(chan, "run_once", fast)
+    m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
+    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    assert crashed and status[("canal", "bounded1_spsc")] == "FAILED"
+    report.reset_headlines()
+    chan.headlines(chan.summarize(runs, m.n, m.threads), status)
+    h = next(h for h in report.HEADLINES if h.workload == "bounded1_spsc")
+    report.reset_headlines()
+    assert h.verdict == "not measured" and "FAILED" in h.values_text()
