@@ -146,14 +146,37 @@ def samples(runs: Sequence[Dict[str, Tuple[float, str]]]) -> Dict[str, List[floa
     return vals
 
 
+def result_names() -> List[str]:
+    """Every result of the table and the targets, in canal-micro's order."""
+    names = [f"{t}_{c}" for t in TESTS for c in CAPS if not (t == "seq" and c == 0)]
+    return names + ["cacheline_rt"] + [name for name, _, _ in PROC_ROWS]
+
+
 def missing(spread: Dict[str, List[float]], reps: int) -> Dict[str, int]:
     """{result: runs without its line} for every result (of the table and
     the targets) that some of the reps runs lack: canal-micro prints every
     line or fails, so a missing line is a failed run of that result."""
-    names = [f"{t}_{c}" for t in TESTS for c in CAPS if not (t == "seq" and c == 0)]
-    names += ["cacheline_rt"] + [name for name, _, _ in PROC_ROWS]
-    return {n: reps - len(spread.get(n, [])) for n in names
+    return {n: reps - len(spread.get(n, [])) for n in result_names()
             if len(spread.get(n, [])) < reps}
+
+
+def why_missing(runs: Sequence[Dict[str, Tuple[float, str]]],
+                failures: Sequence[str]) -> Dict[str, str]:
+    """{result: why} for every result some run lacks: the note of each run
+    that failed before printing it ("run 2: exit status 134: ..."), or "no
+    result line" for a run that exited 0 without it. failures[i] is run
+    i's note, "" when it exited 0."""
+    out = {}
+    for name in result_names():
+        whys: List[str] = []
+        for i, (r, note) in enumerate(zip(runs, failures)):
+            if name not in r:
+                w = f"run {i + 1}: {note}" if note else "no result line"
+                if w not in whys:
+                    whys.append(w)
+        if whys:
+            out[name] = "; ".join(whys)
+    return out
 
 
 def fmt(name: str, med: Dict[str, float], spread: Optional[Dict[str, List[float]]],
@@ -236,25 +259,38 @@ def run(build_dir: str, mode: str) -> str:
         raise RuntimeError(f"{BINARY} is not built in {build_dir}")
     out_dir = report.results_dir()
     runs = []
+    failures = []
     raw = []
     for rep in range(m.reps):
         report.progress(f"canal-micro run {rep + 1}/{m.reps}")
         o = runner.run(command(path, m), m.timeout, parse=parse_output)
-        if not o.ok:
-            raise RuntimeError(f"canal-micro {o.status}: {o.note[:300]}")
-        res = o.value
+        if o.status == "skipped":
+            raise RuntimeError(f"canal-micro skipped: {o.note[:300]}")
+        # A run that crashed or hung keeps the lines it printed: canal-micro
+        # prints a result once its test is over (threads joined, the child
+        # reaped), so only the results it never printed failed in this run;
+        # they are FAILED k of n, not measured, like a missing line.
+        res = parse_output(o.stdout)
         runs.append(res)
+        failures.append("" if o.ok else o.note[:300])
+        if not o.ok:
+            report.progress(f"canal-micro run {rep + 1}: {o.status}: {o.note[:300]}")
         raw += [[rep + 1, k, v, u] for k, (v, u) in res.items()]
     med = medians(runs)
-    headlines(samples(runs), m.reps)
+    headlines(samples(runs), m.reps, why_missing(runs, failures))
     body = render(med, m, samples(runs), m.reps)
+    failed = [f"run {i + 1}: {note}" for i, note in enumerate(failures) if note]
+    if failed:
+        body += ("\nFailed runs (the results each printed before it ended are kept): "
+                 + "; ".join(failed) + "\n")
     md = "\n".join(report.header_lines(title(m))) + "\n" + body
     md += ("\nping-pong and the cache-line bounce pin their two threads to two CPUs "
            "when the process may use two; so do the two processes of the proc_ rows. "
            "seq cannot run at capacity 0. proc_futex_rt_delayed and "
            "proc_ping_pong_sleep both include the responder's 50 us delay "
            "(raw values). FAILED k of n: k of the n runs printed no line for that "
-           "result; it is not measured (no median of the other runs).\n")
+           "result (the run exited 0 without it, or crashed or hung before it); "
+           "it is not measured (no median of the other runs).\n")
     with open(os.path.join(out_dir, "micro.md"), "w") as f:
         f.write(md)
     report.write_csv(os.path.join(out_dir, "micro-runs.csv"),
@@ -279,16 +315,18 @@ HEADLINES = [
 ]
 
 
-def headlines(spread: Dict[str, List[float]], reps: int) -> None:
+def headlines(spread: Dict[str, List[float]], reps: int,
+              whys: Optional[Dict[str, str]] = None) -> None:
     """The targets of issues 2 and 3 as summary rows. A result (or its
-    base) that some of the reps runs lack is not measured, with why: the
-    median of the runs that printed it would hide a failed run (every
-    family's rule, report.failed_runs_note); a result no run printed
-    stays a row too."""
+    base) that some of the reps runs lack is not measured, with why (whys,
+    from why_missing; "no result line" by default): the median of the runs
+    that printed it would hide a failed run (every family's rule,
+    report.failed_runs_note); a result no run printed stays a row too."""
     lack = missing(spread, reps)
 
     def why(name: str) -> str:
-        return report.failed_runs_note(name, lack[name], reps, "no result line")
+        return report.failed_runs_note(name, lack[name], reps,
+                                       (whys or {}).get(name, "no result line"))
 
     for label, name, base, peer_name, target, unit in HEADLINES:
         if name in lack:

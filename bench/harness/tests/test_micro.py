@@ -173,3 +173,57 @@ def test_a_result_missing_from_a_run_is_not_measured():
     assert "met" not in row and "FAILED 1 of 3" in row
     assert "FAILED 1 of 3" in next(line for line in md.splitlines()
                                    if line.startswith("| spsc |"))
+
+
+def _fake_micro(path, body):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_a_failed_run_leaves_the_other_rows_measured(tmp_path, monkeypatch):
+    """A canal-micro run that crashed or hung part-way must make only the
+    results it did not print "not measured" (FAILED k of n, with the run's
+    exit status or timeout), as a missing line does; the results every run
+    printed keep their figures. canal-micro prints each line once that test
+    is over (threads joined, child reaped), so a printed line is a finished
+    measurement. (Failed before the fix: the first failed run raised, the
+    whole micro family failed and every micro row left the summary.)"""
+    from canal_bench import report
+    build = tmp_path / "build"
+    count = tmp_path / "count"
+    # Run 2 crashes after the thread results; run 3 hangs after them too.
+    _fake_micro(build / micro.BINARY, f"""
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+echo "spsc_1024 30 ns/msg"
+echo "mpmc_1024 30 ns/msg"
+echo "ping_pong_1 300 ns/rt"
+echo "cacheline_rt 200 ns/rt"
+if [ $n = 2 ]; then echo "canal-micro: proc_spsc_1024: the child failed" >&2; exit 134; fi
+if [ $n = 3 ]; then exec sleep 30; fi
+echo "proc_spsc_1024 40 ns/msg"
+echo "proc_ping_pong_1 300 ns/rt"
+echo "proc_cacheline_rt 200 ns/rt"
+""")
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setattr(micro, "mode_params", lambda mode: micro.Mode(
+        n=10, rounds=10, reps=3, timeout=1.0, quick=True))
+    report.reset_headlines()
+    try:
+        md = micro.run(str(build), "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    assert count.read_text().strip() == "3"
+    # What every run printed keeps its figure.
+    assert rows["spsc, capacity 1024"].met is True
+    assert rows["ping-pong, capacity 1"].met is True
+    # What the failed runs did not print is not measured, with why.
+    for label in ("processes: spsc, capacity 1024", "processes: ping-pong, polling"):
+        h = rows[label]
+        assert h.verdict == "not measured" and h.met is None
+        assert "2 of 3" in h.values_text()
+        assert "134" in h.values_text() and "timeout" in h.values_text()
+    row = next(line for line in md.splitlines() if line.startswith("| proc_spsc_1024 |"))
+    assert "FAILED 2 of 3" in row
+    assert "exit status 134" in md and "timeout" in md
