@@ -172,11 +172,7 @@ def cell_timeout(n: int, slowest: Optional[float] = None, hung: bool = False) ->
     costs seconds, not minutes. Other implementations' times say nothing:
     a peer can legitimately be 100 times slower than canal on a cell
     (crossbeam at capacity 0)."""
-    cap = max(5.0, n * 200e-6)
-    floor = min(20.0, cap)
-    if slowest is None:
-        return floor if hung else cap
-    return min(cap, max(floor, 10.0 * slowest))
+    return stats.run_timeout(max(5.0, n * 200e-6), slowest, hung)
 
 
 # ---------------------------------------------------------------------------

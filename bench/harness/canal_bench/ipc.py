@@ -228,9 +228,30 @@ def command(build_dir: str, method: str, size: int, count: int, *,
     return cmd
 
 
+# A run's most time (run_timeout): per round trip or message, generous on
+# a busy 2-CPU machine (zeromq takes about 80 us, pipe 45 us), plus the
+# bytes moved both ways at a slow 100 MB/s; at least RUN_FLOOR_S.
+RUN_PER_MESSAGE_S = 200e-6
+RUN_PER_BYTE_S = 1e-8
+RUN_FLOOR_S = 5.0
+
+
+def run_timeout(size: int, count: int, expected: Optional[float] = None) -> float:
+    """Seconds one run of count round trips (or messages) of size bytes may
+    take before it is deemed hung: bounded by its count, and once the
+    cell's calibration has completed, 10x the time that predicts (at least
+    20 s): the chan family's rule, stats.run_timeout. A hang costs seconds,
+    not a fixed minute."""
+    budget = max(RUN_FLOOR_S, count * (RUN_PER_MESSAGE_S + 2 * size * RUN_PER_BYTE_S))
+    return stats.run_timeout(budget, expected)
+
+
 def run_one(build_dir: str, method: str, size: int, count: int, *,
             threads: bool = False, mode: str = "pingpong",
-            pin: Optional[str] = None, timeout: float = 60.0) -> Result:
+            pin: Optional[str] = None, timeout: Optional[float] = None) -> Result:
+    """One run; timeout defaults to run_timeout(size, count)."""
+    if timeout is None:
+        timeout = run_timeout(size, count)
     launch = "threads" if threads else "processes"
     path = binary(build_dir, method)
     if not os.path.exists(path):
@@ -462,7 +483,8 @@ def _sweep(build_dir: str, runs: List[Tuple[str, int, int, bool, str]],
     method of a cell does the same work. A method whose calibration failed,
     hung, was skipped or unsupported keeps that result (a crash is not
     run again until it passes); with the count unchanged the calibration
-    runs are the counted ones."""
+    runs are the counted ones. Each run is bounded by run_timeout: its
+    count, then what its calibration predicts."""
     results: List[Result] = []
     for _, cell in itertools.groupby(runs, key=lambda r: r[1:]):
         cell = list(cell)
@@ -473,7 +495,10 @@ def _sweep(build_dir: str, runs: List[Tuple[str, int, int, bool, str]],
                                min_ms, MAX_SCALE, MAX_SLOWEST)
         for (method, *_), r in zip(cell, tries):
             if r.ok and n != count:
-                r = run_one(build_dir, method, size, n, threads=threads, mode=mode, pin=pin)
+                # Bounded by what its calibration predicts.
+                expected = (r.get("total_ms") or 0.0) / 1e3 * n / count
+                r = run_one(build_dir, method, size, n, threads=threads, mode=mode, pin=pin,
+                            timeout=run_timeout(size, n, expected))
             results.append(r)
             if r.status in ("failed", "timeout"):
                 report.progress(f"{method} {size_label(size)} {mode}"

@@ -103,6 +103,25 @@ def common_count(n: int, took: Iterable[float], min_took: float, max_scale: int,
     return n * max(1, min(want, room))
 
 
+HANG_FACTOR = 10.0  # a run predicted to take t seconds is killed after this x t ...
+HANG_FLOOR = 20.0   # ... but not under this many seconds (nor over its budget)
+
+
+def run_timeout(budget: float, expected: Optional[float] = None, hung: bool = False) -> float:
+    """Seconds one run may take before it is deemed hung and killed (the
+    chan and ipc families). budget: the most it may ever take, from its
+    size alone (a generous time per iteration, with a floor). Once a run
+    of the same program on the same cell has completed, `expected` is
+    what that predicts for this one (its time, scaled to this count): the
+    run gets HANG_FACTOR times that, at least HANG_FLOOR s, at most budget;
+    if the program has only ever hung there (`hung`), HANG_FLOOR s. A hang
+    then costs seconds, not minutes."""
+    floor = min(HANG_FLOOR, budget)
+    if expected is None:
+        return floor if hung else budget
+    return min(budget, max(floor, HANG_FACTOR * expected))
+
+
 # Spread of repetitions ------------------------------------------------------
 
 UNSTABLE_FACTOR = 3.0

@@ -2,6 +2,7 @@
 tables, targets. Pure: no program is run."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from canal_bench import ipc  # noqa: E402
+from canal_bench import ipc, runner  # noqa: E402
 
 BLOCK = """\
 ============ RESULTS ================
@@ -320,3 +321,35 @@ def test_quick_sweep_gives_every_method_of_a_cell_the_same_count(monkeypatch):
     calls.clear()
     full = ipc._sweep("build", runs, None, 0.0)
     assert {r.count for r in full} == {ipc.QUICK_COUNT} and len(calls) == len(runs)
+
+
+def test_sweep_bounds_each_run_by_its_calibration(monkeypatch):
+    """A hang must cost seconds, not a fixed minute per run: a calibration
+    run is bounded by its count (a generous time per round trip, at least
+    a few seconds), and the sized run after it by 10x what the calibration
+    predicts (at least 20 s), the chan family's rule (stats.run_timeout).
+    (Failed before the fix: every run, the sized ones too, had 60 s.)"""
+    timeouts = []
+
+    def fake_run(argv, timeout, **kw):
+        timeouts.append((int(argv[argv.index("-c") + 1]), timeout))
+        count, size = int(argv[argv.index("-c") + 1]), int(argv[argv.index("-s") + 1])
+        out = json.dumps(dict(size=size, count=count, total_ms=count * 1e-3,
+                              avg_us=1.0, min_us=1.0, max_us=1.0, stddev_us=0.0,
+                              rate_msg_s=1e6))
+        return runner.Outcome("ok", argv, 0, None, out)
+    monkeypatch.setattr(ipc.runner, "run", fake_run)
+    monkeypatch.setattr(ipc.os.path, "exists", lambda p: True)
+    ipc._sweep("build", [("pipe", 64, ipc.QUICK_COUNT, False, "pingpong")], None, ipc.MIN_MS)
+    (cal_n, cal_t), (n, t) = timeouts
+    assert cal_n == ipc.QUICK_COUNT and n > cal_n
+    # 10 000 round trips: seconds, not a minute.
+    assert cal_t <= 10.0
+    # The calibration took 10 ms: the sized run is predicted to take
+    # 10 ms x n / 10 000; it gets 10x that, and at least 20 s, no more.
+    expected = 10e-3 * n / cal_n
+    assert t == pytest.approx(max(20.0, 10 * expected))
+    # A big count with no calibration (a full run): bounded by its count.
+    timeouts.clear()
+    ipc._sweep("build", [("pipe", 1 << 20, 200, False, "stream")], None, 0.0)
+    assert timeouts[0][1] <= 10.0
