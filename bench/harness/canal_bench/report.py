@@ -55,17 +55,39 @@ def write_csv(path: str, header: Sequence[str], rows: Sequence[Sequence[object]]
         w.writerows(rows)
 
 
-def machine_description() -> str:
-    """One line describing this machine: CPU model, cores, memory, kernel."""
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+def machine_description(cpuinfo: Optional[str] = None) -> str:
+    """One line describing this machine: CPU model, logical CPUs (what
+    os.cpu_count() counts: hardware threads, twice the cores with SMT) and
+    the physical cores when /proc/cpuinfo tells them (distinct physical id
+    and core id pairs), memory, kernel. cpuinfo: /proc/cpuinfo's text
+    (read when None)."""
+    model = ""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo = f.read()
+        except OSError:
+            cpuinfo = ""
+    logical = 0
+    cores = set()
+    phys = core = None
+    for line in cpuinfo.splitlines() + [""]:
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "model name" and not model:
+            model = value
+        elif key == "processor":
+            logical += 1
+        elif key == "physical id":
+            phys = value
+        elif key == "core id":
+            core = value
+        elif not line.strip():  # the end of one processor's block
+            if core is not None:
+                cores.add((phys, core))
+            phys = core = None
+    cpu = model or platform.processor() or "unknown CPU"
+    logical = logical or os.cpu_count() or 0
+    cpus = f"{logical} logical CPUs" + (f" ({len(cores)} cores)" if cores else "")
     mem = ""
     try:
         with open("/proc/meminfo") as f:
@@ -73,7 +95,7 @@ def machine_description() -> str:
             mem = f", {kb / 1024 / 1024:.0f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    return f"{cpu}, {os.cpu_count()} cores{mem}, Linux {platform.release()}"
+    return f"{cpu}, {cpus}{mem}, Linux {platform.release()}"
 
 
 def have_matplotlib() -> bool:

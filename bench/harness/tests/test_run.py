@@ -78,10 +78,10 @@ def test_the_summary_screen_names_the_host(monkeypatch, tmp_path, capsys):
     fam.run = fake_run
     monkeypatch.setitem(sys.modules, "canal_bench.fakefam", fam)
     monkeypatch.setattr(report, "machine_description",
-                        lambda: "Test CPU 9000, 2 cores, 1 GiB, Linux 0.0-test")
+                        lambda: "Test CPU 9000, 2 logical CPUs, 1 GiB, Linux 0.0-test")
     _setup(monkeypatch, tmp_path, ["fakefam"])
     assert run.main() == 0
     out = capsys.readouterr().out
     summary = out[out.index("=== Summary"):]
-    assert "Test CPU 9000, 2 cores, 1 GiB, Linux 0.0-test" in summary
+    assert "Test CPU 9000, 2 logical CPUs, 1 GiB, Linux 0.0-test" in summary
     report.reset_headlines()

@@ -47,5 +47,16 @@ def test_markdown_table():
 
 
 def test_machine_description():
+    """The host line counts what os.cpu_count() counts, logical CPUs, and
+    says so; physical cores (distinct physical id and core id in
+    /proc/cpuinfo) only when they are known, beside them. (Failed before
+    the fix: "N cores" with N the logical CPUs, twice the cores with SMT.)"""
     d = report.machine_description()
-    assert "cores" in d and "Linux" in d
+    assert f"{os.cpu_count()} logical CPUs" in d and "Linux" in d
+    smt = "".join(f"processor\t: {i}\nmodel name\t: Test CPU\nphysical id\t: 0\n"
+                  f"core id\t\t: {i % 2}\n\n" for i in range(4))
+    d = report.machine_description(smt)
+    assert d.startswith("Test CPU, 4 logical CPUs (2 cores)") and "4 cores" not in d
+    # Without core ids (some VMs, other architectures): logical CPUs only.
+    d = report.machine_description("processor\t: 0\nprocessor\t: 1\n")
+    assert "2 logical CPUs," in d and "core" not in d
