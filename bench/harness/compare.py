@@ -32,12 +32,23 @@ def load(d: str) -> Tuple[dict, Dict[Key, report.Headline]]:
     for h in data.get("headlines", []):
         fields = {k: h[k] for k in ("family", "workload", "canal", "peer_name", "peer",
                                     "unit", "target", "higher_is_better", "note")}
+        # What the verdict must say (canal's or the peer's failed requests,
+        # a peer that failed): summaries before these fields have none.
+        fields.update({k: h.get(k, "") for k in ("errors", "peer_errors", "caveat")})
         rows[(h["family"], h["workload"])] = report.Headline(**fields)
     return data, rows
 
 
 def _median(xs: List[float]) -> Optional[float]:
     return stats.median(xs) if xs else None
+
+
+def figure(h: Optional[report.Headline], median: Optional[float]) -> str:
+    """canal's median in one run, with its failed requests when it had any
+    (a rate of errors is no rate), or "—"."""
+    if h is None or median is None:
+        return "—"
+    return f"{report._g(median)} {h.unit}" + (f" (errors: {h.errors})" if h.errors else "")
 
 
 def change(a: Optional[float], b: Optional[float], higher_is_better: bool) -> str:
@@ -60,10 +71,12 @@ def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
         unit = any_h.unit
         ca = _median(ha.canal) if ha else None
         cb = _median(hb.canal) if hb else None
-        rows.append([k[0], k[1],
-                     f"{report._g(ca)} {unit}" if ca is not None else "—",
-                     f"{report._g(cb)} {unit}" if cb is not None else "—",
-                     change(ca, cb, any_h.higher_is_better),
+        rows.append([k[0], k[1], figure(ha, ca), figure(hb, cb),
+                     # A figure of failed requests is no speed to compare.
+                     ("— (errors in " + " and ".join(n for n, h in (("A", ha), ("B", hb))
+                                                      if h and h.errors) + ")"
+                      if (ha and ha.errors) or (hb and hb.errors)
+                      else change(ca, cb, any_h.higher_is_better)),
                      ha.comparison() if ha else "—", hb.comparison() if hb else "—",
                      hb.verdict if hb else "—"])
     header = ["family", "workload", "canal in A", "canal in B", "B against A",

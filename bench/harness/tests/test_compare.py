@@ -1,4 +1,5 @@
 """bench-compare: two results directories side by side."""
+import json
 import os
 import sys
 
@@ -45,3 +46,31 @@ def test_change_words():
     assert compare.change(1.0, 2.0, False) == "2x slower"
     assert compare.change(1.0, 2.0, True) == "2x faster"
     assert compare.change(None, 2.0, False) == "—"
+
+
+def test_compare_keeps_errors_and_caveats(tmp_path):
+    """B's verdict in the comparison is the one its own summary gave: a
+    row whose canal runs had failed requests is MISSED (errors), a peer's
+    errors and a caveat (a peer that FAILED) are said, and canal's figure
+    in B says it had errors. (Failed before the fix: load() dropped
+    errors, peer_errors and caveat, so a web row canal met only by timing
+    out requests read "met".)"""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, errors in ((a, ""), (b, "timeout 9")):
+        os.makedirs(d)
+        report.reset_headlines()
+        report.headline("web", "static 1 KiB", [20000.0], "nginx", [10000.0],
+                        "requests/s", 1.0, higher_is_better=True, errors=errors)
+        report.headline("seed", "shm 64 B", [1.0], "sockets", [2.0], "us", 1.0,
+                        caveat="pipes FAILED", peer_errors="exit 1" if errors else "")
+        report.compose(str(d), [])
+        report.reset_headlines()
+    intro, table = compare.compare(str(a), str(b))
+    rows = {r[1]: r for r in table[1:]}
+    with open(b / "summary.json") as f:
+        stored = {h["workload"]: h["verdict"] for h in json.load(f)["headlines"]}
+    assert rows["static 1 KiB"][7] == stored["static 1 KiB"] == "MISSED (errors)"
+    assert "errors" in rows["static 1 KiB"][3]
+    assert rows["static 1 KiB"][4] == "— (errors in B)"  # no speed-up of errors
+    assert rows["shm 64 B"][7] == stored["shm 64 B"]
+    assert "pipes FAILED" in rows["shm 64 B"][7] and "sockets errors" in rows["shm 64 B"][7]
