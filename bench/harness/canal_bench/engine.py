@@ -195,33 +195,65 @@ def size_label(n: int) -> str:
     return f"{n} B"
 
 
-def table(cells: Dict[str, Dict[int, Cell]], order: Sequence[str]) -> str:
+Failed = Dict[str, Tuple[int, int]]  # implementation -> (failed runs, runs)
+
+
+def table(cells: Dict[str, Dict[int, Cell]], order: Sequence[str],
+          failed: Optional[Failed] = None) -> str:
+    """Medians [min-max] per size; the column of an implementation with a
+    failed run says how many (its medians are of the runs that survived)."""
+    failed = failed or {}
     sizes = sorted({s for c in cells.values() for s in c})
     cols = [n for n in order if n in cells]
     rows = [[size_label(s)] + [cells[n].get(s, Cell([])).fmt() for n in cols] for s in sizes]
-    return report.markdown_table(["size"] + cols, rows)
+    head = [f"{n} (FAILED {failed[n][0]} of {failed[n][1]})"
+            if failed.get(n, (0, 0))[0] else n for n in cols]
+    return report.markdown_table(["size"] + head, rows)
 
 
-def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
-    """The latency targets of issue 15 against the medians."""
+def checks(lat: Dict[str, Dict[int, Cell]], failed: Optional[Failed] = None) -> List[List[str]]:
+    """The latency targets of issue 15 against the medians. failed: as in
+    headlines(); a target on an implementation with a failed run is not
+    measured, with why (never judged on the runs that survived)."""
+    failed = failed or {}
+
     def med(name: str, size: int) -> Optional[float]:
         c = lat.get(name, {}).get(size)
-        return c.median if c else None
+        return c.median if c and not failed.get(name, (0, 0))[0] else None
+
+    def why(*names: str) -> str:
+        return "; ".join(report.failed_runs_note(n, *failed[n])
+                         for n in names if failed.get(n, (0, 0))[0])
 
     rows = []
+
+    def not_measured(name: str, *names: str) -> bool:
+        w = why(*names)
+        if w and any(lat.get(n) for n in names):
+            rows.append([name, w, "not measured"])
+        return bool(w)
+
     for s in sorted(lat.get("canal shm", {})):
         if s > LATENCY_TARGET_MAX_SIZE:
             continue
         a, b = med("canal shm", s), med("Open MPI shm", s)
+        if not_measured(f"shm latency at {size_label(s)} <= Open MPI shm",
+                        "canal shm", "Open MPI shm"):
+            continue
         if a is not None and b is not None:
             rows.append([f"shm latency at {size_label(s)} <= Open MPI shm",
                          f"{a:.2f} vs {b:.2f} us", "met" if a <= b else "MISSED"])
     a, b = med("canal shm", 8), med("raw shm", 8)
-    if a is not None and b is not None:
+    if (not not_measured(f"overhead over raw shm at 8 B <= {RAW_OVERHEAD_TARGET_US} us",
+                         "canal shm", "raw shm")
+            and a is not None and b is not None):
         rows.append([f"overhead over raw shm at 8 B <= {RAW_OVERHEAD_TARGET_US} us",
                      f"{a - b:.2f} us", "met" if a - b <= RAW_OVERHEAD_TARGET_US else "MISSED"])
     for s in sorted(lat.get("canal tcp", {})):
         a, b = med("canal tcp", s), med("raw tcp", s)
+        if not_measured(f"tcp latency at {size_label(s)} <= {TCP_FACTOR} x raw tcp",
+                        "canal tcp", "raw tcp"):
+            continue
         if a is not None and b is not None:
             rows.append([f"tcp latency at {size_label(s)} <= {TCP_FACTOR} x raw tcp",
                          f"{stats.fmt_ratio(stats.ratio(a, b))}",
@@ -235,7 +267,9 @@ def checks(lat: Dict[str, Dict[int, Cell]]) -> List[List[str]]:
     for s in sorted(set(lat.get(ucx, {})) | set(lat.get("ucx_perftest", {}))):
         a, b = med(ucx, s), med("ucx_perftest", s)
         name = f"{ucx} latency at {size_label(s)} <= {UCX_FACTOR} x ucx_perftest"
-        if a is not None and b is not None:
+        if why(ucx, "ucx_perftest"):
+            rows.append([name, why(ucx, "ucx_perftest"), "not measured"])
+        elif a is not None and b is not None:
             rows.append([name, f"{stats.fmt_ratio(stats.ratio(a, b))}",
                          "met" if a <= UCX_FACTOR * b else "MISSED"])
         else:
@@ -629,14 +663,14 @@ def run(build_dir: str, mode: str) -> str:
         cells = collect(runs)
         unit = "one-way latency, us" if test == "latency" else "bandwidth, MB/s (10^6 B/s)"
         md.append(f"## osu_{test if test != 'latency' else 'latency'} ({unit})\n")
-        md.append(table(cells, [i.name for i in impls]))
+        md.append(table(cells, [i.name for i in impls], failed))
         if quick and test == "latency":
             md.append("\nIterations: 1 000 a size (50 warm-up), the UCX rows ("
                       + ", ".join(UCX_ROWS) + ") OSU's counts: 10 000 up to 8 KiB, "
                       "1 000 above (100 and 10 warm-up).\n")
         headlines(test, cells, failed)
         if test == "latency":
-            rows = checks(cells)
+            rows = checks(cells, failed)
             if rows:
                 md.append("\nTargets of issue 15:\n")
                 md.append(report.markdown_table(["target", "measured", "verdict"], rows))
