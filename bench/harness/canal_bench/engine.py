@@ -490,13 +490,18 @@ def parse_page_bytes(text: str) -> Optional[int]:
 
 
 def gains(cells: Dict[str, Dict[int, "Cell"]], drivers: Sequence[str],
-          ns: Sequence[int]) -> List[List[str]]:
+          ns: Sequence[int], failed: Optional[Failed] = None) -> List[List[str]]:
     """Rows [driver, gain at each n of ns]: 1 - aggregate / default of the
-    medians ("-" where either is missing); drivers with no pair left out."""
+    medians ("-" where either is missing); drivers with no pair left out.
+    failed: as in table(); a driver whose default or aggregate failed a run
+    has no gain ("not measured": the medians would be of the survivors)."""
+    failed = failed or {}
     rows = []
     for drv in drivers:
         a, b = cells.get(f"{drv} default", {}), cells.get(f"{drv} aggregate", {})
-        row = [f"{(1 - b[n].median / a[n].median) * 100:.0f} %" if n in a and n in b else "-"
+        broken = any(failed.get(f"{drv} {s}", (0, 0))[0] for s in ("default", "aggregate"))
+        row = [("not measured" if broken else
+                f"{(1 - b[n].median / a[n].median) * 100:.0f} %") if n in a and n in b else "-"
                for n in ns]
         if any(v != "-" for v in row):
             rows.append([drv] + row)
@@ -522,6 +527,16 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
           "own matching, the default, no strategy applies.)\n"]
     page: Dict[str, List[float]] = {}
     mux: Dict[str, Dict[int, Cell]] = {}
+    # label -> (failed runs, runs), as the OSU tables: a gain is given only
+    # from labels whose every run completed (a median of the survivors
+    # would hide a crash or a hang); the tables say how many failed.
+    page_failed: Failed = {}
+    mux_failed: Failed = {}
+
+    def count(failed: Failed, label: str, ok: bool) -> None:
+        bad, total = failed.get(label, (0, 0))
+        failed[label] = (bad + (not ok), total + 1)
+
     drivers = ("shm", "tcp", "ucx")
     combos = [(d, s) for d in drivers for s in ("default", "aggregate")]
     page_bytes = None
@@ -538,30 +553,58 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
                 p = subprocess.run(base + ["page"] + opts + ["--iterations", "300" if quick else "2000"],
                                    capture_output=True, text=True, timeout=timeout, env=env)
                 v = parse_page(p.stdout) if p.returncode == 0 else None
-                if v is None:
-                    skipped.append(f"page requests {label}: exit {p.returncode}")
-                    if not quick:
-                        skipped.append(f"multiplexed flows {label}: not run (the page "
-                                       "requests failed: no such driver here?)")
-                    continue
-                page_bytes = parse_page_bytes(p.stdout) or page_bytes
-                page.setdefault(label, []).append(v)
-                raw_rows.append(["page", label, rep + 1, page_bytes, v])
-                if not quick:
-                    report.progress(f"multiplexed flows {label} run {rep + 1}/{reps}")
-                    p = subprocess.run(base + ["mux"] + opts, capture_output=True, text=True,
-                                       timeout=timeout, env=env)
-                    for n, us in parse_mux(p.stdout).items():
-                        mux.setdefault(label, {}).setdefault(n, Cell([])).values.append(us)
-                        raw_rows.append(["mux", label, rep + 1, n, us])
+                why = f"exit {p.returncode}"
             except subprocess.TimeoutExpired:
-                skipped.append(f"seed experiment {label}: timeout")
+                v, why = None, "timeout"
+            count(page_failed, label, v is not None)
+            if v is None:
+                skipped.append(f"page requests {label} run {rep + 1}: {why}")
+                if not quick:
+                    count(mux_failed, label, False)
+                    skipped.append(f"multiplexed flows {label} run {rep + 1}: not run (the "
+                                   "page requests failed: no such driver here?)")
+                continue
+            page_bytes = parse_page_bytes(p.stdout) or page_bytes
+            page.setdefault(label, []).append(v)
+            raw_rows.append(["page", label, rep + 1, page_bytes, v])
+            if quick:
+                continue
+            report.progress(f"multiplexed flows {label} run {rep + 1}/{reps}")
+            try:
+                p = subprocess.run(base + ["mux"] + opts, capture_output=True, text=True,
+                                   timeout=timeout, env=env)
+                # A run that exits non-zero counts for nothing, whatever
+                # lines it printed before.
+                t = parse_mux(p.stdout) if p.returncode == 0 else {}
+                why = f"exit {p.returncode}"
+            except subprocess.TimeoutExpired:
+                t, why = {}, "timeout"
+            count(mux_failed, label, bool(t))
+            if not t:
+                skipped.append(f"multiplexed flows {label} run {rep + 1}: {why}")
+                continue
+            for n, us in t.items():
+                mux.setdefault(label, {}).setdefault(n, Cell([])).values.append(us)
+                raw_rows.append(["mux", label, rep + 1, n, us])
+
+    def fmt(label: str) -> str:
+        bad, total = page_failed.get(label, (0, 0))
+        text = Cell(page.get(label, [])).fmt()
+        return text + (f" (FAILED {bad} of {total})" if bad else "")
+
     rows = []
     for drv in drivers:
         a, b = page.get(f"{drv} default"), page.get(f"{drv} aggregate")
-        if a and b:
+        why = "; ".join(report.failed_runs_note(n, *page_failed[n])
+                        for n in (f"{drv} default", f"{drv} aggregate")
+                        if page_failed.get(n, (0, 0))[0])
+        if (a or b) and why:  # a driver none of whose runs completed: not here
+            rows.append([drv, fmt(f"{drv} default"), fmt(f"{drv} aggregate"),
+                         f"not measured ({why})"])
+        elif a and b:
             gain = 1 - stats.median(b) / stats.median(a)
-            rows.append([drv, Cell(a).fmt(), Cell(b).fmt(), f"{gain * 100:.0f} %"])
+            rows.append([drv, fmt(f"{drv} default"), fmt(f"{drv} aggregate"),
+                         f"{gain * 100:.0f} %"])
     if rows:
         md.append(f"Page requests (3 pages of {page_bytes} B, a rendezvous as in the seed's "
                   "figure 3; seed: 88 -> 61 us, 30 %), us per series:\n")
@@ -569,12 +612,15 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
     if mux:
         md.append("\nTwo multiplexed flows of n packs (the seed's figure 6), one-way us:\n")
         md.append(table({k.replace(" ", "/"): v for k, v in mux.items()},
-                        [f"{d}/{s}" for d, s in combos]).replace(" B |", " |")
+                        [f"{d}/{s}" for d, s in combos],
+                        {k.replace(" ", "/"): v for k, v in mux_failed.items()})
+                  .replace(" B |", " |")
                   .replace("| size |", "| packs |", 1))
         ns = sorted({n for v in mux.values() for n in v})
-        rows = gains(mux, drivers, ns)
+        rows = gains(mux, drivers, ns, mux_failed)
         if rows:
-            md.append("\nGain of aggregate over default (1 - aggregate / default, medians):\n")
+            md.append("\nGain of aggregate over default (1 - aggregate / default, medians; "
+                      "not measured where a run failed):\n")
             md.append(report.markdown_table(["driver"] + [f"n={n}" for n in ns], rows))
         if report.have_matplotlib():
             import matplotlib

@@ -235,3 +235,75 @@ def test_targets_table_does_not_judge_a_failed_run():
     # Without failures, judged as before.
     rows = {r[0]: r for r in engine.checks(cells, {"canal shm": (0, 2)})}
     assert rows["shm latency at 8 B <= Open MPI shm"][2] == "met"
+
+
+def _fake_build(tmp_path, *rels):
+    build = tmp_path / "build"
+    for rel in (engine.LAUNCH,) + rels:
+        p = build / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    return build
+
+
+def _seed_patterns_fake(fail):
+    """A fake subprocess.run for seed_patterns: fail(what, label, run) -> None
+    (the run completes) or an exit status (the run prints its figures, then
+    exits with it)."""
+    import subprocess
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        what = cmd[4]
+        label = f"{cmd[cmd.index('--driver') + 1]} {cmd[cmd.index('--strategy') + 1]}"
+        seen[(what, label)] = seen.get((what, label), 0) + 1
+        status = fail(what, label, seen[(what, label)]) or 0
+        fast = 0.01 if status else 1.0  # a failed run's figures look good
+        if what == "page":
+            out = f"# Page requests (3 pages of 66560 B\nseries of 3 pages: {88 * fast} us\n"
+        else:
+            out = "# Packs  Latency (us)\n" + "".join(f"{n} {n * fast}\n" for n in (1, 10))
+        return subprocess.CompletedProcess(cmd, status, out, "crashed" if status else "")
+    return fake_run
+
+
+def test_mux_run_that_exits_non_zero_is_failed(tmp_path, monkeypatch):
+    """The multiplexed flows (full mode) must not count the lines of a run
+    that exited non-zero: its column says FAILED k of n and the gain of
+    its driver is not given (a median of the survivors would hide it).
+    (Failed before the fix: p.returncode was never read, the crashed run's
+    figures entered the medians and the shm gain.)"""
+    from canal_bench import report
+    build = _fake_build(tmp_path, f"{engine.OUT}/seed_patterns")
+    monkeypatch.setattr(engine.subprocess, "run", _seed_patterns_fake(
+        lambda what, label, n: 1 if (what, label, n) == ("mux", "shm aggregate", 2) else None))
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    skipped = []
+    md = "\n".join(engine.seed_experiments(str(build), False, 3, 10.0, str(tmp_path),
+                                           skipped, []))
+    assert "shm/aggregate (FAILED 1 of 3)" in md
+    gain = [line for line in md.splitlines() if line.startswith("| shm |")][-1]
+    assert "%" not in gain and "not measured" in gain
+    assert any("multiplexed flows shm aggregate" in s and "exit 1" in s for s in skipped)
+    # tcp's runs all completed: its gain is given as before.
+    assert [line for line in md.splitlines() if line.startswith("| tcp |")][-1].count("%") == 2
+
+
+def test_page_gain_names_a_failed_run(tmp_path, monkeypatch):
+    """The page-request gain must not be the medians of whatever runs
+    survived: a failed run is said next to the figures and the gain is not
+    measured. (Failed before the fix: shm's gain was given from 3 default
+    runs against 2 aggregate ones; the failure was only in "Not run or
+    failed".)"""
+    from canal_bench import report
+    build = _fake_build(tmp_path, f"{engine.OUT}/seed_patterns")
+    monkeypatch.setattr(engine.subprocess, "run", _seed_patterns_fake(
+        lambda what, label, n: 1 if (what, label, n) == ("page", "shm aggregate", 2) else None))
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    md = "\n".join(engine.seed_experiments(str(build), True, 3, 10.0, str(tmp_path), [], []))
+    row = [line for line in md.splitlines() if line.startswith("| shm |")][0]
+    assert "FAILED 1 of 3" in row and "%" not in row and "not measured" in row
+    row = [line for line in md.splitlines() if line.startswith("| tcp |")][0]
+    assert row.endswith("| 0 % |")
+
