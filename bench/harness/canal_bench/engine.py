@@ -355,6 +355,17 @@ def overhead_table(build_dir: str, skipped: List[str]) -> List[str]:
                                   rows), ""]
 
 
+def _spread_cell(values: Sequence[float], runs: int, fmt: str) -> str:
+    """median [min-max] of the runs that completed, with how many of the
+    runs failed beside it ("FAILED 1 of 3"), or "-" when none ran."""
+    if not runs:
+        return "-"
+    text = (f"{fmt.format(stats.median(values))} [{fmt.format(min(values))}-"
+            f"{fmt.format(max(values))}]" if values else "-")
+    bad = runs - len(values)
+    return text + (f" (FAILED {bad} of {runs})" if bad else "")
+
+
 def parse_overlap(text: str) -> Dict[int, Tuple[float, float, float]]:
     """{size: (comm us, total us, overlap %)} from bench/engine/overlap."""
     out: Dict[int, Tuple[float, float, float]] = {}
@@ -384,6 +395,7 @@ def overlap_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
         return []
     sizes = (1 << 20, 4 << 20)
     got: Dict[Tuple[str, str, str], Dict[int, List[float]]] = {}
+    runs: Dict[Tuple[str, str, str], int] = {}  # runs started, failed or not
     for rep in range(reps):
         for drv in ("shm", "tcp"):
             for comp in ("busy", "sleep"):
@@ -392,28 +404,32 @@ def overlap_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
                     cmd = [launch, "-n", "2", prog, "--driver", drv, "--compute", comp,
                            "--progress", mode, "--iterations", "20",
                            "--min-size", str(sizes[0]), "--max-size", str(sizes[-1])]
+                    key = (drv, comp, mode)
+                    runs[key] = runs.get(key, 0) + 1
                     try:
                         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
                     except subprocess.TimeoutExpired:
-                        skipped.append(f"overlap {drv} {comp} {mode}: timeout")
+                        skipped.append(f"overlap {drv} {comp} {mode} run {rep + 1}: timeout")
                         continue
                     t = parse_overlap(p.stdout)
                     if p.returncode != 0 or not t:
-                        skipped.append(f"overlap {drv} {comp} {mode}: exit {p.returncode}")
+                        skipped.append(f"overlap {drv} {comp} {mode} run {rep + 1}: "
+                                       f"exit {p.returncode}")
                         continue
                     for size, v in t.items():
-                        got.setdefault((drv, comp, mode), {}).setdefault(size, []).append(v[2])
+                        got.setdefault(key, {}).setdefault(size, []).append(v[2])
     rows = []
     for drv in ("shm", "tcp"):
         for comp in ("busy", "sleep"):
             for size in sizes:
                 cells = []
                 for mode in ("caller", "thread"):
-                    v = got.get((drv, comp, mode), {}).get(size)
-                    cells.append(f"{stats.median(v):.0f} [{min(v):.0f}-{max(v):.0f}]" if v else "-")
+                    v = got.get((drv, comp, mode), {}).get(size, [])
+                    cells.append(_spread_cell(v, runs.get((drv, comp, mode), 0), "{:.0f}"))
                 rows.append([drv, comp, size_label(size)] + cells)
     return ["Overlap of a transfer with the sender's computation, % (bench/engine/overlap; "
-            "median [min-max]; 'busy' computes on its core, 'sleep' is blocked elsewhere "
+            "median [min-max]; FAILED k of n: the median is of the other runs; "
+            "'busy' computes on its core, 'sleep' is blocked elsewhere "
             "and leaves its core free; shm large messages are pulled by the receiver "
             "without the sender):\n",
             report.markdown_table(["driver", "compute", "size", "progress caller",
@@ -438,36 +454,37 @@ def open_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
         skipped.append("open_time not built")
         return []
     got: Dict[Tuple[int, str], List[Tuple[float, float, int]]] = {}
+    runs: Dict[Tuple[int, str], int] = {}  # runs started, failed or not
     for rep in range(reps):
         for n in (8, 16):
             for mode in ("lazy", "eager"):
                 report.progress(f"open n={n} {mode} run {rep + 1}/{reps}")
                 env = dict(os.environ, CANAL_ENGINE_CONNECT=mode, CANAL_ENGINE_DRIVER="shm")
+                runs[(n, mode)] = runs.get((n, mode), 0) + 1
                 try:
                     p = subprocess.run([launch, "-n", str(n), prog], capture_output=True,
                                        text=True, timeout=120, env=env)
                 except subprocess.TimeoutExpired:
-                    skipped.append(f"open_time n={n} {mode}: timeout")
+                    skipped.append(f"open_time n={n} {mode} run {rep + 1}: timeout")
                     continue
                 v = parse_open(p.stdout)
                 if p.returncode != 0 or v is None:
-                    skipped.append(f"open_time n={n} {mode}: exit {p.returncode}")
+                    skipped.append(f"open_time n={n} {mode} run {rep + 1}: exit {p.returncode}")
                     continue
                 got.setdefault((n, mode), []).append(v)
+    if not got:
+        return []
     rows = []
     for n in (8, 16):
         for mode in ("lazy", "eager"):
-            v = got.get((n, mode))
-            if not v:
-                continue
-            o = [x[0] / 1000 for x in v]
-            rows.append([str(n), mode, f"{stats.median(o):.1f} [{min(o):.1f}-{max(o):.1f}]",
-                         f"{stats.median([x[1] / 1000 for x in v]):.1f}",
-                         str(max(x[2] for x in v))])
-    if not rows:
-        return []
+            v = got.get((n, mode), [])
+            rows.append([str(n), mode,
+                         _spread_cell([x[0] / 1000 for x in v], runs[(n, mode)], "{:.1f}"),
+                         f"{stats.median([x[1] / 1000 for x in v]):.1f}" if v else "-",
+                         str(max(x[2] for x in v)) if v else "-"])
     return ["Opening a job on shm (bench/engine/open_time: slowest rank's canal_engine_open, "
             "then a first ring exchange; segments = gates with a driver at the end, all ranks; "
+            "FAILED k of n: the medians are of the other runs; "
             "more processes than the machine's cores):\n",
             report.markdown_table(["ranks", "connect", "open ms", "first ring ms", "segments"],
                                   rows), ""]

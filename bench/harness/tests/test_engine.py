@@ -307,3 +307,36 @@ def test_page_gain_names_a_failed_run(tmp_path, monkeypatch):
     row = [line for line in md.splitlines() if line.startswith("| tcp |")][0]
     assert row.endswith("| 0 % |")
 
+
+def test_overlap_and_open_tables_name_a_failed_run(tmp_path, monkeypatch):
+    """The overlap and open tables must say, in the cell, that a run
+    failed (the medians are of fewer runs), and keep a row whose runs all
+    failed. (Failed before the fix: the cells were plain medians of the
+    survivors; a row whose runs all failed vanished.)"""
+    import subprocess
+    build = _fake_build(tmp_path, f"{engine.OUT}/overlap", f"{engine.OUT}/open_time")
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        key = tuple(cmd) + (kw.get("env", {}).get("CANAL_ENGINE_CONNECT"), cmd[2])
+        seen[key] = seen.get(key, 0) + 1
+        if os.path.basename(cmd[3]) == "overlap":
+            bad = "--driver shm --compute busy --progress caller" in " ".join(cmd) \
+                and seen[key] == 2
+            out = "# Size  Comm (us)  Total (us)  Overlap (%)\n" + \
+                "".join(f"{s} 1.0 2.0 {99.0 if bad else 50.0}\n" for s in (1 << 20, 4 << 20))
+        else:
+            bad = key[-2] == "eager" and (cmd[2] == "16" or seen[key] == 3)
+            out = "open_us 1000 ring_us 500 segments 2\n"
+        return subprocess.CompletedProcess(cmd, 1 if bad else 0, out, "")
+    monkeypatch.setattr(engine.subprocess, "run", fake_run)
+    md = "\n".join(engine.overlap_table(str(build), 3, []))
+    row = [line for line in md.splitlines() if line.startswith("| shm | busy | 1 MiB |")][0]
+    assert "FAILED 1 of 3" in row.split("|")[4] and "FAILED" not in row.split("|")[5]
+    md = "\n".join(engine.open_table(str(build), 3, []))
+    assert "FAILED 1 of 3" in [line for line in md.splitlines()
+                               if line.startswith("| 8 | eager |")][0]
+    assert "FAILED 3 of 3" in [line for line in md.splitlines()
+                               if line.startswith("| 16 | eager |")][0]
+    assert "FAILED" not in [line for line in md.splitlines()
+                            if line.startswith("| 8 | lazy |")][0]
