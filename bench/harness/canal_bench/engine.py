@@ -188,14 +188,38 @@ def collect(runs: Sequence[Tuple[str, Dict[int, float]]]) -> Dict[str, Dict[int,
     return out
 
 
+Failed = Dict[str, Tuple[int, int]]  # implementation -> (failed runs, runs)
+
+
+def complete_runs(runs: Sequence[Tuple[str, Dict[int, float]]], failed: "Failed",
+                  skipped: List[str], test: str) -> List[Tuple[str, Dict[int, float]]]:
+    """The runs whose table has every size some run of the same
+    implementation printed (and at least one). A run that exited 0 but
+    stopped early, or printed no table, is a failed run (failed is
+    updated, skipped says which sizes it lacks): kept, its sizes would be
+    medians of fewer runs than the others, without a mark."""
+    sizes: Dict[str, set] = {}
+    for name, t in runs:
+        sizes.setdefault(name, set()).update(t)
+    out = []
+    for name, t in runs:
+        lacking = sorted(sizes[name] - set(t))
+        if t and not lacking:
+            out.append((name, t))
+            continue
+        bad, total = failed.get(name, (0, 0))
+        failed[name] = (bad + 1, total)
+        skipped.append(f"{name} ({test}): a run exited 0 but "
+                       + (f"sizes missing: {', '.join(map(str, lacking))}" if t
+                          else "no OSU table"))
+    return out
+
+
 def size_label(n: int) -> str:
     for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= f and n % f == 0:
             return f"{n // f} {unit}"
     return f"{n} B"
-
-
-Failed = Dict[str, Tuple[int, int]]  # implementation -> (failed runs, runs)
 
 
 def table(cells: Dict[str, Dict[int, Cell]], order: Sequence[str],
@@ -723,6 +747,7 @@ def run(build_dir: str, mode: str) -> str:
                 failed[i.name] = (bad, total + 1)
                 runs.append((i.name, t))
                 raw_rows += [[test, i.name, rep + 1, s, v] for s, v in sorted(t.items())]
+        runs = complete_runs(runs, failed, skipped, test)
         cells = collect(runs)
         unit = "one-way latency, us" if test == "latency" else "bandwidth, MB/s (10^6 B/s)"
         md.append(f"## osu_{test if test != 'latency' else 'latency'} ({unit})\n")

@@ -340,3 +340,44 @@ def test_overlap_and_open_tables_name_a_failed_run(tmp_path, monkeypatch):
                                if line.startswith("| 16 | eager |")][0]
     assert "FAILED" not in [line for line in md.splitlines()
                             if line.startswith("| 8 | lazy |")][0]
+
+
+def test_a_run_missing_sizes_is_a_failed_run(tmp_path, monkeypatch):
+    """A run that exits 0 but whose table lacks some message sizes (or has
+    none) is not a complete run: it counts as failed (the column says
+    FAILED k of n, the summary row is not measured), never as a full run
+    whose missing sizes quietly get the median of fewer runs. (Failed
+    before the fix: canal shm's second run printed only 8 B and counted as
+    complete; the 1 KiB and 64 KiB medians were of 2 runs, unmarked, and
+    the summary judged them.)"""
+    import subprocess
+    from canal_bench import report
+    build = _fake_build(tmp_path, f"{engine.OUT}/osu_latency", f"{engine.OUT}/mpi_osu_latency",
+                        f"{engine.OUT}/raw_latency")
+    seen = {"canal shm": 0}
+
+    def fake_run(cmd, **kw):
+        text = " ".join(str(c) for c in cmd)
+        sizes = (8, 1024, 65536)
+        if "osu_latency --driver shm --strategy default" in text and "mpi_" not in text \
+                and "--loop" not in text and "env" not in cmd[:1]:
+            seen["canal shm"] += 1
+            if seen["canal shm"] == 2:
+                sizes = (8,)  # stopped early, exit status 0
+        out = "# Size  Latency (us)\n" + "".join(f"{s} 1.0\n" for s in sizes)
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+    monkeypatch.setattr(engine.subprocess, "run", fake_run)
+    monkeypatch.setattr(engine.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setenv("CANAL_ENGINE_REPS", "3")
+    report.reset_headlines()
+    try:
+        md = engine.run(str(build), "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    assert "canal shm (FAILED 1 of 3)" in md
+    assert "sizes missing: 1024, 65536" in md
+    assert rows["shm one-way latency, 1 KiB"].verdict == "not measured"
+    assert "1 of 3" in rows["shm one-way latency, 1 KiB"].values_text()
+    assert rows["tcp one-way latency, 8 B"].verdict.startswith("met")
