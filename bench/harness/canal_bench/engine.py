@@ -346,6 +346,20 @@ def parse_overhead(text: str) -> Optional[Tuple[float, float, float]]:
     return (float(m.group(1)), float(m.group(2)), float(m.group(3))) if m else None
 
 
+_OVERHEAD_RANGES = re.compile(r"engine [0-9.]+ ns \[([0-9.]+)-([0-9.]+)\]"
+                              r".*raw [0-9.]+ ns \[([0-9.]+)-([0-9.]+)\]")
+
+
+def parse_overhead_ranges(text: str) -> Optional[Tuple[Tuple[float, float], Tuple[float, float]]]:
+    """((engine min, max), (raw min, max)) ns over engine_overhead's runs,
+    or None when it printed no ranges."""
+    m = _OVERHEAD_RANGES.search(text)
+    if not m:
+        return None
+    x = [float(g) for g in m.groups()]
+    return (x[0], x[1]), (x[2], x[3])
+
+
 def overhead_table(build_dir: str, skipped: List[str]) -> List[str]:
     """CPU cost per message of the engine over its raw driver, one thread
     (no scheduling, no cross-core transfer in the figure)."""
@@ -364,17 +378,26 @@ def overhead_table(build_dir: str, skipped: List[str]) -> List[str]:
         except subprocess.TimeoutExpired:
             skipped.append(f"engine overhead {drv}: timeout")
             continue
-        v = parse_overhead(p.stdout)
+        # A run that exits non-zero is no figure, whatever it printed.
+        v = parse_overhead(p.stdout) if p.returncode == 0 else None
         if v is None:
             skipped.append(f"engine overhead {drv}: exit {p.returncode}")
             continue
+        ranges = parse_overhead_ranges(p.stdout)
+        cols = [f"{x:.0f}" + (f" [{r[0]:.0f}-{r[1]:.0f}]" if r else "")
+                for x, r in zip(v[:2], ranges or (None, None))]
         verdict = ("met" if v[2] <= RAW_OVERHEAD_TARGET_US * 1000 else "MISSED") if drv == "shm" else ""
+        if verdict and ranges and any(stats.is_unstable(r) for r in ranges):
+            verdict += " (unstable)"
         name = "ucx (raw: UCP tagged messages)" if drv == "ucx" else drv
-        rows.append([name, f"{v[0]:.0f}", f"{v[1]:.0f}", f"{v[2]:.0f}", verdict])
+        rows.append([name] + cols + [f"{v[2]:.0f}", verdict])
     if not rows:
         return []
-    return ["CPU cost per 8-byte message, send and receive in one thread (median of 7 runs; "
-            "target on shm: overhead <= 150 ns):\n",
+    return ["CPU cost per 8-byte message, send and receive in one thread (one process per "
+            "driver: the median [min-max] of its 7 runs; overhead = the difference of the "
+            "medians; target on shm: overhead <= 150 ns, judged on this one process, "
+            "\"unstable\" when its runs differ by more than "
+            f"{stats.UNSTABLE_FACTOR:g}x):\n",
             report.markdown_table(["driver", "engine ns", "raw driver ns", "overhead ns", "target"],
                                   rows), ""]
 

@@ -381,3 +381,29 @@ def test_a_run_missing_sizes_is_a_failed_run(tmp_path, monkeypatch):
     assert rows["shm one-way latency, 1 KiB"].verdict == "not measured"
     assert "1 of 3" in rows["shm one-way latency, 1 KiB"].values_text()
     assert rows["tcp one-way latency, 8 B"].verdict.startswith("met")
+
+
+def test_overhead_table_says_its_spread_and_reads_the_exit_status(tmp_path, monkeypatch):
+    """The overhead target's verdict comes from one process (the median of
+    its 7 runs): the table must show the spread the program printed and
+    say it is one process; a run that exits non-zero is no figure, whatever
+    it printed. (Failed before the fix: the [min-max] were dropped, the
+    verdict read as if from repetitions, and a crashed tcp run's line was
+    tabled.)"""
+    import subprocess
+    build = _fake_build(tmp_path, f"{engine.OUT}/engine_overhead")
+
+    def fake_run(cmd, **kw):
+        drv = cmd[cmd.index("--driver") + 1]
+        out = ("# Engine CPU cost\nengine 104.4 ns [103.1-423.6]  raw 13.1 ns [12.9-13.7]  "
+               "overhead 91.3 ns\n")
+        return subprocess.CompletedProcess(cmd, 134 if drv == "tcp" else 0, out, "abort")
+    monkeypatch.setattr(engine.subprocess, "run", fake_run)
+    skipped = []
+    md = "\n".join(engine.overhead_table(str(build), skipped))
+    row = [line for line in md.splitlines() if line.startswith("| shm |")][0]
+    assert "104 [103-424]" in row and "13 [13-14]" in row
+    assert "met (unstable)" in row
+    assert "one process" in md
+    assert not [line for line in md.splitlines() if line.startswith("| tcp |")]
+    assert any(s.startswith("engine overhead tcp: exit 134") for s in skipped)
