@@ -43,22 +43,28 @@ def _median(xs: List[float]) -> Optional[float]:
     return stats.median(xs) if xs else None
 
 
-def figure(h: Optional[report.Headline], median: Optional[float]) -> str:
+def figure(h: Optional[report.Headline], median: Optional[float], absent: str = "") -> str:
     """canal's median in one run, with its failed requests when it had any
-    (a rate of errors is no rate), or "—"."""
+    (a rate of errors is no rate), or "—" (with absent, why the row is
+    not there: "family failed in B")."""
     if h is None or median is None:
-        return "—"
+        return f"— ({absent})" if h is None and absent else "—"
     return f"{report._g(median)} {h.unit}" + (f" (errors: {h.errors})" if h.errors else "")
 
 
-def change(a: Optional[float], b: Optional[float], higher_is_better: bool) -> str:
-    """"1.25x faster" / "1.10x slower" from a to b, or "—"."""
+def change(a: Optional[float], b: Optional[float], higher_is_better: bool,
+           unstable: bool = False) -> str:
+    """"1.25x faster" / "1.10x slower" from a to b, or "—"; unstable: the
+    repetitions of either side differed by more than stats.UNSTABLE_FACTOR,
+    said beside it ("1.25x faster (unstable)"): two medians alone."""
     if not a or not b:
         return "—"
     r = b / a if higher_is_better else a / b
     if abs(r - 1) < 0.005:
-        return "same"
-    return f"{r:.3g}x faster" if r > 1 else f"{1 / r:.3g}x slower"
+        text = "same"
+    else:
+        text = f"{r:.3g}x faster" if r > 1 else f"{1 / r:.3g}x slower"
+    return text + (" (unstable)" if unstable else "")
 
 
 def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
@@ -71,14 +77,19 @@ def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
         unit = any_h.unit
         ca = _median(ha.canal) if ha else None
         cb = _median(hb.canal) if hb else None
-        rows.append([k[0], k[1], figure(ha, ca), figure(hb, cb),
+        # A row absent from one side because its family failed there.
+        gone_a = "family failed in A" if k[0] in ma.get("failed", ()) else ""
+        gone_b = "family failed in B" if k[0] in mb.get("failed", ()) else ""
+        rows.append([k[0], k[1], figure(ha, ca, gone_a), figure(hb, cb, gone_b),
                      # A figure of failed requests is no speed to compare.
                      ("— (errors in " + " and ".join(n for n, h in (("A", ha), ("B", hb))
                                                       if h and h.errors) + ")"
                       if (ha and ha.errors) or (hb and hb.errors)
-                      else change(ca, cb, any_h.higher_is_better)),
+                      else change(ca, cb, any_h.higher_is_better,
+                                  # canal's medians: its own repetitions
+                                  any(stats.is_unstable(h.canal) for h in (ha, hb) if h))),
                      ha.comparison() if ha else "—", hb.comparison() if hb else "—",
-                     hb.verdict if hb else "—"])
+                     hb.verdict if hb else (gone_b or "—")])
     header = ["family", "workload", "canal in A", "canal in B", "B against A",
               "A: canal vs peer", "B: canal vs peer", "B: verdict"]
     intro = [f"A: {a_dir} (canal {ma.get('revision', '?')}, {ma.get('machine', '?')})",

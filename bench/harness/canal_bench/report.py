@@ -433,7 +433,10 @@ def compose(out_dir: str, sections: Sequence[Tuple[str, str]], title: str = "can
     with open(html_path, "w", encoding="utf-8") as f:
         f.write(markdown_to_html(text, title))
     with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as f:
+        # failed: the families that raised, whose rows are absent (a
+        # comparison must say why, not show a bare "—").
         json.dump({"machine": machine_description(), "revision": git_revision(),
+                   "failed": list(failed),
                    "headlines": [h.as_dict() for h in rows]}, f, indent=1)
     return md_path, html_path
 

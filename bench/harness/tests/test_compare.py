@@ -74,3 +74,30 @@ def test_compare_keeps_errors_and_caveats(tmp_path):
     assert rows["static 1 KiB"][4] == "— (errors in B)"  # no speed-up of errors
     assert rows["shm 64 B"][7] == stored["shm 64 B"]
     assert "pipes FAILED" in rows["shm 64 B"][7] and "sockets errors" in rows["shm 64 B"][7]
+
+
+def test_compare_says_a_family_failed_and_an_unstable_change(tmp_path):
+    """A family that failed in B (its rows absent from B's summary) must
+    say so in the comparison, not a bare "—"; and a change from A to B
+    computed from medians of which one was unstable says so. (Failed
+    before the fix: summary.json did not record the failed families, the
+    web row read "—" in B with no word why; the chan row read "2.07x
+    faster" though A's repetitions differed by 10x.)"""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, failed in ((a, []), (b, ["web"])):
+        os.makedirs(d)
+        report.reset_headlines()
+        if not failed:
+            report.headline("web", "static 1 KiB", [20000.0], "nginx", [10000.0],
+                            "requests/s", 1.0, higher_is_better=True)
+        report.headline("chan", "boundedN_spsc",
+                        [6.0, 62.0, 64.0] if d == a else [30.0, 31.0, 29.0],
+                        "crossbeam-channel", [30.0, 30.0, 30.0], "ns/msg", 1.0)
+        report.compose(str(d), [], failed=failed)
+        report.reset_headlines()
+    intro, table = compare.compare(str(a), str(b))
+    rows = {r[1]: r for r in table[1:]}
+    assert "family failed in B" in rows["static 1 KiB"][3]
+    assert "family failed in B" in rows["static 1 KiB"][7]
+    assert rows["boundedN_spsc"][4] == "2.07x faster (unstable)"
+    assert compare.change(2.0, 1.0, False, unstable=True) == "2x faster (unstable)"
