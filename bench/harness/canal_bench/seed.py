@@ -639,8 +639,14 @@ def headlines(summaries: Dict[Key, Summary]) -> None:
         # verdict names it (it may have been the fastest).
         failed = [p for p in peers if (fam, p, cfg) in summaries
                   and summaries[(fam, p, cfg)].status == "failed"]
+
+        def why(variant: str, s: Summary, note: str = "") -> str:
+            # every family's words for a failed cell (report.failed_runs_note)
+            return report.failed_runs_note(variant, s.total - s.ok, s.total, note)
+
         report.headline("seed", label, c.reals if c.status == "ok" else None, name or peers[0],
                         done[best].reals if best else None, "s", target,
-                        note=((c.note or c.status) if c.status != "ok"
+                        note=(why(f"{fam}-{subject}", c, c.note) if c.status == "failed"
+                              else (c.note or c.status) if c.status != "ok"
                               else "FAILED" if failed and not best else "no peer ran"),
-                        caveat=", ".join(f"{p} FAILED" for p in failed))
+                        caveat=", ".join(why(p, summaries[(fam, p, cfg)]) for p in failed))

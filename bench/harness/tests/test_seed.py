@@ -293,3 +293,29 @@ def test_headlines_name_a_peer_that_failed():
     assert h.ratio == pytest.approx(0.5)         # against socket, the peer that completed
     assert "pipe" in h.verdict and "FAILED" in h.verdict
     assert "pipe" in report.summary_text([h])
+
+
+def test_headline_of_a_failed_canal_says_how_many_runs_failed():
+    """A headline whose canal variant failed a run is not measured, and the
+    summary says so in every family's words (report.failed_runs_note:
+    "fwd-canal FAILED in 1 of 3 runs: ..."), not only the run's exit text;
+    a peer that failed is named with its count too. (Failed before the
+    fix: the summary read "exit status 1: boom", with no FAILED nor how
+    many of the runs, and the caveat "pipe FAILED" without its count.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = [ok("canal", "100/100", 0.1, i=1), ok("canal", "100/100", 0.1, i=2),
+            Run("fwd", "canal", "100/100", 3, "failed", note="exit status 1: boom")]
+    runs += [ok("pipe", "100/100", 0.05, i=1),
+             Run("fwd", "pipe", "100/100", 2, "timeout", note="killed: timeout")]
+    runs += [ok("socket", "100/100", x) for x in (0.2, 0.2, 0.2)]
+    try:
+        seed.headlines(seed.group_runs(runs))
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    h = rows["fwd 100/100, threads"]
+    assert h.verdict.startswith("not measured")
+    assert h.values_text() == "fwd-canal FAILED in 1 of 3 runs: exit status 1: boom"
+    assert h.caveat == "pipe FAILED in 1 of 2 runs"
+
