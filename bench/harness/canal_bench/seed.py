@@ -282,6 +282,16 @@ def factor(num: Optional[Summary], den: Optional[Summary], field: str) -> Option
 Key = Tuple[str, str, str]  # (family, variant, config)
 
 
+def _factor_cell(num: Optional[Summary], den: Optional[Summary], field: str) -> str:
+    """fmt_factor of factor(), with " unstable" when the real times of
+    either side differ by more than 3x (as the cells above it say): a
+    factor of two such medians is no verdict alone."""
+    text = fmt_factor(factor(num, den, field))
+    if text != "n/a" and any(stats.is_unstable(s.reals) for s in (num, den)):
+        text += " unstable"
+    return text
+
+
 def comparison_table(configs: Sequence[str], variants: Sequence[str], family: str,
                      summaries: Dict[Key, Summary],
                      factors: Sequence[Tuple[str, str, str]],
@@ -299,8 +309,8 @@ def comparison_table(configs: Sequence[str], variants: Sequence[str], family: st
         rows.append([f"{v} (real / sys)"] + [cell(summaries.get((family, v, c))) for c in configs])
     for label, ref, subj in factors:
         for field, word in (("real", "real"), ("sys", "sys")):
-            vals = [fmt_factor(factor(summaries.get((family, ref, c)),
-                                      summaries.get((family, subj, c)), field))
+            vals = [_factor_cell(summaries.get((family, ref, c)),
+                                 summaries.get((family, subj, c)), field)
                     for c in configs]
             if all(v == "n/a" for v in vals):
                 continue
@@ -562,7 +572,8 @@ def build_report(runs: Sequence[Run], mode: str, n_runs: int, file_labels: Seque
            f"{n_runs} interleaved runs of each configuration; cells: median real time "
            "(min-max of the runs; \"unstable\" when they differ by more than 3x) / median "
            "system time, in seconds (user time: detail table and CSV). \"factor A/B\" = "
-           "t(B) / t(A): x30 = A is 30 times faster, x(1/3) = 3 times slower. "
+           "t(B) / t(A): x30 = A is 30 times faster, x(1/3) = 3 times slower (\"unstable\" "
+           "when either side's runs are). "
            "writers/readers = W/R, fwd's arguments (the seed's \"Écrivains/Lecteurs\"). "
            "FAILED: at least one run failed, was killed or timed out (never timed); "
            "SKIPPED: variant not available here; REFUSED: estimated memory > MemAvailable.",

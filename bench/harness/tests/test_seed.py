@@ -319,3 +319,14 @@ def test_headline_of_a_failed_canal_says_how_many_runs_failed():
     assert h.values_text() == "fwd-canal FAILED in 1 of 3 runs: exit status 1: boom"
     assert h.caveat == "pipe FAILED in 1 of 2 runs"
 
+
+def test_factor_rows_say_unstable():
+    """A factor ("x30") of two medians, one of which comes from runs that
+    differ by more than 3x, says "unstable" as the cells above it do.
+    (Failed before the fix: the factor row read x5.0 alone.)"""
+    s = seed.group_runs([ok("canal", "1/1", x, i=i) for i, x in enumerate((0.1, 0.1, 0.5), 1)]
+                        + [ok("pipe", "1/1", x, i=i) for i, x in enumerate((0.5, 0.5, 0.5), 1)]
+                        + [ok("canal", "10/10", 0.1, i=1), ok("pipe", "10/10", 0.2, i=1)])
+    t = seed.comparison_table(["1/1", "10/10"], ["canal", "pipe"], "fwd", s,
+                              [("canal/pipe", "pipe", "canal")])
+    assert "| factor canal/pipe (real) | x5.0 unstable | x2.0 |" in t
