@@ -384,8 +384,9 @@ int canal_chan_fd(const struct canal_chan *ch);
  * canal_chan_open). Both block as the socket does. Return 0 or a negative
  * errno (-EINVAL for a thread channel, or recv_handle's flags or out
  * bad: then nothing is taken from the socket; -ECONNRESET if the peer
- * closed, -EBADMSG if what came is not a channel, the socket's errors
- * as -errno: -EAGAIN on a non-blocking socket with nothing there).
+ * closed its end, either call (never -EPIPE, canal's "channel closed");
+ * -EBADMSG if what came is not a channel, the socket's errors as -errno:
+ * -EAGAIN on a non-blocking socket with nothing there). Thread-safe.
  */
 int canal_chan_send_handle(int sock, const struct canal_chan *ch);
 int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,

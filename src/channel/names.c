@@ -220,7 +220,12 @@ CANAL_EXPORT int canal_chan_send_handle(int sock, const struct canal_chan *ch)
 	do
 		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
-	return r < 0 ? -errno : 0;
+	if (r >= 0)
+		return 0;
+	/* A peer that closed its end: sendmsg says EPIPE, which is canal's
+	 * "channel closed" (and not this channel's state); the header's
+	 * value for it is -ECONNRESET, as canal_chan_recv_handle's. */
+	return errno == EPIPE ? -ECONNRESET : -errno;
 }
 
 CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,
