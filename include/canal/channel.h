@@ -83,7 +83,9 @@ enum {
  * an 8-byte stamp; 16 bytes with CANAL_SHARED) is allocated at creation,
  * and for thread channels also committed (touched), as Go's make and
  * crossbeam's bounded do: a channel costs its full size from the start,
- * and no page fault happens while messages flow.
+ * and no page fault happens while messages flow. (Named channels have
+ * their memory reserved in /dev/shm at creation: canal_chan_create_named
+ * below.)
  *
  * Returns the channel, or NULL with errno set:
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,
@@ -335,9 +337,14 @@ int canal_recv_release(struct canal_chan *ch, struct canal_slot *slot);
  * leaves no name (where /dev/shm lacks O_TMPFILE, the object is made under
  * its name and filled in place: an opener meanwhile gets -EBADMSG, and a
  * creator killed there leaves the name, to remove with
- * canal_chan_unlink). On success stores the channel in *out. Returns 0,
- * -EINVAL (bad name, flags, mode or sizes), -EEXIST (the name is taken),
- * -EACCES, -ENOMEM, -EMFILE/-ENFILE (no descriptor left). Never blocks.
+ * canal_chan_unlink). Its memory is reserved in /dev/shm (a tmpfs of
+ * bounded size: 64 MiB in a container by default) at creation, so that
+ * a channel /dev/shm cannot hold is refused then, not damaged at its
+ * first send past the space left. On success stores the channel in
+ * *out. Returns 0, -EINVAL (bad name, flags, mode or sizes), -EEXIST
+ * (the name is taken), -ENOSPC (/dev/shm has no room for the channel),
+ * -EACCES, -ENOMEM, -EMFILE/-ENFILE (no descriptor left). Never blocks;
+ * thread-safe.
  */
 int canal_chan_create_named(const char *name, size_t elt_size,
 			    size_t capacity, unsigned flags, unsigned mode,

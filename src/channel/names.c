@@ -47,7 +47,18 @@ static int not_a_file(int err)
 #define SHM_DIR "/dev/shm"
 
 /* Give fd (a new, empty memory file) mode, the channel's size and a fresh
- * header. Returns 0 or -errno. */
+ * header. Returns 0 or -errno.
+ *
+ * The file's blocks are reserved here (fallocate): /dev/shm is a tmpfs of
+ * bounded size (64 MiB in a container by default), and a page of a
+ * sparse file that the tmpfs has no room for raises SIGBUS when touched.
+ * Left sparse, a channel larger than the space left was made all the
+ * same: its header's write killed the creator when /dev/shm was full,
+ * and otherwise the first send into a slot past the space left damaged
+ * the channel (sigbus.c: -EBADMSG, its elements lost). Reserved, it is
+ * -ENOSPC now, and no access to the segment can fault for want of space
+ * later. A file system without fallocate (EOPNOTSUPP) keeps the file
+ * sparse, as before. */
 static int fill_segment(int fd, size_t elt_size, size_t capacity,
 			unsigned mode, const struct chan_geometry *g)
 {
@@ -55,6 +66,12 @@ static int fill_segment(int fd, size_t elt_size, size_t capacity,
 		return -errno;
 	if (ftruncate(fd, (off_t)g->map_size) < 0)
 		return errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+	int r;
+	do /* a tmpfs's fallocate stops at a signal, undoing itself */
+		r = fallocate(fd, 0, 0, (off_t)g->map_size);
+	while (r < 0 && errno == EINTR);
+	if (r < 0 && errno != EOPNOTSUPP)
+		return errno == EFBIG ? -ENOSPC : -errno;
 	struct chan_state *st = mmap(NULL, g->map_size, PROT_READ | PROT_WRITE,
 				     MAP_SHARED, fd, 0);
 	if (st == MAP_FAILED)
