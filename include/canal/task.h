@@ -289,7 +289,10 @@ int canal_cond_broadcast(struct canal_cond *c);
  * first, give the file O_NONBLOCK, or the loop's thread may block. A
  * listener in blocking mode is made non-blocking for the instant of each
  * accept, so that a connection another acceptor took first cannot block
- * the loop.
+ * the loop. A connect of a Unix socket in blocking mode to a listener
+ * whose backlog is full waits for room as connect(2) would (no readiness
+ * tells when: it is started again after pauses of 1 ms, doubling up to
+ * 32 ms), until the timeout or the condvar.
  *
  * Outside a task (a plain thread or a detached task) the call blocks the
  * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.

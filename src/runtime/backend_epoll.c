@@ -263,6 +263,11 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 								    : -errno;
 		if (!(fl & O_NONBLOCK))
 			fcntl(op->fd, F_SETFL, fl);
+		/* A Unix socket's connect to a listener whose backlog is
+		 * full: blocking, connect(2) would wait for room, which no
+		 * readiness of the socket tells: io.c starts it again. */
+		if (r == -EAGAIN && !(fl & O_NONBLOCK))
+			return -EAGAIN;
 		if (r != -EINPROGRESS) {
 			canal__io_complete(op, r);
 			return 0;

@@ -380,6 +380,11 @@ static bool interrupted(int32_t res)
 	return res == -EINTR || (res <= -512 && res >= -516);
 }
 
+/* The pauses of a connect started again (io_run_until): 1 ms, doubling
+ * up to 32 ms. */
+#define CONNECT_RETRY_MIN_NS 1000000u
+#define CONNECT_RETRY_MAX_NS 32000000u
+
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -421,18 +426,40 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	}
 	if (timeout_ns == 0)
 		return -ETIMEDOUT;
-	op->task = t;
-	op->done = false;
-	op->cancel_sent = false;
-	canal__task_arm(t);
-	int r = rt->backend->submit(l, op);
-	if (r < 0) {
+	for (uint64_t retry_ns = CONNECT_RETRY_MIN_NS;;) {
+		op->task = t;
+		op->done = false;
+		op->cancel_sent = false;
+		canal__task_arm(t);
+		int r = rt->backend->submit(l, op);
+		if (r >= 0)
+			break;
 		/* Nothing will complete: take the wake back (nobody else
 		 * could have won it). */
 		canal__task_disarm(t);
 		if (r == -EPERM && op->kind != IO_SQE)
 			return io_blocking(op, timeout_ns); /* not pollable */
-		return r;
+		if (r != -EAGAIN || op->kind != IO_CONNECT)
+			return r;
+		/* A connect the backend could neither complete nor wait
+		 * for (epoll: a Unix socket in blocking mode whose
+		 * listener's backlog is full, where connect(2) would wait
+		 * for room; no readiness tells when there is some): start
+		 * it again after a pause, until the deadline or the
+		 * condvar. Not -EAGAIN, which a blocking connect never
+		 * says (a hostile review: at once, where io_uring waited). */
+		uint64_t now = canal_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		uint64_t until = deadline - now > retry_ns ? now + retry_ns
+							   : deadline;
+		if (retry_ns < CONNECT_RETRY_MAX_NS)
+			retry_ns *= 2;
+		canal__task_arm(t);
+		if (canal__io_park_cancellable(t, until, cancel) ==
+		    WAKE_CANCELED)
+			return -ECANCELED;
+		l = canal__this_loop(); /* (it may have moved meanwhile) */
 	}
 	t->pinned++;
 	l->inflight++; /* (a backend may have completed it already: then
