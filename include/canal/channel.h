@@ -104,7 +104,7 @@ struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,
  * the channel are discarded. NULL is accepted and ignored. For a shared
  * channel this only unmaps it from the calling process: other processes
  * keep using it, and the memory goes when the last one lets go of it (and
- * its name, if any, is unlinked).
+ * its name, if any, is unlinked). Never blocks.
  */
 void canal_chan_destroy(struct canal_chan *ch);
 
@@ -120,7 +120,8 @@ size_t canal_chan_capacity(const struct canal_chan *ch);
  */
 size_t canal_chan_len(const struct canal_chan *ch);
 
-/* canal_chan_is_closed - 1 once canal_close() has been called, else 0. */
+/* canal_chan_is_closed - 1 once canal_close() has been called, else 0.
+ * Never blocks; thread-safe. */
 int canal_chan_is_closed(const struct canal_chan *ch);
 
 /* ------------------------------------------------------------------ */
@@ -365,23 +366,26 @@ int canal_chan_create_named(const char *name, size_t elt_size,
  *            truncated or corrupted;
  *   -EPROTONOSUPPORT made by an incompatible canal layout version;
  *   -EMFILE, -ENFILE no file descriptor left; -ENOMEM.
+ * Never blocks; thread-safe.
  */
 int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
 		    unsigned flags, struct canal_chan **out);
 
 /* canal_chan_open_fd - open the channel whose memory file is fd (the fd is
  * not taken over: the caller still closes it). Same checks and errors
- * (-EINVAL: fd < 0 or bad flags), and -EBADF: fd is not open. */
+ * (-EINVAL: fd < 0 or bad flags), and -EBADF: fd is not open. Never
+ * blocks; thread-safe. */
 int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
 		       unsigned flags, struct canal_chan **out);
 
 /* canal_chan_unlink - remove a channel's name. Processes that have it open
  * keep using it. Returns 0, -ENOENT, -EACCES, -EINVAL (bad name), -EBADMSG
- * (the name is a directory: no channel). */
+ * (the name is a directory: no channel). Never blocks; thread-safe. */
 int canal_chan_unlink(const char *name);
 
 /* canal_chan_fd - the memory file descriptor of a shared channel (owned by
- * the channel: do not close it), or -EINVAL for a thread channel. */
+ * the channel: do not close it), or -EINVAL for a thread channel. Never
+ * blocks; thread-safe. */
 int canal_chan_fd(const struct canal_chan *ch);
 
 /*

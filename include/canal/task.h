@@ -193,6 +193,7 @@ int canal_sleep_ns(uint64_t ns);
 /*
  * canal_task_id - the id of the calling task (1 for main_task, then in
  * spawn order, unique within one canal_run), or 0 outside a task.
+ * Never blocks; callable from any thread.
  */
 uint64_t canal_task_id(void);
 
@@ -540,6 +541,8 @@ int canal_io_rstream_close(struct canal_io_rstream *s);
  * task; canal_detach on a detached task and canal_attach on an attached
  * one return 0 and do nothing; canal_detach -EBUSY while the task has a
  * receive stream open (it belongs to the loop: close it first).
+ * Each suspends the task until a thread of the other side (a pool
+ * thread, its loop) takes it; neither blocks a loop.
  */
 int canal_detach(void);
 int canal_attach(void);
