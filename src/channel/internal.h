@@ -403,7 +403,8 @@ int canal__segment_dup(int fd, dev_t dev, ino_t ino);
 /* A descriptor of the memory file at path for a new handle, if this
  * process holds record locks on it (one parked, or a dup of one it has:
  * opening it again and closing that would drop the locks); -ENOENT if it
- * holds none, or -errno. */
+ * holds none, or if path is not a regular file (a symbolic link is never
+ * followed, as shm_open does not), or -errno. */
 int canal__segment_reuse(const char *path);
 /* A shared handle over fd, a memory file (segment.c). own: fd becomes
  * the handle's, or is closed if no handle is made; else the handle takes

@@ -536,7 +536,12 @@ int canal__segment_reuse(const char *path)
 	int fd = -ENOENT;
 	struct stat sb;
 	struct rec_file *r;
-	if (reg.nrec && stat(path, &sb) == 0 &&
+	/* Not following a symbolic link, as shm_open (O_NOFOLLOW) does not:
+	 * a link planted under the name would give a descriptor of whatever
+	 * file it points to that this process holds record locks on, where
+	 * the open of the name itself is refused
+	 * (test_revseg_reuse_symlink). */
+	if (reg.nrec && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
 	    (r = rec_find(sb.st_dev, sb.st_ino))) {
 		fd = take_parked(sb.st_dev, sb.st_ino);
 		if (fd < 0 && (fd = fcntl(r->any_fd, F_DUPFD_CLOEXEC, 0)) < 0)
