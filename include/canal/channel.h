@@ -83,9 +83,9 @@ enum {
  * an 8-byte stamp; 16 bytes with CANAL_SHARED) is allocated at creation,
  * and for thread channels also committed (touched), as Go's make and
  * crossbeam's bounded do: a channel costs its full size from the start,
- * and no page fault happens while messages flow. (Named channels have
- * their memory reserved in /dev/shm at creation: canal_chan_create_named
- * below.)
+ * and no page fault happens while messages flow. The pages of a shared
+ * channel's memory file are allocated at creation too (fallocate), so
+ * that no access to it can later fail for want of memory (a SIGBUS).
  *
  * Returns the channel, or NULL with errno set:
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,

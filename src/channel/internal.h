@@ -379,8 +379,13 @@ void canal__chan_state_init(struct chan_state *st, size_t elt_size,
 			    size_t capacity, unsigned flags,
 			    const struct chan_geometry *g);
 
-/* Memory files (segment.c): a sealed memfd of map_size bytes, or -errno. */
+/* Memory files (segment.c): a sealed memfd of map_size bytes, its pages
+ * allocated, or -errno. */
 int canal__segment_create_fd(size_t map_size, const char *name);
+/* Allocate the pages of fd's first map_size bytes (a memory file made by
+ * ftruncate), so that no write into its mapping faults for want of one:
+ * 0, or -ENOSPC, -ENOMEM, -errno. */
+int canal__segment_back(int fd, size_t map_size);
 
 /* Liveness of the processes attached to a shared channel (liveness.c). */
 int canal__attach(struct canal_chan *ch);

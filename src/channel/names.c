@@ -66,12 +66,11 @@ static int fill_segment(int fd, size_t elt_size, size_t capacity,
 		return -errno;
 	if (ftruncate(fd, (off_t)g->map_size) < 0)
 		return errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
-	int r;
-	do /* a tmpfs's fallocate stops at a signal, undoing itself */
-		r = fallocate(fd, 0, 0, (off_t)g->map_size);
-	while (r < 0 && errno == EINTR);
-	if (r < 0 && errno != EOPNOTSUPP)
-		return errno == EFBIG ? -ENOSPC : -errno;
+	/* Before the first write into the mapping: a /dev/shm without room
+	 * is -ENOSPC here, not SIGBUS there. */
+	int err = canal__segment_back(fd, g->map_size);
+	if (err)
+		return err;
 	struct chan_state *st = mmap(NULL, g->map_size, PROT_READ | PROT_WRITE,
 				     MAP_SHARED, fd, 0);
 	if (st == MAP_FAILED)

@@ -21,6 +21,22 @@
  * access) nor grow it, nor remove the seals. */
 #define SEGMENT_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
+int canal__segment_back(int fd, size_t map_size)
+{
+	/* A file of tmpfs (a memfd, /dev/shm) made by ftruncate() owns no
+	 * pages: the first write into a page that the filesystem cannot
+	 * supply (full, its size limit, the memory's accounting) raises
+	 * SIGBUS in whoever writes, the creator writing the header first.
+	 * fallocate() takes them all now, or fails (test_revseg_shm_full). */
+	int r;
+	do
+		r = fallocate(fd, 0, 0, (off_t)map_size);
+	while (r < 0 && errno == EINTR);
+	if (r < 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+		return errno == EFBIG ? -ENOMEM : -errno;
+	return 0; /* (a filesystem without fallocate: as before) */
+}
+
 int canal__segment_create_fd(size_t map_size, const char *name)
 {
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -30,6 +46,12 @@ int canal__segment_create_fd(size_t map_size, const char *name)
 		int e = errno;
 		close(fd);
 		return e == EFBIG || e == EINVAL ? -ENOMEM : -e;
+	}
+	int err = canal__segment_back(fd, map_size);
+	if (err) {
+		close(fd);
+		/* The memory of a memfd: its "space" is memory. */
+		return err == -ENOSPC ? -ENOMEM : err;
 	}
 	if (fcntl(fd, F_ADD_SEALS, SEGMENT_SEALS) < 0) {
 		int e = errno;
