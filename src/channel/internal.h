@@ -80,6 +80,7 @@
 
 #include <canal/channel.h>
 
+#include <assert.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -100,6 +101,9 @@
 
 /* Internal ring size of synchronous channels. */
 #define CANAL_SYNC_RING 16u
+
+/* Cells of waiting senders by process (chan_state.sender_cells). */
+#define CANAL_SENDER_CELLS 6
 
 struct canal_slot_hdr {
 	_Atomic uint64_t stamp;
@@ -131,6 +135,14 @@ struct chan_state {
 	_Atomic uint32_t closed_hint;
 	/* Shared channels: the last attacher id handed out (liveness.c). */
 	_Atomic uint32_t next_attacher;
+	/* Synchronous shared channels: the senders waiting for demand, by
+	 * process (rendezvous.c): cells of (attacher id << 32) | count, 0
+	 * free, so that the count of a process that died waiting can be
+	 * told and dropped. Those that find no cell count in
+	 * senders_waiting, as every sender of a thread channel does. In the
+	 * padding before tail (the layout is unchanged, written only by
+	 * senders about to sleep). */
+	_Atomic uint64_t sender_cells[CANAL_SENDER_CELLS];
 
 	alignas(CANAL_CACHELINE) _Atomic uint64_t tail;
 	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
@@ -141,10 +153,15 @@ struct chan_state {
 	alignas(CANAL_CACHELINE) _Atomic int64_t demand;
 	_Atomic int64_t select_demand;
 	_Atomic int64_t orphans;
-	_Atomic uint32_t senders_waiting; /* senders wanting demand */
+	_Atomic uint32_t senders_waiting; /* senders wanting demand, not in
+					     sender_cells */
 	struct canal_waitq demand_wq;	  /* senders waiting for demand */
 	struct canal_waitq ack_wq;	  /* senders waiting for the ack */
 };
+/* The cells fill the header's second line: the layout is version 3's. */
+static_assert(offsetof(struct chan_state, tail) == 2 * CANAL_CACHELINE &&
+		      sizeof(struct chan_state) == 7 * CANAL_CACHELINE,
+	      "chan_state layout changed: bump CANAL_LAYOUT_VERSION");
 
 /* Shared channels: which held slot this process saw first, and when (ring.c,
  * held_since), so that the waits of successive calls on one holder add up.
@@ -544,6 +561,15 @@ bool canal__sync_retract(struct canal_chan *ch, bool select);
 void canal__sync_make_orphan(struct canal_chan *ch);
 /* Give back a unit of demand taken by a sender that did not push. */
 void canal__sync_give_back(struct canal_chan *ch, bool select);
+/* A sender about to wait for demand counts itself as waiting (a try
+ * receive then waits briefly for its element: sync_try_recv): returns the
+ * token to give to canal__sync_sender_done when it stops waiting. The
+ * count is a seq_cst RMW, before the sender re-checks demand. */
+int canal__sync_sender_waits(struct canal_chan *ch);
+void canal__sync_sender_done(struct canal_chan *ch, int token);
+/* A sender is counted as waiting (seq_cst reads). On a shared channel the
+ * count of a process that died waiting is dropped first (liveness.c). */
+bool canal__sync_senders_waiting(struct canal_chan *ch);
 /* Take one unit of demand: 0, -EAGAIN (try_only), -EPIPE, -ETIMEDOUT;
  * *select says whether the unit was a select's (then wait for the ack). */
 int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,

@@ -86,6 +86,101 @@ void canal__sync_give_back(struct canal_chan *ch, bool select)
 	waitq_notify(&ch->st->demand_wq, 1, ch->shared);
 }
 
+/*
+ * Waiting senders. A sender that waits for demand (a blocking send, a
+ * select with a send case) is counted, so that canal_try_recv, which
+ * succeeds only with an element or a waiting sender, announces itself
+ * and waits briefly for that sender's element. A process killed while
+ * counted would leave the count up for good, and every later try receive
+ * would wait its full 1 ms for nobody (test_revseg_dead_waiting_sender).
+ * So on a shared channel a waiting sender counts itself in the cell of
+ * its attacher id (a cell holds (id << 32) | count: the threads of one
+ * handle share it), and a try receive that finds senders counted first
+ * drops the cells of attachers that are gone (liveness.c: their locks
+ * went with their process). A cell changes only by its attacher's own
+ * CASes while that attacher lives, and only from (gone id, n) to 0 once
+ * it is gone: no count is lost or dropped twice. Senders that find no
+ * cell free, and every sender of a thread channel, count in
+ * senders_waiting, which no repair can tell (GUARANTEES.md).
+ * Every change is a seq_cst RMW, read seq_cst (see select.c for the
+ * pairing with the sender's re-check of demand).
+ */
+#define CELL_COUNT_MASK 0xffffffffull
+#define TOKEN_ANONYMOUS (-1)
+
+static inline uint32_t cell_id(uint64_t cell)
+{
+	return (uint32_t)(cell >> 32);
+}
+
+int canal__sync_sender_waits(struct canal_chan *ch)
+{
+	if (ch->shared) {
+		uint32_t id = canal__self_id(ch);
+		uint64_t mine = (uint64_t)id << 32;
+		for (int i = 0; id != 0 && i < CANAL_SENDER_CELLS; i++) {
+			_Atomic uint64_t *c = &ch->st->sender_cells[i];
+			uint64_t v = atomic_load_explicit(c,
+							  memory_order_relaxed);
+			/* Our id's cell (its count below the top), or a
+			 * free one. */
+			while (v == 0 ||
+			       (cell_id(v) == id &&
+				(v & CELL_COUNT_MASK) != CELL_COUNT_MASK)) {
+				if (atomic_compare_exchange_weak_explicit(
+					    c, &v, (v ? v : mine) + 1,
+					    memory_order_seq_cst,
+					    memory_order_relaxed))
+					return i;
+			}
+		}
+	}
+	atomic_fetch_add_explicit(&ch->st->senders_waiting, 1,
+				  memory_order_seq_cst);
+	return TOKEN_ANONYMOUS;
+}
+
+void canal__sync_sender_done(struct canal_chan *ch, int token)
+{
+	if (token == TOKEN_ANONYMOUS) {
+		atomic_fetch_sub_explicit(&ch->st->senders_waiting, 1,
+					  memory_order_relaxed);
+		return;
+	}
+	uint32_t id = canal__self_id(ch);
+	_Atomic uint64_t *c = &ch->st->sender_cells[token];
+	uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+	/* Still our id's (else a peer scribbled on it: leave it). */
+	while (cell_id(v) == id && (v & CELL_COUNT_MASK) != 0 &&
+	       !atomic_compare_exchange_weak_explicit(
+		       c, &v, (v & CELL_COUNT_MASK) == 1 ? 0 : v - 1,
+		       memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+bool canal__sync_senders_waiting(struct canal_chan *ch)
+{
+	bool any = atomic_load_explicit(&ch->st->senders_waiting,
+					memory_order_seq_cst) != 0;
+	if (!ch->shared)
+		return any;
+	for (int i = 0; i < CANAL_SENDER_CELLS; i++) {
+		_Atomic uint64_t *c = &ch->st->sender_cells[i];
+		uint64_t v = atomic_load_explicit(c, memory_order_seq_cst);
+		if (v == 0)
+			continue;
+		/* A cell of an attacher that is gone: it can never change
+		 * again but by this drop (a CAS: of two droppers one wins). */
+		if (canal__attacher_gone(ch, cell_id(v)) &&
+		    atomic_compare_exchange_strong_explicit(
+			    c, &v, 0, memory_order_seq_cst,
+			    memory_order_relaxed))
+			continue;
+		any = true;
+	}
+	return any;
+}
+
 static bool demand_ready(void *arg)
 {
 	return canal__sync_can_send(arg);
@@ -97,6 +192,7 @@ int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 	const struct canal__wait_cond c = { demand_ready, demand_ready, ch,
 					    CANAL__WAIT_DEMAND, NULL };
 	bool counted = false;
+	int token = TOKEN_ANONYMOUS;
 	int ret;
 
 	for (;;) {
@@ -125,8 +221,7 @@ int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 		}
 		if (!counted) {
 			/* Lets a try_recv know that a sender waits. */
-			atomic_fetch_add_explicit(&ch->st->senders_waiting, 1,
-						  memory_order_seq_cst);
+			token = canal__sync_sender_waits(ch);
 			counted = true;
 		}
 		int w = canal__wait(&ch->st->demand_wq, ch->shared, &c,
@@ -138,8 +233,7 @@ int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 	}
 out:
 	if (counted)
-		atomic_fetch_sub_explicit(&ch->st->senders_waiting, 1,
-					  memory_order_relaxed);
+		canal__sync_sender_done(ch, token);
 	return ret;
 }
 

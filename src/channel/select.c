@@ -204,6 +204,9 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 	bool shared[CANAL_SELECT_MAX];
 	struct canal_waitq *queues[CANAL_SELECT_MAX];
 	bool announced[CANAL_SELECT_MAX];
+	/* A send case on a synchronous channel: its waiting sender's token
+	 * (canal__sync_sender_waits). */
+	int sender_token[CANAL_SELECT_MAX];
 	bool woken = false;
 	/* Rounds that found a case ready but completed none: another thread
 	 * is between its index CAS and its stamp store (a sender copying in).
@@ -278,9 +281,8 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		for (size_t i = 0; i < n; i++)
 			if (cases[i].ch && cases[i].op == CANAL_OP_SEND &&
 			    cases[i].ch->sync)
-				atomic_fetch_add_explicit(
-					&cases[i].ch->st->senders_waiting, 1,
-					memory_order_seq_cst);
+				sender_token[i] =
+					canal__sync_sender_waits(cases[i].ch);
 		unsigned nq = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (!cases[i].ch)
@@ -325,9 +327,8 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		for (size_t i = 0; i < n; i++)
 			if (cases[i].ch && cases[i].op == CANAL_OP_SEND &&
 			    cases[i].ch->sync)
-				atomic_fetch_sub_explicit(
-					&cases[i].ch->st->senders_waiting, 1,
-					memory_order_relaxed);
+				canal__sync_sender_done(cases[i].ch,
+							sender_token[i]);
 		woken = !ready && w == 0;
 		busy = ready;
 

@@ -310,9 +310,7 @@ static int sync_try_recv(struct canal_chan *ch, void *elt,
 			 struct canal_slot *lend, bool wait_sender)
 {
 	bool ready = canal__ring_can_recv(ch);
-	if (!ready && (!wait_sender ||
-		       atomic_load_explicit(&ch->st->senders_waiting,
-					    memory_order_seq_cst) == 0))
+	if (!ready && (!wait_sender || !canal__sync_senders_waiting(ch)))
 		return -EAGAIN;
 	canal__sync_announce(ch, false);
 	int r = recv_ring(ch, elt, lend,
