@@ -37,7 +37,9 @@
  *    until their request completes.
  *  - Errors of a peer: when a peer dies (its process exits or is killed;
  *    seen within 1 s on shm; on TCP on connection reset, or after
- *    tcp_timeout_ms of silence from a machine that went away) or sends a
+ *    tcp_timeout_ms of silence from a machine that went away), closes its
+ *    session (its process living on: on shm seen within 1 s too, "closed
+ *    its session"; on TCP as the connection's end) or sends a
  *    malformed frame, its gate is closed: its pending requests complete with
  *    -ECONNRESET (peer gone) or -EPROTO (malformed input), later operations
  *    on it return the same error at once, and canal_engine_gate_error()

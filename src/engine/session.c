@@ -523,8 +523,10 @@ void canal__gate_check(struct canal_engine *e, int gi)
 		while (!e->native && !g->error &&
 		       canal__sched_poll(e, gi, canal__collect_arrive) > 0)
 			;
-		canal__gate_fail(e, gi, h, "peer %d (pid %d) died", gi,
-				 (int)g->drv->peer_pid);
+		canal__gate_fail(e, gi, h, "peer %d (pid %d) %s", gi,
+				 (int)g->drv->peer_pid,
+				 g->drv->peer_closed ? "closed its session"
+						     : "died");
 	}
 }
 

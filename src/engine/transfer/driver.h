@@ -98,9 +98,11 @@ struct canal__driver_ops {
 	 * acknowledged bytes stay readable at the peer). Asked only by the
 	 * session's close, so it may cost a system call. NULL: idle(). */
 	bool (*delivered)(struct canal__driver *d);
-	/* 0 while the peer is alive, -ECONNRESET once it is known dead,
-	 * -EPROTO when the link's own state is inconsistent (shm: the peer's
-	 * head and records disagree; the reason in why). */
+	/* 0 while the peer is alive, -ECONNRESET once it is known dead or
+	 * has closed its session (shm: its mark in the segment; then
+	 * peer_closed is set), -EPROTO when the link's own state is
+	 * inconsistent (shm: the peer's head and records disagree; the
+	 * reason in why). */
 	int (*health)(struct canal__driver *d);
 	/* Read len bytes at the peer's address into buf (one copy), or a
 	 * negative errno; NULL when !caps.read_peer_memory. */
@@ -131,6 +133,8 @@ struct canal__driver {
 	const struct canal__driver_ops *ops;
 	struct canal__driver_caps caps;
 	pid_t peer_pid;
+	bool peer_closed;        /* health(): the peer closed its session
+				  * (alive), rather than died */
 	char why[96];            /* reason of the last error, for messages */
 };
 

@@ -22,7 +22,15 @@
  *
  * Death before connection: the peers' pids come from their inboxes;
  * canal__lazy_health() watches the unconnected ones through pidfds, so an
- * any-gate receive still fails once every peer is gone. The inboxes are
+ * any-gate receive still fails once every peer is gone.
+ *
+ * Close: a session's close marks its inbox closed (release), after its
+ * drivers are closed (each marks its segment: shm.c, CLOSE). A peer whose
+ * inbox says closed (acquire: its segments' marks are visible then) is
+ * gone: a gate it rang is attached and drained by the driver's health as
+ * at death; a gate not connected, or connected by us to a segment the
+ * peer never attached (it closed first: nothing of it to drain), fails
+ * with -ECONNRESET (test_reveng2_shm_peer_close). The inboxes are
  * the processes' own files in the job's private directory (0600): a peer
  * is trusted with them as with the segments themselves; a size or magic
  * that does not match is -EPROTO at open, before any access.
@@ -51,6 +59,7 @@ struct inbox_file {
 	uint64_t magic;
 	int32_t size;
 	int32_t pid;
+	_Atomic uint32_t closed; /* the owner's session has closed */
 	_Alignas(64) _Atomic uint32_t count;
 	_Alignas(64) _Atomic uint8_t flag[];
 };
@@ -82,6 +91,11 @@ void canal__lazy_close(struct canal__lazy *z)
 {
 	if (!z)
 		return;
+	/* Pairs with the acquire load in canal__lazy_health(): after the
+	 * session's drivers have marked their segments. */
+	if (z->box && z->box[z->rank])
+		atomic_store_explicit(&z->box[z->rank]->closed, 1,
+				      memory_order_release);
 	for (int i = 0; i < z->size; i++) {
 		if (z->box && z->box[i])
 			munmap(z->box[i], z->len);
@@ -234,19 +248,39 @@ void canal__lazy_health(struct canal_engine *e)
 	struct canal__lazy *z = e->lazy;
 	for (int gi = 0; gi < z->size; gi++) {
 		struct canal__gate *g = &e->gates[gi];
-		if (gi == z->rank || g->drv || g->error || z->pidfd[gi] < 0)
+		if (gi == z->rank || g->error)
 			continue;
-		struct pollfd p = { .fd = z->pidfd[gi], .events = POLLIN };
-		if (poll(&p, 1, 0) <= 0)
+		bool closed = atomic_load_explicit(&z->box[gi]->closed,
+						   memory_order_acquire);
+		if (g->drv) {
+			if (!closed)
+				continue;
+			/* Its segment's mark, if it had attached: drained
+			 * and failed there. */
+			canal__gate_check(e, gi);
+			if (!g->error)
+				canal__gate_fail(e, gi, -ECONNRESET,
+						 "peer %d (pid %d) closed its "
+						 "session", gi,
+						 (int)z->box[gi]->pid);
 			continue;
-		/* It may have rung and sent its last words before dying: then
-		 * attach, and the driver's own health drains and fails it. */
+		}
+		if (!closed) {
+			if (z->pidfd[gi] < 0)
+				continue;
+			struct pollfd p = { .fd = z->pidfd[gi], .events = POLLIN };
+			if (poll(&p, 1, 0) <= 0)
+				continue;
+		}
+		/* It may have rung and sent its last words before dying (or
+		 * closing): then attach, and the driver's own health drains
+		 * and fails it. */
 		if (atomic_exchange_explicit(&z->box[z->rank]->flag[gi], 0,
 					     memory_order_relaxed))
 			canal__lazy_connect(e, gi);
 		else
-			canal__gate_fail(e, gi, -ECONNRESET,
-					 "peer %d (pid %d) died", gi,
-					 (int)z->box[gi]->pid);
+			canal__gate_fail(e, gi, -ECONNRESET, "peer %d (pid %d) %s",
+					 gi, (int)z->box[gi]->pid,
+					 closed ? "closed its session" : "died");
 	}
 }

@@ -53,6 +53,13 @@
  *
  * DEATH: the peer's pid (from the segment) is watched through a pidfd,
  * readable once the process has exited (zombie or reaped).
+ * CLOSE: a peer that closes its session and lives on is gone as well (as a
+ * TCP peer's close ends its connection): shm_close() sets closed[its side]
+ * in the header with release, after every record it sent (program order);
+ * shm_health() loads the peer's mark with acquire and then says
+ * -ECONNRESET, and the session drains the ring before failing the gate
+ * (session.c, canal__gate_check), so that nothing sent before the close is
+ * lost (test_reveng2_shm_peer_close).
  */
 #define _GNU_SOURCE
 #include "driver.h"
@@ -78,7 +85,7 @@
 #include <unistd.h>
 
 #define SHM_MAGIC 0x63616e616c73686dULL /* "canalshm" */
-#define SHM_VERSION 2u /* 2: the reader polls record headers */
+#define SHM_VERSION 3u /* 2: the reader polls record headers; 3: closed[] */
 #define RING_BYTES ((uint64_t)1 << 20)
 #define HEADER_BYTES 4096u
 #define REC_PACKET 0x5041434bu
@@ -120,6 +127,7 @@ struct shm_header {
 	uint32_t version;
 	uint32_t ring_bytes;
 	_Atomic int32_t pid[2];
+	_Atomic uint32_t closed[2]; /* side's session closed (CLOSE above) */
 	struct shm_ring_ctl ring[2];
 };
 
@@ -135,6 +143,7 @@ struct shm_driver {
 	uint64_t rx_tail;
 	uint64_t rx_pending; /* bytes of the record handed out by recv() */
 	int pidfd;
+	int side;            /* ours: 0 for the lower rank */
 };
 
 static inline uint64_t round8(uint64_t n)
@@ -327,6 +336,13 @@ static int shm_health(struct canal__driver *d_)
 	int err = ring_check(d);
 	if (err)
 		return err;
+	/* Pairs with the release store in shm_close(): every record the
+	 * peer sent is visible now, for the drain that follows. */
+	if (atomic_load_explicit(&d->hdr->closed[1 - d->side],
+				 memory_order_acquire)) {
+		d->base.peer_closed = true;
+		return -ECONNRESET;
+	}
 	if (d->pidfd >= 0) {
 		struct pollfd p = { .fd = d->pidfd, .events = POLLIN };
 		if (poll(&p, 1, 0) > 0)
@@ -360,6 +376,9 @@ static void shm_close(struct canal__driver *d_)
 	struct shm_driver *d = (struct shm_driver *)d_;
 	if (d->pidfd >= 0)
 		close(d->pidfd);
+	/* Pairs with the acquire load in shm_health(): after our last
+	 * record. */
+	atomic_store_explicit(&d->hdr->closed[d->side], 1, memory_order_release);
 	munmap(d->map, d->map_len);
 	free(d);
 }
@@ -534,6 +553,7 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 	d->map = map;
 	d->map_len = map_len;
 	d->hdr = map;
+	d->side = side;
 	d->pidfd = -1;
 	struct shm_header *h = d->hdr;
 	if (side == 0) {
@@ -622,6 +642,7 @@ static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
 	d->map = map;
 	d->map_len = map_len;
 	d->hdr = map;
+	d->side = side;
 	struct shm_header *h = d->hdr;
 	if (creator) {
 		h->magic = SHM_MAGIC;
