@@ -121,8 +121,8 @@ struct canal_engine_pack;
 /* Largest tag. */
 #define CANAL_ENGINE_TAG_MAX 65535u
 
-/* Flags of a piece (canal_engine_isend(), canal_engine_pack(),
- * canal_engine_unpack()). */
+/* Flags of a piece (canal_engine_pack(), canal_engine_unpack(); of a
+ * message, canal_engine_isend(): CANAL_ENGINE_EXPRESS only). */
 enum {
 	/* Needed early: sent ahead of queued pieces of other flows and never
 	 * held back for aggregation; canal_engine_unpack() of an express piece
@@ -130,7 +130,10 @@ enum {
 	 * rest of the message is unpacked. */
 	CANAL_ENGINE_EXPRESS = 1u << 0,
 	/* Free to be reordered: the strategy may send it after pieces packed
-	 * later (it is still received into the unpack call of its rank). */
+	 * later (it is still received into the unpack call of its rank).
+	 * A pack's pieces only: canal_engine_isend() refuses it (-EINVAL);
+	 * canal_engine_unpack() accepts it and ignores it (the sender's
+	 * flags may be given as they are). */
 	CANAL_ENGINE_REORDER = 1u << 1,
 };
 
@@ -273,8 +276,9 @@ const char *canal_engine_strategy(const struct canal_engine *e);
 
 /*
  * canal_engine_isend - start sending len bytes of buf to gate on tag.
- * flags: 0, CANAL_ENGINE_EXPRESS. *req receives the request, to be given to
- * canal_engine_wait() or canal_engine_test() exactly once.
+ * flags: 0 or CANAL_ENGINE_EXPRESS (CANAL_ENGINE_REORDER is -EINVAL).
+ * *req receives the request, to be given to canal_engine_wait() or
+ * canal_engine_test() exactly once.
  * Returns 0, or -EINVAL (bad gate, tag, flags, NULL req, or buf NULL with
  * len > 0), -EMSGSIZE (len >= 4 GiB), -ENOMEM, or the gate's error if it is
  * closed (-ECONNRESET, -EPROTO). Never blocks (the message is queued).

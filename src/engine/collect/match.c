@@ -342,8 +342,10 @@ static inline int send_check(struct canal_engine *e, int gi, unsigned tag,
 		err = gate_error(e, gi);
 	if (err)
 		return err;
-	if (!req || (!buf && len) ||
-	    (flags & ~(unsigned)(CANAL_ENGINE_EXPRESS | CANAL_ENGINE_REORDER)))
+	/* CANAL_ENGINE_REORDER is a piece's place among the pieces of one
+	 * pack (pack.c): a message of its own has none, and engine.h lists
+	 * it as refused here (test_reveng2_isend_reorder). */
+	if (!req || (!buf && len) || (flags & ~(unsigned)CANAL_ENGINE_EXPRESS))
 		return -EINVAL;
 	if (len > UINT32_MAX)
 		return -EMSGSIZE;
