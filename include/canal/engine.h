@@ -383,11 +383,17 @@ int canal_engine_pack_end(struct canal_engine_pack *pack,
  * in the pieces' order. gate may be CANAL_ENGINE_ANY_GATE: then the first
  * unpack waits for its piece, which fixes the gate. canal_engine_unpack()
  * with CANAL_ENGINE_EXPRESS waits until that piece has arrived; otherwise it
- * only posts the receive. unpack_end waits for every piece and frees the
- * pack; st (may be NULL) gets the gate, tag and total length.
+ * only posts the receive. unpack_end waits for every piece, then takes and
+ * drops the pieces of the message that were not unpacked (after an error,
+ * or when fewer unpacks were made than pieces packed): the next receive of
+ * (gate, tag) gets the message sent after the pack. It frees the pack; st
+ * (may be NULL) gets the gate, tag and total length (of the whole message,
+ * dropped pieces included).
  * Returns 0, or -EINVAL, -ENOMEM, the piece's error (-EMSGSIZE when a piece
- * is longer than its buffer) or the gate's error; after an error, call
- * unpack_end to free the pack. unpack_end returns the first error met.
+ * is longer than its buffer: only that piece is cut, the next unpack gets
+ * the next piece) or the gate's error; after an error, either go on
+ * unpacking or call unpack_end, which frees the pack. unpack_end returns
+ * the first error met (a dropped piece is none).
  * Blocks: express unpacks and unpack_end (polling).
  */
 int canal_engine_unpack_begin(struct canal_engine *e, int gate, unsigned tag,

@@ -105,6 +105,12 @@ struct canal__chunks {
 
 /* canal__req_new() sets every field one by one: add new ones there too
  * (all but the union at the end, set up whole where it is used). */
+/* An internal bit of a request's flags, beside the public ones: send, a
+ * piece of a pack followed by others in packing order; receive, the
+ * message it took said so (wire.h, PIECE_FLAG_MORE; with UCX's matching,
+ * a bit of the UCP tag). */
+#define CANAL__FLAG_MORE (1u << 31)
+
 struct canal_engine_req {
 	struct canal__list link;    /* gate's posted list, or any-gate list */
 	struct canal_engine *e;
@@ -418,6 +424,12 @@ int canal__gate_fail(struct canal_engine *e, int g, int error,
  * canal_engine_gate_error() agree). Not from inside a request's own
  * processing: failing a gate completes and may free requests. */
 void canal__gate_check(struct canal_engine *e, int g);
+
+/* canal_engine_wait(), and *flags gets the request's flags (a receive's
+ * CANAL__FLAG_MORE: collect/pack.c). */
+int canal__engine_wait_flags(struct canal_engine *e,
+			     struct canal_engine_req *r,
+			     struct canal_engine_status *st, unsigned *flags);
 
 static inline bool canal__gate_valid(const struct canal_engine *e, int g)
 {

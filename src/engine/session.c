@@ -602,9 +602,12 @@ static void fill_status(const struct canal_engine_req *r,
 	st->len = r->kind == REQ_RECV ? r->msg_len : r->len;
 }
 
-static int finish(struct canal_engine_req *r, struct canal_engine_status *st)
+static int finish(struct canal_engine_req *r, struct canal_engine_status *st,
+		  unsigned *flags)
 {
 	fill_status(r, st);
+	if (flags)
+		*flags = r->flags;
 	int err = r->error;
 	canal__req_free(r);
 	return err;
@@ -621,7 +624,7 @@ EXPORT int canal_engine_test(struct canal_engine *e,
 		canal__engine_progress_once(e);
 	int err = 0;
 	if (r->done) {
-		err = finish(r, st);
+		err = finish(r, st, NULL);
 		err = err ? err : 1;
 	}
 	canal__engine_unlock(e);
@@ -630,7 +633,8 @@ EXPORT int canal_engine_test(struct canal_engine *e,
 
 static __attribute__((noinline)) int wait_loop(struct canal_engine *e,
 					       struct canal_engine_req *r,
-					       struct canal_engine_status *st);
+					       struct canal_engine_status *st,
+					       unsigned *flags);
 
 EXPORT int canal_engine_wait(struct canal_engine *e,
 			     struct canal_engine_req *r,
@@ -642,12 +646,19 @@ EXPORT int canal_engine_wait(struct canal_engine *e,
 	 * else writes r): a send that UCX or the window took at once, or a
 	 * receive completed by an earlier progress call. */
 	if (!e->pt && r->done)
-		return finish(r, st);
-	return wait_loop(e, r, st);
+		return finish(r, st, NULL);
+	return wait_loop(e, r, st, NULL);
+}
+
+int canal__engine_wait_flags(struct canal_engine *e,
+			     struct canal_engine_req *r,
+			     struct canal_engine_status *st, unsigned *flags)
+{
+	return wait_loop(e, r, st, flags);
 }
 
 static int wait_loop(struct canal_engine *e, struct canal_engine_req *r,
-		     struct canal_engine_status *st)
+		     struct canal_engine_status *st, unsigned *flags)
 {
 	unsigned idle = 0;
 	bool yielding = false;
@@ -678,7 +689,7 @@ static int wait_loop(struct canal_engine *e, struct canal_engine_req *r,
 		}
 		canal__engine_lock(e);
 	}
-	int err = finish(r, st);
+	int err = finish(r, st, flags);
 	if (e->pt) {
 		/* Before the last unlock, so that it wakes the thread if work
 		 * is left (progress.c). */

@@ -8,7 +8,10 @@
  *
  *   0  u8  kind     EAGER, RTS, RTR, DATA, FIN, CREDIT
  *   1  u8  flags    EXPRESS (informative), BULK (RTS: data by the
- *                   driver's bulk transfer)
+ *                   driver's bulk transfer), NOREAD (RTR), MORE
+ *                   (EAGER, RTS: a piece of a pack that is not its
+ *                   last: the next message of the flow belongs to the
+ *                   same pack)
  *   2  u16 tag      the flow (EAGER, RTS)
  *   4  u32 seq      number of the message in its (gate, tag) flow
  *   8  u32 len      EAGER, DATA: bytes of payload after the header;
@@ -50,6 +53,9 @@ enum canal__piece_kind {
  * refused, or it moves large messages through the ring): the sender stops
  * putting its address in RTS and uses caps.eager_max_noread (shm). */
 #define PIECE_FLAG_NOREAD 4u
+/* EAGER, RTS: the message is a piece of a pack, and not its last (pack.c:
+ * unpack_end drops the pieces the receiver did not unpack). */
+#define PIECE_FLAG_MORE 8u
 
 struct canal__piece_hdr {
 	uint8_t kind, flags;

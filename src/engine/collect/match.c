@@ -109,6 +109,8 @@ static int deliver(struct canal_engine *e, int gi, struct canal_engine_req *r,
 {
 	r->gate = gi;
 	r->seq = h->seq;
+	if (h->flags & PIECE_FLAG_MORE)
+		r->flags |= CANAL__FLAG_MORE;
 	if (h->kind == PIECE_RTS) {
 		canal__sched_credit_return(e, gi, CANAL__RTS_COST);
 		return canal__sched_accept_rts(e, gi, r, h);
@@ -317,6 +319,8 @@ static void native_recv_done(struct canal__native_op *op, int err,
 		r->msg_len = info->len;
 		if (r->gate == CANAL_ENGINE_ANY_GATE)
 			r->gate = info->rank;
+		if (info->more)
+			r->flags |= CANAL__FLAG_MORE;
 	}
 	canal__req_complete(r, native_err(r, err));
 }
@@ -325,7 +329,9 @@ int canal__collect_native_send(struct canal_engine *e,
 			       struct canal_engine_req *r)
 {
 	r->nat.done = native_send_done;
-	int k = canal__ucx_native_send(e->native, r->gate, r->tag, r->buf,
+	unsigned tag = r->tag | ((r->flags & CANAL__FLAG_MORE)
+					 ? CANAL__NATIVE_MORE : 0);
+	int k = canal__ucx_native_send(e->native, r->gate, tag, r->buf,
 				       r->len, &r->nat);
 	if (k == 1)
 		canal__req_complete(r, 0);

@@ -8,6 +8,12 @@
  * reorderable ones) and pushes once, so the aggregate strategy can put
  * them in one packet. With UCX's matching (e->native) each piece is a UCP
  * message of its own, sent in packing order.
+ *
+ * Every piece but the last (in packing order) says MORE (wire.h; a UCP
+ * tag bit with UCX's matching), so the receiver knows where the message
+ * ends: unpack_end takes and drops the pieces that were not unpacked
+ * (after an unpack error, typically), and the flow's next receive gets
+ * the next message, not the rest of this one (test_reveng2_unpack_rest).
  */
 #include "collect.h"
 
@@ -182,6 +188,8 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 			r->gate = p->gate;
 			r->tag = p->tag;
 			r->flags = p->piece[i].flags;
+			if (i < p->n - 1)
+				r->flags |= CANAL__FLAG_MORE;
 			if (e->urgent[p->tag / 64] >> (p->tag % 64) & 1)
 				r->flags |= CANAL_ENGINE_EXPRESS;
 			r->buf = (unsigned char *)(uintptr_t)p->piece[i].buf;
@@ -219,15 +227,40 @@ EXPORT int canal_engine_unpack_begin(struct canal_engine *e, int gate,
 	return begin(e, gate, tag, true, pack);
 }
 
-static void note(struct canal_engine_pack *p, int err,
-		 const struct canal_engine_status *st)
+/* The outcome of piece i (st: NULL when nothing was received; flags:
+ * the receive's, CANAL__FLAG_MORE). A piece that took a message fixes
+ * the gate of an any-gate unpack, even when it failed (-EMSGSIZE): the
+ * later pieces are that gate's. */
+static void note(struct canal_engine_pack *p, int i, int err,
+		 const struct canal_engine_status *st, unsigned flags)
 {
 	if (err && !p->first_error)
 		p->first_error = err;
-	if (st && p->gate == CANAL_ENGINE_ANY_GATE && !err)
+	if (st && p->gate == CANAL_ENGINE_ANY_GATE && st->gate >= 0)
 		p->gate = st->gate;
 	if (st)
 		p->total += st->len;
+	if (i >= 0)
+		p->piece[i].flags = flags; /* unpack: what the receive said */
+}
+
+/* After the unpacked pieces: take and drop the rest of the message, while
+ * the last piece taken says MORE. */
+static void drop_rest(struct canal_engine_pack *p)
+{
+	bool more = p->n > 0 && (p->piece[p->n - 1].flags & CANAL__FLAG_MORE);
+	while (more && p->gate != CANAL_ENGINE_ANY_GATE) {
+		struct canal_engine_req *r;
+		if (canal_engine_irecv(p->e, p->gate, p->tag, NULL, 0, &r) < 0)
+			return; /* the gate failed: nothing more comes */
+		struct canal_engine_status st = { 0 };
+		unsigned flags = 0;
+		int err = canal__engine_wait_flags(p->e, r, &st, &flags);
+		if (err && err != -EMSGSIZE)
+			return;
+		p->total += st.len;
+		more = (flags & CANAL__FLAG_MORE) != 0;
+	}
 }
 
 EXPORT int canal_engine_unpack(struct canal_engine_pack *p, void *buf,
@@ -242,15 +275,17 @@ EXPORT int canal_engine_unpack(struct canal_engine_pack *p, void *buf,
 	struct canal_engine_req *r;
 	err = canal_engine_irecv(p->e, p->gate, p->tag, buf, len, &r);
 	if (err) {
-		note(p, err, NULL);
+		note(p, -1, err, NULL, 0);
 		return err;
 	}
 	int i = p->n++;
 	p->req[i] = NULL;
+	p->piece[i].flags = 0;
 	if ((flags & CANAL_ENGINE_EXPRESS) || p->gate == CANAL_ENGINE_ANY_GATE) {
 		struct canal_engine_status st = { 0 };
-		err = canal_engine_wait(p->e, r, &st);
-		note(p, err, &st);
+		unsigned got = 0;
+		err = canal__engine_wait_flags(p->e, r, &st, &got);
+		note(p, i, err, &st, got);
 		return err;
 	}
 	p->req[i] = r;
@@ -266,9 +301,11 @@ EXPORT int canal_engine_unpack_end(struct canal_engine_pack *p,
 		if (!p->req[i])
 			continue;
 		struct canal_engine_status s = { 0 };
-		int err = canal_engine_wait(p->e, p->req[i], &s);
-		note(p, err, &s);
+		unsigned got = 0;
+		int err = canal__engine_wait_flags(p->e, p->req[i], &s, &got);
+		note(p, i, err, &s, got);
 	}
+	drop_rest(p);
 	if (st) {
 		st->gate = p->gate;
 		st->tag = p->tag;

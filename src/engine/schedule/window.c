@@ -110,7 +110,9 @@ int canal__sched_send(struct canal_engine *e, int gi,
 	struct canal__piece_hdr h = {
 		.tag = (uint16_t)r->tag,
 		.seq = r->seq,
-		.flags = (r->flags & CANAL_ENGINE_EXPRESS) ? PIECE_FLAG_EXPRESS : 0,
+		.flags = ((r->flags & CANAL_ENGINE_EXPRESS) ? PIECE_FLAG_EXPRESS
+							   : 0) |
+			 ((r->flags & CANAL__FLAG_MORE) ? PIECE_FLAG_MORE : 0),
 	};
 	bool eager = r->len <= caps->eager_max;
 	if (eager) {

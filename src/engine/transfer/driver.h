@@ -232,7 +232,12 @@ struct canal__native_info {
 	int rank;      /* the sender */
 	unsigned tag;
 	size_t len;    /* the message's length as sent */
+	bool more;     /* sent with CANAL__NATIVE_MORE */
 };
+/* Or'ed to the tag given to canal__ucx_native_send(): a piece of a pack
+ * that is not its last (collect/pack.c); the receive reports it in
+ * canal__native_info.more, and matching ignores it. */
+#define CANAL__NATIVE_MORE 0x10000u
 struct canal__native_op {
 	void *h;       /* UCX's request while it is under way, else NULL */
 	bool live;     /* started and not ended */

@@ -12,8 +12,9 @@
  *
  * Tags (64 bits): NATIVE_BIT (bit 62; a packet's tag is the sender's
  * rank, a bulk transfer's has bit 63: neither has it), the engine's tag
- * in bits 32-47, the sender's rank in bits 0-31. A receive from any
- * sender masks the rank out.
+ * in bits 32-47, MORE_BIT (bit 48: a piece of a pack followed by others;
+ * every receive and probe masks it out), the sender's rank in bits 0-31.
+ * A receive from any sender masks the rank out.
  *
  * Operations: op->live is set before UCX is called and cleared by the
  * one path that ends the operation (the callback, or abort), which also
@@ -32,6 +33,7 @@
 
 #define NATIVE_BIT ((ucp_tag_t)1 << 62)
 #define RANK_MASK ((ucp_tag_t)0xffffffffu)
+#define MORE_BIT ((ucp_tag_t)1 << 48)
 struct canal__native {
 	struct ucx_ctx *c;
 	int size, rank;
@@ -41,6 +43,7 @@ struct canal__native {
 static ucp_tag_t native_tag(unsigned tag, int rank)
 {
 	return NATIVE_BIT | (ucp_tag_t)(tag & 0xffffu) << 32 |
+	       ((tag & CANAL__NATIVE_MORE) ? MORE_BIT : 0) |
 	       (ucp_tag_t)(uint32_t)rank;
 }
 
@@ -86,6 +89,7 @@ static void recv_cb(void *req, ucs_status_t st,
 		ni.rank = (int)(info->sender_tag & RANK_MASK);
 		ni.tag = (unsigned)(info->sender_tag >> 32 & 0xffffu);
 		ni.len = info->length;
+		ni.more = (info->sender_tag & MORE_BIT) != 0;
 		/* UCX 1.13 ends a rendezvous receive too small for its
 		 * message with UCS_OK and the message's length. */
 		if (st == UCS_OK && ni.len > op->cap)
@@ -174,7 +178,7 @@ int canal__ucx_native_recv(struct canal__native *n, int rank, unsigned tag,
 		.cb.recv = recv_cb,
 		.user_data = op,
 	};
-	ucp_tag_t mask = rank < 0 ? ~RANK_MASK : ~(ucp_tag_t)0;
+	ucp_tag_t mask = (rank < 0 ? ~RANK_MASK : ~(ucp_tag_t)0) & ~MORE_BIT;
 	op->h = NULL;
 	op->live = true;
 	op->send = false;
@@ -199,7 +203,7 @@ int canal__ucx_native_probe(struct canal__native *n, int rank, unsigned tag,
 			    struct canal__native_info *info)
 {
 	ucp_tag_recv_info_t ri;
-	ucp_tag_t mask = rank < 0 ? ~RANK_MASK : ~(ucp_tag_t)0;
+	ucp_tag_t mask = (rank < 0 ? ~RANK_MASK : ~(ucp_tag_t)0) & ~MORE_BIT;
 	ucp_tag_message_h m = ucp_tag_probe_nb(
 		n->c->worker, native_tag(tag, rank < 0 ? 0 : rank), mask, 0, &ri);
 	if (!m)
@@ -208,6 +212,7 @@ int canal__ucx_native_probe(struct canal__native *n, int rank, unsigned tag,
 		info->rank = (int)(ri.sender_tag & RANK_MASK);
 		info->tag = tag;
 		info->len = ri.length;
+		info->more = (ri.sender_tag & MORE_BIT) != 0;
 	}
 	return 1;
 }
