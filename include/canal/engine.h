@@ -393,7 +393,10 @@ int canal_engine_pack_end(struct canal_engine_pack *pack,
  * is longer than its buffer: only that piece is cut, the next unpack gets
  * the next piece) or the gate's error; after an error, either go on
  * unpacking or call unpack_end, which frees the pack. unpack_end returns
- * the first error met (a dropped piece is none).
+ * the first error met (a dropped piece is none), or -EPROTO when more
+ * unpacks were made than the message had pieces: the extra unpacks took
+ * the messages sent after it on (gate, tag) (they cannot be given back;
+ * the next receive gets the message after those).
  * Blocks: express unpacks and unpack_end (polling).
  */
 int canal_engine_unpack_begin(struct canal_engine *e, int gate, unsigned tag,

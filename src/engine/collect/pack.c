@@ -24,6 +24,9 @@
 
 /* Pieces per message (the arrays grow on demand up to this). */
 #define PACK_MAX 1024
+/* Unpack: the piece's receive took a message (pack_piece.flags; beside
+ * the public flags and CANAL__FLAG_MORE). */
+#define PIECE_TAKEN (1u << 30)
 
 struct canal_engine_pack {
 	struct canal_engine *e;
@@ -240,8 +243,23 @@ static void note(struct canal_engine_pack *p, int i, int err,
 		p->gate = st->gate;
 	if (st)
 		p->total += st->len;
-	if (i >= 0)
-		p->piece[i].flags = flags; /* unpack: what the receive said */
+	if (i >= 0) /* unpack: what the receive said, and that it took one */
+		p->piece[i].flags = flags | (st && (!err || err == -EMSGSIZE)
+						     ? PIECE_TAKEN
+						     : 0u);
+}
+
+/* More unpacks than the message had pieces: a piece before the last one
+ * unpacked came without MORE (it was the message's last), so the unpacks
+ * after it took the messages that followed the pack. The receiver cannot
+ * give them back; unpack_end says so (-EPROTO) instead of 0. */
+static bool unpacked_past_end(const struct canal_engine_pack *p)
+{
+	for (int i = 0; i + 1 < p->n; i++)
+		if ((p->piece[i].flags & (PIECE_TAKEN | CANAL__FLAG_MORE)) ==
+		    PIECE_TAKEN)
+			return true;
+	return false;
 }
 
 /* After the unpacked pieces: take and drop the rest of the message, while
@@ -305,6 +323,8 @@ EXPORT int canal_engine_unpack_end(struct canal_engine_pack *p,
 		int err = canal__engine_wait_flags(p->e, p->req[i], &s, &got);
 		note(p, i, err, &s, got);
 	}
+	if (unpacked_past_end(p) && !p->first_error)
+		p->first_error = -EPROTO;
 	drop_rest(p);
 	if (st) {
 		st->gate = p->gate;
