@@ -428,6 +428,53 @@ static uint32_t take_lock(struct canal_chan *ch, uint32_t id, bool inherited)
 	return lock_ofd(ch, id);
 }
 
+/* Whether id's byte is free of locks (of any process, this one's record
+ * locks included: see the top), asked through the handle's fd. */
+static bool id_free(struct canal_chan *ch, uint32_t id)
+{
+	struct flock fl = { .l_type = F_WRLCK };
+	return lock_byte(ch->fd, id, F_OFD_GETLK, F_WRLCK, &fl) == 0 &&
+	       fl.l_type == F_UNLCK;
+}
+
+/* Tries of attach_new before it settles for an unlocked id. */
+#define ID_TRIES 64
+
+/*
+ * Registry held: a new id for handle ch and its lock (take_lock). The
+ * counter next_attacher is in the shared header: a peer may set it back
+ * to ids in use (or it wraps after 2^31 attaches), and an id whose byte
+ * is already locked cannot be locked again (the lock fails: the id would
+ * be marked unlocked, never taken for dead, the slots of its holder never
+ * repaired; test_revseg2_attacher_collide). So an id whose lock failed
+ * because its byte is locked (by another handle, or another attacher
+ * given the same id meanwhile) is skipped; the byte free after a failed
+ * lock means the lock cannot be had at all (no /proc, no room for the
+ * mapping: LIVE_NONE), and the id stays unlocked, as before. A record
+ * lock (LIVE_POSIX) is asked first instead: one on a byte this process
+ * already holds succeeds (same owner), and two handles would share the
+ * id. An OFD lock conflicts with every other lock, this process's too:
+ * its failure tells, and the common case costs no system call more.
+ * Bounded: after ID_TRIES ids a peer that keeps the counter on ids in use
+ * gets this handle an unlocked id, as before. An id whose byte is free
+ * may still be a dead attacher's (a counter set back, or wrapped): its
+ * owner words then name a live handle and are not repaired; nothing a
+ * peer with write access to the header cannot do to the ring anyway.
+ */
+static uint32_t attach_new(struct canal_chan *ch, bool inherited)
+{
+	for (unsigned tries = 0;; tries++) {
+		uint32_t id = new_id(ch);
+		bool last = tries + 1 >= ID_TRIES;
+		bool posix = inherited || rec_find(ch->dev, ch->ino);
+		if (!last && posix && !id_free(ch, id))
+			continue;
+		uint32_t got = take_lock(ch, id, inherited);
+		if (!(got & ID_UNLOCKED) || last || id_free(ch, id))
+			return got;
+	}
+}
+
 int canal__attach(struct canal_chan *ch)
 {
 	struct stat sb;
@@ -437,7 +484,7 @@ int canal__attach(struct canal_chan *ch)
 	ch->ino = sb.st_ino;
 	registry_init();
 	registry_take();
-	uint32_t id = take_lock(ch, new_id(ch), false);
+	uint32_t id = attach_new(ch, false);
 	atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
 	atomic_store_explicit(&ch->attach_token, self_token(),
 			      memory_order_release);
@@ -452,7 +499,7 @@ static void reattach(struct canal_chan *ch)
 	if (!attached_here(ch)) {
 		/* The parent's mapping is not here: take_lock forgets its
 		 * address. */
-		uint32_t id = take_lock(ch, new_id(ch), true);
+		uint32_t id = attach_new(ch, true);
 		atomic_store_explicit(&ch->attach_id, id, memory_order_relaxed);
 		atomic_store_explicit(&ch->attach_token, self_token(),
 				      memory_order_release);
