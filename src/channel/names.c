@@ -101,6 +101,27 @@ static int make_unnamed(size_t elt_size, size_t capacity, unsigned mode,
 	return fd;
 }
 
+/*
+ * Remove the name path ("/<name>") if it still names the file mine (its
+ * fstat), a file this call created under it, after a failure. Not
+ * shm_unlink(path) alone: between the creation and the failure another
+ * process may have unlinked the name and made a channel of its own under
+ * it, and that one is not ours to remove (test_revseg2_unlink_own). A name that no longer names
+ * our file is left alone. What remains is the window between the lstat
+ * and the unlink (a few instructions, where the unlink by name had the
+ * whole creation). The caller holds the file open, so that its inode
+ * cannot be another file's meanwhile.
+ */
+static void unlink_own(const char *path, const struct stat *mine)
+{
+	char full[sizeof(SHM_DIR) + NAME_MAX_LEN + 2];
+	struct stat now;
+	snprintf(full, sizeof(full), SHM_DIR "%s", path);
+	if (lstat(full, &now) == 0 && now.st_dev == mine->st_dev &&
+	    now.st_ino == mine->st_ino)
+		unlink(full);
+}
+
 /* Without O_TMPFILE: create the object by name and fill it in place (an
  * opener may then see it before its header: -EBADMSG, and a creator that
  * dies there leaves a name to unlink by hand). */
@@ -113,8 +134,10 @@ static int make_named_in_place(const char *path, size_t elt_size,
 		return -errno;
 	int err = fill_segment(fd, elt_size, capacity, mode, g);
 	if (err) {
+		struct stat mine;
+		if (fstat(fd, &mine) == 0) /* else: leave the name */
+			unlink_own(path, &mine);
 		close(fd);
-		shm_unlink(path);
 		return err;
 	}
 	return fd;
@@ -161,9 +184,18 @@ CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
 		fd = make_named_in_place(path, elt_size, capacity, mode, &g);
 	if (fd < 0)
 		return fd;
+	/* Which file is ours under the name, asked before open_segment
+	 * takes fd (it closes it on failure), and a descriptor that keeps
+	 * its inode from being reused until the cleanup (without one, a
+	 * reuse needs the name replaced and our file freed in between). */
+	struct stat mine;
+	bool known = fstat(fd, &mine) == 0;
+	int keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	err = canal__chan_open_segment(fd, true, elt_size, capacity, out);
-	if (err)
-		shm_unlink(path);
+	if (err && known)
+		unlink_own(path, &mine);
+	if (keep >= 0)
+		canal__segment_close(keep);
 	return err;
 }
 
