@@ -28,7 +28,12 @@
  * of seq: a waiter that read the new key also sees N1.
  *
  * No wake syscall when nobody sleeps: notify only reads `waiters` (a plain
- * load on x86) when it is 0.
+ * load on x86) when it is 0. Between processes, a waiter killed between W1
+ * and W4 leaves `waiters` raised for good: every notify on that queue then
+ * makes a wake syscall that wakes nobody (no wake-up is lost; a known
+ * limit, docs/GUARANTEES.md). Never repair it by lowering `waiters` below
+ * the live waiters' count: a live waiter between W1 and W3 is counted and
+ * woken by nobody, and an under-count loses its wake-up.
  *
  * Back-ends: sleeping and waking go through the calling thread's parker
  * (base/park.h), so that a task runtime parks a task (and runs others)
