@@ -451,9 +451,10 @@ static bool id_free(struct canal_chan *ch, uint32_t id)
  * given the same id meanwhile) is skipped; the byte free after a failed
  * lock means the lock cannot be had at all (no /proc, no room for the
  * mapping: LIVE_NONE), and the id stays unlocked, as before. A record
- * lock (LIVE_POSIX) is asked first instead: one on a byte this process
- * already holds succeeds (same owner), and two handles would share the
- * id. An OFD lock conflicts with every other lock, this process's too:
+ * lock (LIVE_POSIX) is asked first instead when this process already
+ * holds record locks on the file: one on a byte it holds succeeds (same
+ * owner), and two handles would share the id; a first record lock that
+ * meets another process's fails, as an OFD lock does. An OFD lock conflicts with every other lock, this process's too:
  * its failure tells, and the common case costs no system call more.
  * Bounded: after ID_TRIES ids a peer that keeps the counter on ids in use
  * gets this handle an unlocked id, as before. An id whose byte is free
@@ -466,7 +467,13 @@ static uint32_t attach_new(struct canal_chan *ch, bool inherited)
 	for (unsigned tries = 0;; tries++) {
 		uint32_t id = new_id(ch);
 		bool last = tries + 1 >= ID_TRIES;
-		bool posix = inherited || rec_find(ch->dev, ch->ino);
+		/* Only where this process holds record locks on the file
+		 * already (the registry is wiped in a child: a forked
+		 * child's first attach asks nothing more, fwd's 2 000
+		 * children each walking the file's list of locks once more
+		 * otherwise). */
+		struct rec_file *r = rec_find(ch->dev, ch->ino);
+		bool posix = r && r->locks > 0;
 		if (!last && posix && !id_free(ch, id))
 			continue;
 		uint32_t got = take_lock(ch, id, inherited);
