@@ -273,7 +273,12 @@ int canal_cond_broadcast(struct canal_cond *c);
  * same fd would have blocked skips the try, but one time in 8 (a keep-alive
  * connection's next request has rarely come when the task asks for it);
  * the outcome is the same either way. timeout_ns 0 always makes the one
- * try (with or without CANAL_RUN_NO_SYNC_SHORTCUT), then -ETIMEDOUT.
+ * try (with or without CANAL_RUN_NO_SYNC_SHORTCUT), then -ETIMEDOUT; a
+ * connect's try is connect(2) without blocking (a socket in blocking
+ * mode is made non-blocking for the instant of the call), in a task or
+ * not: 0 if it completed at once, its error if it failed at once, else
+ * -ETIMEDOUT: nothing started (a Unix listener's full backlog), or under
+ * way in the kernel (TCP).
  *
  * Epoll backend: operations wait for readiness and then run; one reading
  * and one writing operation may wait on a given fd per loop at a time
@@ -297,6 +302,13 @@ int canal_cond_broadcast(struct canal_cond *c);
  *
  * Outside a task (a plain thread or a detached task) the call blocks the
  * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.
+ * A connect there with timeout_ns >= 0, or on a socket in non-blocking
+ * mode, is started without blocking and waited for (poll(2), then
+ * SO_ERROR) until timeout_ns (-ETIMEDOUT: it may go on); a full
+ * Unix backlog is tried again as in a task (a socket in blocking mode;
+ * one in non-blocking mode gets connect(2)'s -EAGAIN). With timeout_ns
+ * < 0, a socket in blocking mode whose connect cannot start at once:
+ * connect(2) itself.
  */
 ssize_t canal_io_read(int fd, void *buf, size_t len, int64_t timeout_ns,
 		      struct canal_cond *cancel);

@@ -254,19 +254,12 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 		/* Start it without blocking (the fd's own mode is put back
 		 * at once), then wait for writability; SO_ERROR says how it
 		 * ended (canal__io_try). */
-		int fl = fcntl(op->fd, F_GETFL);
-		if (fl < 0)
-			return -errno;
-		if (!(fl & O_NONBLOCK))
-			fcntl(op->fd, F_SETFL, fl | O_NONBLOCK);
-		int r = connect(op->fd, op->addr, op->addrlen) == 0 ? 0
-								    : -errno;
-		if (!(fl & O_NONBLOCK))
-			fcntl(op->fd, F_SETFL, fl);
+		bool blocking;
+		int r = canal__io_connect_start(op, &blocking);
 		/* A Unix socket's connect to a listener whose backlog is
 		 * full: blocking, connect(2) would wait for room, which no
 		 * readiness of the socket tells: io.c starts it again. */
-		if (r == -EAGAIN && !(fl & O_NONBLOCK))
+		if (r == -EAGAIN && blocking)
 			return -EAGAIN;
 		if (r != -EINPROGRESS) {
 			canal__io_complete(op, r);

@@ -23,6 +23,7 @@
 #include <sys/uio.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -233,34 +234,132 @@ int canal__io_try(struct canal__io *op, bool ready)
 	return r;
 }
 
+int canal__io_connect_start(const struct canal__io *op, bool *blocking)
+{
+	*blocking = false;
+	int fl = fcntl(op->fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	*blocking = !(fl & O_NONBLOCK);
+	if (*blocking && fcntl(op->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+		return -errno;
+	int r = ret(connect(op->fd, op->addr, op->addrlen));
+	if (*blocking)
+		(void)fcntl(op->fd, F_SETFL, fl);
+	return r == -EWOULDBLOCK ? -EAGAIN : r;
+}
+
+/*
+ * A connect's one try (timeout_ns 0, in a task or not): started without
+ * blocking; one that cannot complete at once is -ETIMEDOUT, whether
+ * nothing started (-EAGAIN: a Unix listener's full backlog) or it goes on
+ * in the kernel (-EINPROGRESS: task.h says what the socket is then).
+ * Before, a task's try asked how a connect it never started had ended
+ * (always -ETIMEDOUT, even where connect(2) completes at once), and
+ * outside a task the connect was a blocking connect(2), without limit
+ * (a hostile review).
+ */
+static int connect_once(const struct canal__io *op)
+{
+	bool blocking;
+	int r = canal__io_connect_start(op, &blocking);
+	return r == -EAGAIN || r == -EINPROGRESS ? -ETIMEDOUT : r;
+}
+
+/* The pauses of a connect started again (a Unix listener's full backlog,
+ * in a blocking socket: no readiness tells when it has room): 1 ms,
+ * doubling up to 32 ms. */
+#define CONNECT_RETRY_MIN_NS 1000000u
+#define CONNECT_RETRY_MAX_NS 32000000u
+
 /* ------------------------------------------------------------------ */
 /* Outside a task: the blocking call, with the timeout on readiness.   */
 /* ------------------------------------------------------------------ */
+
+/* Wait until fd has one of events, or the deadline (CANAL_NO_DEADLINE:
+ * none): 0, -ETIMEDOUT, or poll(2)'s -errno. */
+static int poll_until(int fd, short events, uint64_t deadline)
+{
+	/* poll() takes an int of milliseconds: waits longer than INT_MAX
+	 * ms (24.8 days) go in several, to the deadline. */
+	struct pollfd p = {.fd = fd, .events = events};
+	for (;;) {
+		int ms = -1;
+		if (deadline != CANAL_NO_DEADLINE) {
+			uint64_t now = canal_now_ns();
+			uint64_t left = deadline > now ? deadline - now : 0;
+			uint64_t m = left / 1000000 + (left % 1000000 != 0);
+			ms = m > INT_MAX ? INT_MAX : (int)m;
+		}
+		int r = poll(&p, 1, ms);
+		if (r < 0)
+			return -errno;
+		if (r > 0)
+			return 0;
+		if (canal_now_ns() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+/*
+ * A connect outside a task. timeout_ns limits the connect itself, not the
+ * readiness of a socket not yet connected (writable at once: the blocking
+ * connect(2) after that poll waited without limit). Started without
+ * blocking; a connect under way is waited for (poll(2): writable once it
+ * ended) until the deadline, and SO_ERROR says how it ended; a Unix
+ * listener's full backlog is tried again after pauses, as in a task, for
+ * a socket in blocking mode (connect(2) would wait for room). A socket in
+ * blocking mode without a timeout: connect(2) itself.
+ */
+static int connect_blocking(const struct canal__io *op, int64_t timeout_ns)
+{
+	if (timeout_ns == 0)
+		return connect_once(op);
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
+	uint64_t retry_ns = CONNECT_RETRY_MIN_NS;
+	bool blocking;
+	int r;
+	while ((r = canal__io_connect_start(op, &blocking)) == -EAGAIN &&
+	       blocking) {
+		if (timeout_ns < 0)
+			return ret(connect(op->fd, op->addr, op->addrlen));
+		uint64_t now = canal_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		uint64_t d = deadline - now < retry_ns ? deadline - now
+							: retry_ns;
+		struct timespec ts = {.tv_sec = (time_t)(d / 1000000000u),
+				      .tv_nsec = (long)(d % 1000000000u)};
+		nanosleep(&ts, NULL);
+		if (retry_ns < CONNECT_RETRY_MAX_NS)
+			retry_ns *= 2;
+	}
+	if (r != -EINPROGRESS)
+		return r;
+	r = poll_until(op->fd, POLLOUT, deadline);
+	if (r < 0)
+		return r; /* -ETIMEDOUT: it goes on in the kernel (task.h) */
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		return -errno;
+	return -err;
+}
 
 static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 {
 	if (op->kind == IO_SQE)
 		return -EPERM;
+	if (op->kind == IO_CONNECT)
+		return connect_blocking(op, timeout_ns);
 	/* No readiness to wait for on a negative fd (poll(2) skips it: the
 	 * call waited out its timeout, then said -ETIMEDOUT): the call
 	 * itself says -EBADF, as in a task and without a timeout. */
 	if (timeout_ns >= 0 && op->kind != IO_CLOSE && op->fd >= 0) {
-		/* poll() takes an int of milliseconds: waits longer than
-		 * INT_MAX ms (24.8 days) go in several, to the deadline. */
-		uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
-		struct pollfd p = {.fd = op->fd, .events = poll_events(op)};
-		for (;;) {
-			uint64_t now = canal_now_ns();
-			uint64_t left = deadline > now ? deadline - now : 0;
-			uint64_t ms = left / 1000000 + (left % 1000000 != 0);
-			int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
-			if (r < 0)
-				return -errno;
-			if (r > 0)
-				break;
-			if (canal_now_ns() >= deadline)
-				return -ETIMEDOUT;
-		}
+		int r = poll_until(op->fd, poll_events(op),
+				   canal__deadline_from_timeout(timeout_ns));
+		if (r < 0)
+			return r;
 	}
 	switch (op->kind) {
 	case IO_READ:
@@ -275,8 +374,6 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 				op->flags | MSG_NOSIGNAL));
 	case IO_ACCEPT:
 		return ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
-	case IO_CONNECT:
-		return ret(connect(op->fd, op->addr, op->addrlen));
 	case IO_CLOSE:
 		return ret(close(op->fd));
 	}
@@ -380,11 +477,6 @@ static bool interrupted(int32_t res)
 	return res == -EINTR || (res <= -512 && res >= -516);
 }
 
-/* The pauses of a connect started again (io_run_until): 1 ms, doubling
- * up to 32 ms. */
-#define CONNECT_RETRY_MIN_NS 1000000u
-#define CONNECT_RETRY_MAX_NS 32000000u
-
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -402,6 +494,8 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		if (e)
 			return e;
 	}
+	if (op->kind == IO_CONNECT && timeout_ns == 0)
+		return connect_once(op); /* (no shortcut: this is the call) */
 	/* A timeout of 0 always tries: the shortcut's skips (try_first)
 	 * and CANAL_RUN_NO_SYNC_SHORTCUT change the cost, never the
 	 * outcome, and a poll that does not look could never succeed. */
@@ -414,10 +508,9 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		 * first (a blocking listener: made non-blocking for the
 		 * accept; a file refusing RWF_NOWAIT: poll(2), then read),
 		 * or a connection waiting in the backlog, a byte in a pty,
-		 * was -ETIMEDOUT (a hostile review). Not a connect, whose
-		 * "ready" try asks how a connection it never started ended. */
-		int r = canal__io_try(op, timeout_ns == 0 &&
-					      op->kind != IO_CONNECT);
+		 * was -ETIMEDOUT (a hostile review). (A connect's try, with
+		 * a timeout, is -EAGAIN: the backend starts it.) */
+		int r = canal__io_try(op, timeout_ns == 0);
 		try_outcome(t, op, r);
 		if (r != -EAGAIN) {
 			op->result = r; /* (the op's own: canal__io_recv_stream) */

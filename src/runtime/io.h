@@ -209,4 +209,11 @@ ssize_t canal__io_recv_stream(int fd, void *buf, size_t len,
  * from). */
 int canal__io_try(struct canal__io *op, bool ready);
 
+/* Start op's connect without blocking (a socket in blocking mode is made
+ * non-blocking for the call and put back at once): connect(2)'s 0 or
+ * -errno, -EINPROGRESS when it goes on in the kernel, -EAGAIN when a Unix
+ * listener's backlog is full (nothing started). *blocking: the socket was
+ * in blocking mode. */
+int canal__io_connect_start(const struct canal__io *op, bool *blocking);
+
 #endif /* CANAL_RUNTIME_IO_H */
