@@ -256,7 +256,17 @@ int canal_cond_broadcast(struct canal_cond *c);
  * signal cancels the operation (-ECANCELED). When the completion and the
  * cancellation race there is exactly one outcome: either the operation
  * happened (its result is returned, its data moved) or it did not
- * (-ETIMEDOUT / -ECANCELED, nothing moved).
+ * (-ETIMEDOUT / -ECANCELED, nothing moved). Except a connect: one that
+ * was under way in the kernel (a TCP handshake) when the call returned
+ * -ETIMEDOUT or -ECANCELED goes on there, as connect(2) interrupted by a
+ * signal does, and may already have reached its peer's listener; a
+ * connect cannot be taken back. Its socket is then neither connected nor
+ * free for another connect (a second canal_io_connect says -EALREADY
+ * while it is under way): close it, or learn how it ended by waiting
+ * until it is writable (poll(2) POLLOUT; it is once the connect ended)
+ * and reading getsockopt(SO_ERROR): 0 connected, or the connect's error.
+ * A Unix socket's connect never stays under way (it completes at once,
+ * or waits for room in a full backlog without having started).
  *
  * Returns what the system call returns (a byte count, 0, an accepted fd)
  * or -errno. read/write/readv/writev use and advance the file position
@@ -278,7 +288,7 @@ int canal_cond_broadcast(struct canal_cond *c);
  * mode is made non-blocking for the instant of the call), in a task or
  * not: 0 if it completed at once, its error if it failed at once, else
  * -ETIMEDOUT: nothing started (a Unix listener's full backlog), or under
- * way in the kernel (TCP).
+ * way in the kernel (TCP: see above).
  *
  * Epoll backend: operations wait for readiness and then run; one reading
  * and one writing operation may wait on a given fd per loop at a time
@@ -304,7 +314,7 @@ int canal_cond_broadcast(struct canal_cond *c);
  * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.
  * A connect there with timeout_ns >= 0, or on a socket in non-blocking
  * mode, is started without blocking and waited for (poll(2), then
- * SO_ERROR) until timeout_ns (-ETIMEDOUT: it may go on); a full
+ * SO_ERROR) until timeout_ns (-ETIMEDOUT: as above, it may go on); a full
  * Unix backlog is tried again as in a task (a socket in blocking mode;
  * one in non-blocking mode gets connect(2)'s -EAGAIN). With timeout_ns
  * < 0, a socket in blocking mode whose connect cannot start at once:
