@@ -273,7 +273,9 @@ int canal_cond_broadcast(struct canal_cond *c);
  * (the kernel's offset -1); read, write, recv and send move at most
  * 0x7ffff000 bytes per call, as read(2) and write(2) do (a larger len
  * gives a short count). send adds MSG_NOSIGNAL. accept returns a socket
- * with flags (SOCK_CLOEXEC, SOCK_NONBLOCK) as accept4(2).
+ * with flags (SOCK_CLOEXEC, SOCK_NONBLOCK) as accept4(2); any other flag
+ * is -EINVAL at once, whatever the listener and timeout_ns (accept4(2)'s
+ * first check), on both backends and outside a task.
  *
  * First, unless canal_run was given CANAL_RUN_NO_SYNC_SHORTCUT, the call
  * is tried without blocking (RWF_NOWAIT, MSG_DONTWAIT) and returns at once

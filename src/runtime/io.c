@@ -645,6 +645,12 @@ EXPORT int canal_io_accept(int fd, struct sockaddr *addr, socklen_t *addrlen,
 			   int flags, int64_t timeout_ns,
 			   struct canal_cond *cancel)
 {
+	/* accept4(2)'s first check, before it looks at the listener; made
+	 * here, whatever the backend: the epoll backend, and a call outside
+	 * a task (poll(2) first), waited for a connection before accept4
+	 * said it, io_uring refused at once (a hostile review). */
+	if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK))
+		return -EINVAL;
 	struct canal__io op = {.kind = IO_ACCEPT, .fd = fd, .addr = addr,
 			       .addrlenp = addrlen, .flags = flags};
 	return io_run(&op, timeout_ns, cancel);
