@@ -81,11 +81,15 @@ enum {
  *
  * Memory: the ring (capacity slots of elt_size rounded up to 8 bytes, plus
  * an 8-byte stamp; 16 bytes with CANAL_SHARED) is allocated at creation,
- * and for thread channels also committed (touched), as Go's make and
- * crossbeam's bounded do: a channel costs its full size from the start,
- * and no page fault happens while messages flow. The pages of a shared
- * channel's memory file are allocated at creation too (fallocate), so
- * that no access to it can later fail for want of memory (a SIGBUS).
+ * and committed: a thread channel's pages are touched, a CANAL_SHARED
+ * channel's memory file has its pages allocated (fallocate), as Go's make
+ * and crossbeam's bounded do: a channel costs its full size from the
+ * start (charged to the creating process's memory cgroup), and no page
+ * has to be found while messages flow (one refused then, under strict
+ * overcommit, would kill the process by SIGBUS; here it is ENOMEM; under
+ * a memory cgroup's limit, its OOM killer acts at creation, not at a
+ * send). (Named channels have their memory reserved in /dev/shm at
+ * creation: canal_chan_create_named below.)
  *
  * Returns the channel, or NULL with errno set:
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,

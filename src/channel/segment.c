@@ -47,6 +47,16 @@ int canal__segment_create_fd(size_t map_size, const char *name)
 		close(fd);
 		return e == EFBIG || e == EINVAL ? -ENOMEM : -e;
 	}
+	/* Its pages are allocated now (fallocate), as a thread channel's are
+	 * touched (channel.h): a memfd is charged page by page as it is first
+	 * touched, and a page refused then (vm.overcommit_memory=2: shmem
+	 * reports it -ENOSPC, which a fault turns into SIGBUS, mm/shmem.c)
+	 * killed the process in the middle of a send; the segment is sealed
+	 * against shrinking, so no SIGBUS guard is in place (open_segment).
+	 * Now it is -ENOMEM here. Under a memory cgroup's limit the page is
+	 * charged here too, and the cgroup's OOM killer, if it acts, acts at
+	 * creation rather than at a send. A file system without fallocate
+	 * (none backs a memfd today) keeps the file sparse. */
 	int err = canal__segment_back(fd, map_size);
 	if (err) {
 		close(fd);
