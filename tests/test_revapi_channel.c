@@ -27,22 +27,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-/* The table's rows, in order: each call is made, its value compared with
- * the one documented; every mismatch is reported (not only the first),
- * then the test fails. */
-static int expect_failures;
-
-static void expect_value(const char *what, long got, long want)
-{
-	if (got == want)
-		return;
-	fprintf(stderr, "%s: %ld (%s), want %ld (%s)\n", what, got,
-		strerror((int)-got), want, strerror((int)-want));
-	expect_failures++;
-}
-
-#define EXPECT(call, want) expect_value(#call, (long)(call), (long)(want))
-#define EXPECT_V(what, got, want) expect_value(what, (long)(got), (long)(want))
+#include "expect.h"
 
 /* A name under /dev/shm for this process. */
 static void shm_name(char *name, size_t size, const char *what)

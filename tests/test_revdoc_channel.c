@@ -31,18 +31,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-static int expect_failures;
-
-static void expect_value(const char *what, long got, long want)
-{
-	if (got == want)
-		return;
-	fprintf(stderr, "%s: %ld (%s), want %ld (%s)\n", what, got,
-		strerror((int)-got), want, strerror((int)-want));
-	expect_failures++;
-}
-
-#define EXPECT(call, want) expect_value(#call, (long)(call), (long)(want))
+#include "expect.h"
 
 static void shm_name(char *name, size_t size, const char *what)
 {
