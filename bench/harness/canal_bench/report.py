@@ -193,15 +193,16 @@ class Headline:
 
     @property
     def verdict(self) -> str:
+        also = f" ({self.caveat})" if self.caveat else ""
         if not self.canal:
-            return "not measured"
+            return "not measured" + also
         if not self.measured:
-            return "no peer figure"
+            return "no peer figure" + also
         word = {True: "met", False: "MISSED", None: "no target"}[self.met]
         return (word + (" (unstable)" if self.unstable else "")
                 + (" (errors)" if self.errors else "")
                 + (f" ({self.peer_name} errors)" if self.peer_errors else "")
-                + (f" ({self.caveat})" if self.caveat else ""))
+                + also)
 
     def _factor(self, r: float) -> Tuple[float, bool]:
         """(how many times, faster?) for a ratio canal / peer."""

