@@ -223,20 +223,27 @@ class Summary:
     reals: Tuple[float, ...] = ()   # real time of every run, for the spread
 
 
-def summarize(runs: Sequence[Run]) -> Summary:
+def summarize(runs: Sequence[Run], planned: Optional[int] = None) -> Summary:
     """Median real/user/sys of a configuration's runs. Any failed run makes
     the whole configuration failed, with no time: a time that hides a crash
-    or a hang is worse than no time."""
+    or a hang is worse than no time. planned: the runs the configuration
+    was to make (run() stops one after a timeout): a failed configuration
+    counts as failed every planned run that did not complete, and one with
+    fewer completed runs than planned is failed too."""
     if not runs:
         return Summary("missing")
     failed = [r for r in runs if r.status in ("failed", "timeout")]
+    n_ok = sum(1 for r in runs if r.status == "ok")
+    total = max(planned or 0, len(runs))
     if failed:
-        return Summary("failed", ok=len(runs) - len(failed), total=len(runs),
-                       note=failed[0].note)
+        return Summary("failed", ok=n_ok, total=total, note=failed[0].note)
     for st in ("refused", "skipped"):
         hit = [r for r in runs if r.status == st]
         if hit:
             return Summary(st, total=len(runs), note=hit[0].note)
+    if n_ok < total:
+        return Summary("failed", ok=n_ok, total=total,
+                       note=f"only {n_ok} of {total} runs made")
     ok = [r for r in runs if r.status == "ok"]
     return Summary("ok", real=stats.median(r.real for r in ok),
                    user=stats.median(r.user for r in ok),
@@ -544,7 +551,7 @@ def run(build_dir: str, mode: str) -> str:
     report.write_csv(os.path.join(out_dir, "seed-runs.csv"),
                      [f.name for f in dataclasses.fields(Run)],
                      [dataclasses.astuple(r) for r in runs])
-    summaries = group_runs(runs)
+    summaries = group_runs(runs, n_runs)
     plots = _plot(out_dir, summaries)
     if plots:
         md += "\nPlots: " + ", ".join(os.path.basename(p) for p in plots) + "\n"
@@ -558,16 +565,18 @@ def run(build_dir: str, mode: str) -> str:
     return md
 
 
-def group_runs(runs: Sequence[Run]) -> Dict[Key, Summary]:
+def group_runs(runs: Sequence[Run], planned: Optional[int] = None) -> Dict[Key, Summary]:
+    """summarize() of each configuration's runs; planned: the runs each
+    configuration was to make (summarize)."""
     by: Dict[Key, List[Run]] = {}
     for r in runs:
         by.setdefault((r.family, r.variant, r.config), []).append(r)
-    return {k: summarize(v) for k, v in by.items()}
+    return {k: summarize(v, planned) for k, v in by.items()}
 
 
 def build_report(runs: Sequence[Run], mode: str, n_runs: int, file_labels: Sequence[str]) -> str:
     """The Markdown of the seed family from raw runs (pure: no I/O)."""
-    s = group_runs(runs)
+    s = group_runs(runs, n_runs)
     out = [f"# The seed programs (cat, copy, fwd), {mode} run", "",
            f"{n_runs} interleaved runs of each configuration; cells: median real time "
            "(min-max of the runs; \"unstable\" when they differ by more than 3x) / median "

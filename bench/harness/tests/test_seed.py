@@ -130,10 +130,11 @@ def test_extension_table_layout():
 
 
 def test_build_report_has_a_section_per_group_and_the_floor():
-    runs = [ok(v, c, 0.1, 0.05) for v in ("canal", "pipe", "go", "floor")
-            for c in ("1/1", "1000/1000", "10000/1", "1/10000")]
+    runs = [ok(v, c, 0.1, 0.05, i=i) for v in ("canal", "pipe", "go", "floor")
+            for c in ("1/1", "1000/1000", "10000/1", "1/10000") for i in (1, 2, 3)]
     runs.append(Run("fwd", "canal-proc", "1/1", 1, "skipped", note="unsupported"))
-    runs += [ok("canal", "small", 0.01, family="cat"), ok("pipe", "small", 0.02, family="cat")]
+    runs += [ok(v, "small", t, family="cat", i=i)
+             for v, t in (("canal", 0.01), ("pipe", 0.02)) for i in (1, 2, 3)]
     md = seed.build_report(runs, "quick", 3, ["small"])
     for title in ("as many writers as readers (threads)",
                   "more writers than readers (threads)",
@@ -269,7 +270,8 @@ def test_a_configuration_that_timed_out_is_not_run_again(tmp_path, monkeypatch):
         report.reset_headlines()
     assert calls.count(("fwd-canal", ("1", "1"))) == 1
     assert calls.count(("fwd-pipe", ("1", "1"))) == seed.RUNS["quick"]
-    assert "FAILED (1/1)" in (tmp_path / "seed.md").read_text()
+    # failed runs of the planned count (test_a_timed_out_configuration_...)
+    assert f"FAILED ({seed.RUNS['quick']}/{seed.RUNS['quick']})" in (tmp_path / "seed.md").read_text()
 
 
 def test_headlines_name_a_peer_that_failed():
@@ -330,3 +332,79 @@ def test_factor_rows_say_unstable():
     t = seed.comparison_table(["1/1", "10/10"], ["canal", "pipe"], "fwd", s,
                               [("canal/pipe", "pipe", "canal")])
     assert "| factor canal/pipe (real) | x5.0 unstable | x2.0 |" in t
+
+
+def _fake_seed_build(tmp_path, names):
+    bench = tmp_path / "build" / "bench"
+    bench.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        p = bench / n
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    return str(tmp_path / "build")
+
+
+def _run_seed(tmp_path, monkeypatch, build, fake):
+    from canal_bench import report
+    monkeypatch.setattr(seed, "run_program", fake)
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setattr(seed, "_plot", lambda out, s: [])
+    report.reset_headlines()
+    try:
+        seed.run(build, "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    return (tmp_path / "seed.md").read_text(), rows
+
+
+def test_a_timed_out_configuration_counts_its_planned_runs(tmp_path, monkeypatch):
+    """A configuration that timed out in run 2 of 3 is not run again (run 3
+    is never made): its cell and its summary row count the failed runs of
+    the 3 planned, in report.failed_runs_note's words, never only the runs
+    made. (Failed before the fix: the cell read "FAILED (1/2)" and the
+    summary "fwd-canal FAILED in 1 of 2 runs", as if 2 runs had been
+    planned and one had completed a comparable half.)"""
+    build = _fake_seed_build(tmp_path, ["fwd-canal", "fwd-pipe"])
+    seen = {"n": 0}
+
+    def fake(argv, timeout, expect_end, stdout_path=None):
+        if os.path.basename(argv[0]) == "fwd-canal" and argv[1:] == ["1", "1"]:
+            seen["n"] += 1
+            if seen["n"] == 2:
+                return "timeout", "killed: timeout", "signal 9", timeout, 0.0, 0.0
+        return "ok", "", "0", 0.01, 0.0, 0.0
+    md, rows = _run_seed(tmp_path, monkeypatch, build, fake)
+    n = seed.RUNS["quick"]
+    assert seen["n"] == 2
+    assert f"FAILED ({n - 1}/{n})" in md
+    h = rows["fwd 1/1, threads"]
+    assert h.verdict.startswith("not measured") and h.met is None
+    assert h.values_text() == f"fwd-canal FAILED in {n - 1} of {n} runs: killed: timeout"
+
+
+def test_a_peer_that_timed_out_counts_its_planned_runs(tmp_path, monkeypatch):
+    """The caveat naming a peer that timed out counts its planned runs too.
+    (Failed before the fix: "pipe FAILED in 1 of 1 runs" for a timeout in
+    run 1 of 3.)"""
+    build = _fake_seed_build(tmp_path, ["fwd-canal", "fwd-pipe", "fwd-socket"])
+
+    def fake(argv, timeout, expect_end, stdout_path=None):
+        if os.path.basename(argv[0]) == "fwd-pipe" and argv[1:] == ["1", "1"]:
+            return "timeout", "killed: timeout", "signal 9", timeout, 0.0, 0.0
+        return "ok", "", "0", 0.01, 0.0, 0.0
+    md, rows = _run_seed(tmp_path, monkeypatch, build, fake)
+    n = seed.RUNS["quick"]
+    h = rows["fwd 1/1, threads"]
+    assert h.caveat == f"pipe FAILED in {n} of {n} runs"
+
+
+def test_fewer_completed_runs_than_planned_is_no_median():
+    """A configuration with fewer completed runs than planned (its variant
+    exited 77 in a later run, after this one ran once) has no median beside
+    its peers' medians of every run: it is failed, saying how many ran.
+    (Failed before the fix: summarize knew no planned count; the cell was a
+    median of 1 run beside medians of 3.)"""
+    s = seed.summarize([ok("canal", "1/1", 0.1)], planned=3)
+    assert s.status == "failed" and s.real is None
+    assert (s.ok, s.total) == (1, 3) and "1 of 3" in s.note
