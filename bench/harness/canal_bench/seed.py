@@ -464,20 +464,30 @@ def _jobs(build: str, mode: str, work: str) -> Tuple[List[Job], Dict[str, str]]:
 
 def _verify_cc(jobs: Sequence[Job], files: Dict[str, str], work: str, timeout: float) -> Dict[Tuple[str, str, str], str]:
     """One untimed run of every cat/copy job whose output is compared with
-    its input. Returns {(family, variant, config): problem} for mismatches."""
+    its input. Returns {(family, variant, config): problem} for every job
+    whose output was not checked equal: a mismatch, no output, or a
+    verification run that failed or timed out (it checked nothing). A
+    skipped run (exit 77) is not a problem here: the timed runs skip too."""
     bad = {}
     check = os.path.join(work, "check-out")
     for j in jobs:
         if j.family not in ("cat", "copy") or not os.path.exists(j.argv[0]):
             continue
+        if os.path.exists(check):
+            os.unlink(check)
         argv = list(j.argv)
         if j.family == "copy":
             argv[-1] = check
             st, note, *_ = run_program(argv, timeout, False)
         else:
             st, note, *_ = run_program(argv, timeout, False, stdout_path=check)
-        if st == "ok" and not filecmp.cmp(files[j.config], check, shallow=False):
-            bad[(j.family, j.variant, j.config)] = "output differs from input"
+        key = (j.family, j.variant, j.config)
+        if st in ("failed", "timeout"):
+            bad[key] = f"verification run {st}" + (f": {note}" if note else "")
+        elif st == "ok" and not os.path.exists(check):
+            bad[key] = "output not checked: no output file"
+        elif st == "ok" and not filecmp.cmp(files[j.config], check, shallow=False):
+            bad[key] = "output differs from input"
         if os.path.exists(check):
             os.unlink(check)
     return bad

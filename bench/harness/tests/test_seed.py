@@ -408,3 +408,57 @@ def test_fewer_completed_runs_than_planned_is_no_median():
     s = seed.summarize([ok("canal", "1/1", 0.1)], planned=3)
     assert s.status == "failed" and s.real is None
     assert (s.ok, s.total) == (1, 3) and "1 of 3" in s.note
+
+
+def _cc_fake(bad_verify):
+    """A run_program for cat/copy: copies the input as the programs do,
+    except bad_verify(name) for the untimed verification run, which returns
+    (status, note) and writes nothing."""
+    import shutil
+
+    def fake(argv, timeout, expect_end, stdout_path=None):
+        name = os.path.basename(argv[0])
+        out = stdout_path if name.startswith("cat-") else argv[-1]
+        verifying = os.path.basename(out or "") == "check-out"
+        if verifying and bad_verify(name):
+            st, note = bad_verify(name)
+            return st, note, "1", 0.01, 0.0, 0.0
+        if out and out != os.devnull:
+            shutil.copyfile(argv[1], out)
+        return "ok", "", "0", 0.01, 0.0, 0.0
+    return fake
+
+
+def test_a_failed_verification_run_fails_the_cell(tmp_path, monkeypatch):
+    """The untimed run that checks cat's output against its input must
+    itself complete: a verification run that failed checked nothing, and
+    the cell is FAILED (not timed, not compared on the summary), never
+    timed as if its output had been checked. (Failed before the fix: only
+    an "ok" run that printed other bytes was recorded; cat-canal's failed
+    verification run left its cell timed and its summary row judged.)"""
+    names = [f"{p}-{v}" for p in ("cat", "copy") for v in ("canal", "pipe", "socket")]
+    build = _fake_seed_build(tmp_path, names)
+    fake = _cc_fake(lambda n: ("failed", "exit status 1: short write")
+                    if n == "cat-canal" else None)
+    md, rows = _run_seed(tmp_path, monkeypatch, build, fake)
+    n = seed.RUNS["quick"]
+    cat = md.split("## cat")[1].split("##")[0]
+    assert f"| canal (real / sys) | FAILED ({n}/{n}) | FAILED ({n}/{n}) |" in cat
+    h = rows["cat 16 MiB file, threads"]
+    assert h.verdict.startswith("not measured") and h.met is None
+    assert "cat-canal FAILED" in h.values_text() and "short write" in h.values_text()
+    assert rows["copy 16 MiB file, threads"].met is True  # the others as before
+
+
+def test_a_verification_run_without_output_fails_the_cell(tmp_path, monkeypatch):
+    """A verification run that exits 0 but writes no output file fails its
+    cell ("no output"), it does not end the family with FileNotFoundError.
+    (Failed before the fix: filecmp.cmp raised, seed.run died.)"""
+    names = [f"{p}-{v}" for p in ("cat", "copy") for v in ("canal", "pipe", "socket")]
+    build = _fake_seed_build(tmp_path, names)
+    fake = _cc_fake(lambda n: ("ok", "") if n == "copy-canal" else None)
+    md, rows = _run_seed(tmp_path, monkeypatch, build, fake)
+    h = rows["copy 16 MiB file, threads"]
+    assert h.verdict.startswith("not measured")
+    assert "copy-canal FAILED" in h.values_text()
+    assert rows["cat 16 MiB file, threads"].met is True
