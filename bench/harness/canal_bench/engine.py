@@ -144,6 +144,21 @@ def size_args(test: str, quick: bool, name: str = "") -> List[str]:
     return ["--max-size", str(4 << 20)]
 
 
+# raw_latency clamps --max-size to its driver's packet (64 KiB and a
+# header, SHM_MAX_PACKET / TCP_MAX_PACKET): its table stops at 64 KiB.
+RAW_MAX_SIZE = 65536
+
+
+def asked_sizes(test: str, quick: bool, name: str) -> set:
+    """The sizes a complete run of name prints: 1 B doubling up to the
+    --max-size of size_args (every OSU program here starts at 1 B)."""
+    args = size_args(test, quick, name)
+    top = int(args[args.index("--max-size") + 1])
+    if name.startswith("raw "):
+        top = min(top, RAW_MAX_SIZE)
+    return {1 << k for k in range(top.bit_length()) if 1 << k <= top}
+
+
 def command(build_dir: str, impl: Impl, extra: Sequence[str]) -> List[str]:
     """argv with '@'-marked paths made absolute in build_dir."""
     return [os.path.join(build_dir, a[1:]) if a.startswith("@") else a
@@ -192,15 +207,20 @@ Failed = Dict[str, Tuple[int, int]]  # implementation -> (failed runs, runs)
 
 
 def complete_runs(runs: Sequence[Tuple[str, Dict[int, float]]], failed: "Failed",
-                  skipped: List[str], test: str) -> List[Tuple[str, Dict[int, float]]]:
-    """The runs whose table has every size some run of the same
-    implementation printed (and at least one). A run that exited 0 but
-    stopped early, or printed no table, is a failed run (failed is
-    updated, skipped says which sizes it lacks): kept, its sizes would be
-    medians of fewer runs than the others, without a mark."""
+                  skipped: List[str], test: str,
+                  asked: Optional[Dict[str, set]] = None) -> List[Tuple[str, Dict[int, float]]]:
+    """The runs whose table has every size asked of the implementation
+    (asked: {name: sizes}, asked_sizes(); by default every size some run
+    of the same implementation printed) and at least one. A run that
+    exited 0 but stopped early, or printed no table, is a failed run
+    (failed is updated, skipped says which sizes it lacks): kept, its sizes
+    would be medians of fewer runs than the others, without a mark; and a
+    size that every run missed would be absent, not missing."""
     sizes: Dict[str, set] = {}
     for name, t in runs:
         sizes.setdefault(name, set()).update(t)
+        if asked and name in asked:
+            sizes[name] |= asked[name]
     out = []
     for name, t in runs:
         lacking = sorted(sizes[name] - set(t))
@@ -225,11 +245,13 @@ def size_label(n: int) -> str:
 def table(cells: Dict[str, Dict[int, Cell]], order: Sequence[str],
           failed: Optional[Failed] = None) -> str:
     """Medians [min-max] per size; the column of an implementation with a
-    failed run says how many (its medians are of the runs that survived)."""
+    failed run says how many (its medians are of the runs that survived),
+    and stays when every run failed."""
     failed = failed or {}
     sizes = sorted({s for c in cells.values() for s in c})
-    cols = [n for n in order if n in cells]
-    rows = [[size_label(s)] + [cells[n].get(s, Cell([])).fmt() for n in cols] for s in sizes]
+    cols = [n for n in order if n in cells or failed.get(n, (0, 0))[0]]
+    rows = [[size_label(s)] + [cells.get(n, {}).get(s, Cell([])).fmt() for n in cols]
+            for s in sizes]
     head = [f"{n} (FAILED {failed[n][0]} of {failed[n][1]})"
             if failed.get(n, (0, 0))[0] else n for n in cols]
     return report.markdown_table(["size"] + head, rows)
@@ -770,7 +792,8 @@ def run(build_dir: str, mode: str) -> str:
                 failed[i.name] = (bad, total + 1)
                 runs.append((i.name, t))
                 raw_rows += [[test, i.name, rep + 1, s, v] for s, v in sorted(t.items())]
-        runs = complete_runs(runs, failed, skipped, test)
+        runs = complete_runs(runs, failed, skipped, test,
+                             {i.name: asked_sizes(test, quick, i.name) for i in runnable})
         cells = collect(runs)
         unit = "one-way latency, us" if test == "latency" else "bandwidth, MB/s (10^6 B/s)"
         md.append(f"## osu_{test if test != 'latency' else 'latency'} ({unit})\n")

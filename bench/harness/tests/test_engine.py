@@ -197,7 +197,7 @@ def test_headlines_do_not_hide_a_failed_run(tmp_path, monkeypatch):
             if seen["canal shm"] == 2:
                 return subprocess.CompletedProcess(cmd, 1, "", "osu: crashed")
             value = 0.5
-        out = "# Size  Latency (us)\n" + "".join(f"{s} {value}\n" for s in (8, 1024, 65536))
+        out = "# Size  Latency (us)\n" + "".join(f"{s} {value}\n" for s in _asked_sizes(cmd))
         return subprocess.CompletedProcess(cmd, 0, out, "")
     monkeypatch.setattr(engine.subprocess, "run", fake_run)
     monkeypatch.setattr(engine.shutil, "which", lambda name: f"/usr/bin/{name}")
@@ -235,6 +235,16 @@ def test_targets_table_does_not_judge_a_failed_run():
     # Without failures, judged as before.
     rows = {r[0]: r for r in engine.checks(cells, {"canal shm": (0, 2)})}
     assert rows["shm latency at 8 B <= Open MPI shm"][2] == "met"
+
+
+def _asked_sizes(cmd):
+    """The sizes an OSU program prints for its --max-size (1, 2, 4 ...);
+    8 B, 1 KiB, 64 KiB for the other programs."""
+    args = [str(c) for c in cmd]
+    if "--max-size" not in args:
+        return [8, 1024, 65536]
+    top = int(args[args.index("--max-size") + 1])
+    return [1 << k for k in range(top.bit_length()) if 1 << k <= top]
 
 
 def _fake_build(tmp_path, *rels):
@@ -358,12 +368,12 @@ def test_a_run_missing_sizes_is_a_failed_run(tmp_path, monkeypatch):
 
     def fake_run(cmd, **kw):
         text = " ".join(str(c) for c in cmd)
-        sizes = (8, 1024, 65536)
+        sizes = _asked_sizes(cmd)
         if "osu_latency --driver shm --strategy default" in text and "mpi_" not in text \
                 and "--loop" not in text and "env" not in cmd[:1]:
             seen["canal shm"] += 1
             if seen["canal shm"] == 2:
-                sizes = (8,)  # stopped early, exit status 0
+                sizes = [s for s in sizes if s not in (1024, 65536)]  # exit status 0
         out = "# Size  Latency (us)\n" + "".join(f"{s} 1.0\n" for s in sizes)
         return subprocess.CompletedProcess(cmd, 0, out, "")
     monkeypatch.setattr(engine.subprocess, "run", fake_run)
@@ -407,3 +417,50 @@ def test_overhead_table_says_its_spread_and_reads_the_exit_status(tmp_path, monk
     assert "one process" in md
     assert not [line for line in md.splitlines() if line.startswith("| tcp |")]
     assert any(s.startswith("engine overhead tcp: exit 134") for s in skipped)
+
+
+def test_a_size_every_run_missed_is_reported_missing(tmp_path, monkeypatch):
+    """complete_runs must check each run against the sizes asked for
+    (--max-size: 1 B .. 64 KiB for quick latency), not against the union
+    of what the runs printed: a size that every run of canal shm lacks
+    (each exited 0 after 32 KiB) is missing, its runs are failed and the
+    64 KiB summary row says why, never a silent gap. (Failed before the
+    fix: every run "covered" the union 1 B .. 32 KiB, counted as complete;
+    the 64 KiB row read "not measured" with no reason, and engine.md had
+    no FAILED nor the missing size.)"""
+    import subprocess
+    from canal_bench import report
+    build = _fake_build(tmp_path, f"{engine.OUT}/osu_latency", f"{engine.OUT}/mpi_osu_latency",
+                        f"{engine.OUT}/raw_latency")
+
+    def fake_run(cmd, **kw):
+        text = " ".join(str(c) for c in cmd)
+        sizes = _asked_sizes(cmd)
+        if "osu_latency --driver shm --strategy default" in text and "mpi_" not in text \
+                and "--loop" not in text and "env" not in cmd[:1]:
+            sizes = [s for s in sizes if s < 65536]  # every run stops at 32 KiB
+        out = "# Size  Latency (us)\n" + "".join(f"{s} 1.0\n" for s in sizes)
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+    monkeypatch.setattr(engine.subprocess, "run", fake_run)
+    monkeypatch.setattr(engine.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setenv("CANAL_ENGINE_REPS", "3")
+    report.reset_headlines()
+    try:
+        md = engine.run(str(build), "quick")
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    assert "canal shm (FAILED 3 of 3)" in md
+    assert "sizes missing: 65536" in md
+    h = rows["shm one-way latency, 64 KiB"]
+    assert h.verdict == "not measured" and "canal shm FAILED in 3 of 3" in h.values_text()
+    assert rows["tcp one-way latency, 8 B"].verdict.startswith("met")
+
+
+def test_raw_latency_is_asked_only_the_sizes_a_packet_holds():
+    """raw_latency clamps --max-size to the driver's packet (64 KiB and a
+    header): its runs are complete up to 64 KiB even in full mode."""
+    assert max(engine.asked_sizes("latency", False, "raw shm")) == 65536
+    assert max(engine.asked_sizes("latency", False, "canal shm")) == 4 << 20
+    assert engine.asked_sizes("bw", True, "canal shm") == {1 << k for k in range(21)}
