@@ -464,3 +464,19 @@ def test_raw_latency_is_asked_only_the_sizes_a_packet_holds():
     assert max(engine.asked_sizes("latency", False, "raw shm")) == 65536
     assert max(engine.asked_sizes("latency", False, "canal shm")) == 4 << 20
     assert engine.asked_sizes("bw", True, "canal shm") == {1 << k for k in range(21)}
+
+
+def test_targets_table_names_an_implementation_whose_every_run_failed():
+    """When every run of canal shm (or canal tcp) failed, it has no cell at
+    all: the per-size targets must still be rows, "not measured" with why,
+    over the peer's sizes, not vanish. (Failed before the fix: the rows
+    were made over canal's own sizes only, so none was left.)"""
+    cells = engine.collect([("Open MPI shm", {8: 2.0, 1024: 3.0}),
+                            ("raw tcp", {8: 5.0})])
+    failed = {"canal shm": (3, 3), "Open MPI shm": (0, 3), "canal tcp": (3, 3),
+              "raw tcp": (0, 3)}
+    rows = {r[0]: r for r in engine.checks(cells, failed)}
+    r = rows["shm latency at 1 KiB <= Open MPI shm"]
+    assert r[2] == "not measured" and "canal shm FAILED in 3 of 3" in r[1]
+    r = rows["tcp latency at 8 B <= 1.2 x raw tcp"]
+    assert r[2] == "not measured" and "canal tcp FAILED in 3 of 3" in r[1]
