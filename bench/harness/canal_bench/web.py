@@ -364,6 +364,8 @@ class Running:
             return ""
 
     def stop(self) -> Optional[int]:
+        """SIGTERM, then the exit status; None when the server was still
+        running 15 s later (then killed)."""
         rc = None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -501,8 +503,14 @@ def one_run(tool: str, srv: Server, conc: int, rep: int, root: str, cfg: dict,
     finally:
         rc = running.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-        if rc not in (0, None) and srv.name != "nginx":
-            r.note = (r.note + "; " if r.note else "") + f"server exit status {rc}"
+        # canal's servers and Go's exit 0 on SIGTERM: any other end is a
+        # crash or a hang during or after the client's run, and the run
+        # failed (its figures must not be judged: the seed family's rule).
+        if rc != 0 and srv.name != "nginx":
+            r.ok = False
+            r.note = (r.note + "; " if r.note else "") + (
+                f"server exit status {rc}" if rc is not None
+                else "server still running 15 s after SIGTERM (killed)")
     return r
 
 

@@ -358,3 +358,57 @@ def test_headlines_do_not_judge_a_run_with_errors_on_its_rate():
     a = rows["uring, ab c=1000"]
     assert "error" in a.verdict and "non2xx 21" in a.values_text()
     assert "timeout 9" in text and "non2xx 21" in text
+
+
+def _one_run_with_stop(monkeypatch, stop_rc, name="uring"):
+    """web.one_run with a fake server whose stop() returns stop_rc and a
+    wrk that served 1000 requests without an error."""
+    class FakeRunning:
+        def __init__(self, srv, root, cpu):
+            self.port = 1
+
+        def cpu_s(self):
+            return 0.0
+
+        def stop(self):
+            return stop_rc
+    monkeypatch.setattr(web, "Running", FakeRunning)
+    monkeypatch.setattr(web, "run_wrk", lambda *a: {
+        "rps": 1000.0, "mean_ms": 1.0, "p50_ms": 1.0, "p99_ms": 2.0, "p999_ms": 3.0,
+        "requests": 1000, "errors": {"connect": 0}})
+    srv = web.Server(name, lambda *a: ["true"])
+    return web.one_run("wrk", srv, 10, 0, "/", web.QUICK, (None, None))
+
+
+def test_a_server_that_crashed_fails_its_run(monkeypatch):
+    """canal's servers and Go's exit 0 on SIGTERM: a server that exits
+    otherwise (killed by SIGSEGV: -11, an abort) crashed during or at the
+    end of its run, and the run is failed (the summary's row is not
+    measured, as for any crash), not a figure with a note nobody reads
+    on the summary. (Failed before the fix: the run stayed ok, its
+    requests/s judged; only the CSV's note said "server exit status -11".)"""
+    r = _one_run_with_stop(monkeypatch, -11)
+    assert r.ok is False and "server exit status -11" in r.note
+    from canal_bench import report
+    report.reset_headlines()
+    runs = []
+    for server in ("uring", "nginx"):
+        x = _one_run_with_stop(monkeypatch, -11 if server == "uring" else 0, server)
+        x.placement = "one CPU"
+        runs.append(x)
+    try:
+        web.headlines(runs)
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    u = rows["uring, wrk c=10"]
+    assert u.verdict == "not measured" and "server exit status -11" in u.values_text()
+
+
+def test_a_server_that_ignored_sigterm_fails_its_run(monkeypatch):
+    """A server still running 15 s after SIGTERM is killed (stop() returns
+    None): a hang at the end of the run is a failed run, as a hang of the
+    client is. (Failed before the fix: None counted as a clean exit.)"""
+    r = _one_run_with_stop(monkeypatch, None)
+    assert r.ok is False and "SIGTERM" in r.note
+    assert _one_run_with_stop(monkeypatch, 0).ok is True
