@@ -38,3 +38,75 @@ def test_best_bare_is_the_faster():
     del rtt[("tcp", "bare tcp")]
     assert remote.best_bare(rtt)[0] == "bare TCP, polling"
     assert remote.best_bare({}) == ("", [])
+
+
+OUT = ("bare tcp     rtt_us {bare:.2f} [1-2] msgs_per_s 800000\n"
+       "bare tcp poll rtt_us {poll:.2f} [1-2] msgs_per_s 0\n"
+       "engine       rtt_us 6.00 [1-2] msgs_per_s 0\n"
+       "remote       rtt_us 5.00 [1-2] msgs_per_s 1000000\n")
+
+
+def _run(tmp_path, monkeypatch, outcome):
+    """remote.run (quick, 3 runs) with remote_pingpong faked: outcome(drv,
+    run) -> (exit status, stdout). Returns {workload: headline}."""
+    import subprocess
+    from canal_bench import report
+    prog = tmp_path / "build" / remote.PROG
+    prog.parent.mkdir(parents=True, exist_ok=True)
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        if os.path.basename(cmd[0]) != "remote_pingpong":
+            return subprocess.CompletedProcess(cmd, 1, "", "")  # no zeromq here
+        drv = cmd[cmd.index("--driver") + 1]
+        seen[drv] = seen.get(drv, 0) + 1
+        rc, out = outcome(drv, seen[drv])
+        return subprocess.CompletedProcess(cmd, rc, out, "boom" if rc else "")
+    monkeypatch.setattr(remote.subprocess, "run", fake_run)
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setenv("CANAL_REMOTE_REPS", "3")
+    report.reset_headlines()
+    try:
+        remote.run(str(tmp_path / "build"), "quick")
+        return {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+
+
+def test_a_failed_run_is_not_judged_on_the_others(tmp_path, monkeypatch):
+    """A tcp run of remote_pingpong that failed (exit status, timeout) must
+    not leave the target judged on the runs that survived: the row is not
+    measured, with how many of the runs failed (report.failed_runs_note,
+    every family's rule); and when every run failed the rows stay, not
+    measured, instead of vanishing from the summary. (Failed before the
+    fix: "met" on 2 of 3 runs; no row at all when all 3 failed.)"""
+    rows = _run(tmp_path, monkeypatch,
+                lambda drv, i: (1, "") if (drv, i) == ("tcp", 2)
+                else (0, OUT.format(bare=10.0, poll=9.0)))
+    h = rows["round trip 8 B, TCP loopback"]
+    assert h.verdict.startswith("not measured") and h.met is None
+    assert "FAILED in 1 of 3 runs" in h.values_text()
+    assert rows["messages/s 8 B, TCP loopback"].met is None
+
+    rows = _run(tmp_path, monkeypatch, lambda drv, i: (134, ""))
+    h = rows["round trip 8 B, TCP loopback"]
+    assert h.verdict.startswith("not measured") and "FAILED in 3 of 3 runs" in h.values_text()
+
+
+def test_a_bare_ping_pong_missing_from_a_run_is_named(tmp_path, monkeypatch):
+    """A bare ping-pong that a run did not print (the faster one, polling)
+    cannot be the peer judged on its other runs, and must not vanish: the
+    target is judged against the bare ping-pong complete in every run, and
+    the verdict names the other. (Failed before the fix: polling, 1.0 us in
+    2 runs, was the peer judged on 2 runs, nothing said of the third.)"""
+    def outcome(drv, i):
+        text = OUT.format(bare=10.0, poll=1.0)
+        if i == 3:
+            text = "\n".join(l for l in text.splitlines() if "poll" not in l) + "\n"
+        return 0, text
+    rows = _run(tmp_path, monkeypatch, outcome)
+    h = rows["round trip 8 B, TCP loopback"]
+    assert h.peer_name == "bare TCP" and h.peer == [10.0] * 3
+    assert "bare TCP, polling" in h.verdict and "1 of 3" in h.verdict
