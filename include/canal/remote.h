@@ -139,9 +139,12 @@ int canal_remote_hub_start(struct canal_engine *e,
  * of the hub must have been closed by canal_remote_close() first. Returns
  * 0, -EINVAL (NULL), or -EBUSY (remote channels still open: nothing is
  * stopped). Blocks until the thread has ended: a few ms, or up to 1 s
- * while ends whose close timed out finish their exchange (after that
- * their buffers are left allocated: a receive of the session may still
- * write into them). Call it from one thread, once.
+ * while ends whose close timed out finish their exchange. Ends still
+ * unfinished after that stay with the session (a receive of the session
+ * may still write into their buffers): the session's next hub finishes
+ * their exchange (its canal_remote_open() says -EBUSY on their (gate,
+ * tag) until then), canal_engine_close() frees them. Call it from one
+ * thread, once.
  */
 int canal_remote_hub_stop(struct canal_remote_hub *hub);
 

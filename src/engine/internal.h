@@ -247,6 +247,12 @@ struct canal_engine {
 	 * their (gate, tag) (remote.c, "Incarnations"), kept here so that
 	 * every hub of the session knows them; NULL when none. */
 	struct canal__remote_owed *remote_owed;
+	/* remote.c's: ends whose close timed out and whose exchange was
+	 * still unfinished when their hub stopped (their receive is still
+	 * posted): the next hub of the session takes them over (their
+	 * (gate, tag) stays busy), free_session() frees them. Linked by
+	 * their link; initialised at open. */
+	struct canal__list remote_zombies;
 };
 
 /* The session lock (progress.c), taken by every public call that touches
@@ -448,5 +454,9 @@ void canal__remote_hub_rounds(struct canal_remote_hub *hub,
 /* remote.c: free the session's list of FINs owed (free_session()). */
 struct canal__remote_owed;
 void canal__remote_owed_free(struct canal__remote_owed *list);
+/* remote.c: free the ends left in e->remote_zombies, once no request of
+ * the session is left (free_session()): those with a DATA send under way
+ * (a peer may still read its buffer by rendezvous) are left allocated. */
+void canal__remote_zombies_free(struct canal_engine *e);
 
 #endif /* CANAL_ENGINE_INTERNAL_H */

@@ -71,7 +71,9 @@
  * the session's list of FINs owed (e->remote_owed: one hub per session at
  * a time, and the next one starts after the last one's thread was
  * joined) and serializes the engine session (one thread at a time,
- * engine.h); whoever
+ * engine.h); the session's list of unfinished ends (e->remote_zombies)
+ * is touched only while no hub thread runs (hub_stop after the join,
+ * hub_start before the thread is made, the session's close); whoever
  * runs a round (the hub thread, or a user thread by caller progress, with
  * a trylock) holds it for one round over all channels, then lets it go. A
  * thread that wants it (open, close, error, hub_lock) counts itself in
@@ -961,6 +963,33 @@ static void *hub_main(void *arg)
 	return NULL;
 }
 
+/* Move every end of list from to the end of list to (hub: their new
+ * hub, or NULL in the session's list). Only with no hub thread running on
+ * either list. */
+static void move_ends(struct canal__list *from, struct canal__list *to,
+		      struct canal_remote_hub *hub)
+{
+	while (!canal__list_empty(from)) {
+		struct canal_remote *r = canal__container_of(
+			from->next, struct canal_remote, link);
+		canal__list_remove(&r->link);
+		r->hub = hub;
+		canal__list_append(to, &r->link);
+	}
+}
+
+void canal__remote_zombies_free(struct canal_engine *e)
+{
+	struct canal__list *l = &e->remote_zombies;
+	while (l->next && !canal__list_empty(l)) {
+		struct canal_remote *r = canal__container_of(
+			l->next, struct canal_remote, link);
+		canal__list_remove(&r->link);
+		if (r->data_count == 0)
+			remote_free(r);
+	}
+}
+
 EXPORT int canal_remote_hub_start(struct canal_engine *e,
 				  struct canal_remote_hub **out)
 {
@@ -989,8 +1018,12 @@ EXPORT int canal_remote_hub_start(struct canal_engine *e,
 	};
 	hub->hook_send = hub->hook_recv;
 	hub->hook_send.published = caller_published;
+	/* Ends an earlier hub of the session left unfinished (hub_stop) are
+	 * this one's to finish: their (gate, tag) stays busy until then. */
+	move_ends(&e->remote_zombies, &hub->chans, hub);
 	int err = pthread_create(&hub->thread, NULL, hub_main, hub);
 	if (err) {
+		move_ends(&hub->chans, &e->remote_zombies, NULL);
 		pthread_mutex_destroy(&hub->lock);
 		free(hub);
 		return err == EAGAIN ? -EAGAIN : -err;
@@ -1030,8 +1063,10 @@ EXPORT int canal_remote_hub_stop(struct canal_remote_hub *hub)
 	atomic_store_explicit(&hub->stop, true, memory_order_seq_cst);
 	waitq_notify(&hub->standby, 1, false);
 	pthread_join(hub->thread, NULL);
-	/* Zombies still there have a receive posted into their buffer: it
-	 * must outlive the session's requests, so it is left allocated. */
+	/* Zombies still there have a receive posted into their buffer: the
+	 * session keeps them, for its next hub to finish their exchange
+	 * (their (gate, tag) busy meanwhile) or for its close to free. */
+	move_ends(&hub->chans, &hub->e->remote_zombies, NULL);
 	pthread_mutex_destroy(&hub->lock);
 	free(hub);
 	return 0;
