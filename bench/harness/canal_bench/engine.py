@@ -599,6 +599,11 @@ def gains(cells: Dict[str, Dict[int, "Cell"]], drivers: Sequence[str],
     return rows
 
 
+# The pack counts a complete `seed_patterns mux` run prints (its ns[], at
+# the default --max-packs of 1000).
+MUX_PACKS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
 def parse_mux(text: str) -> Dict[int, float]:
     """{n packs: us} from `seed_patterns mux` (its table header is
     `# Packs  Latency (us)`)."""
@@ -670,6 +675,15 @@ def seed_experiments(build_dir: str, quick: bool, reps: int, timeout: float,
                 why = f"exit {p.returncode}"
             except subprocess.TimeoutExpired:
                 t, why = {}, "timeout"
+            # A run that exited 0 but stopped before some pack counts is a
+            # failed run (complete_runs' rule): kept, the gains there would
+            # be medians of fewer runs than the others, unmarked.
+            lacking = [n for n in MUX_PACKS if n not in t]
+            if t and lacking:
+                t, why = {}, ("exit 0 but pack counts missing: "
+                              + ", ".join(map(str, lacking)))
+            elif not t and why == "exit 0":
+                why = "exit 0 but no table"
             count(mux_failed, label, bool(t))
             if not t:
                 skipped.append(f"multiplexed flows {label} run {rep + 1}: {why}")

@@ -257,10 +257,11 @@ def _fake_build(tmp_path, *rels):
     return build
 
 
-def _seed_patterns_fake(fail):
+def _seed_patterns_fake(fail, short=None):
     """A fake subprocess.run for seed_patterns: fail(what, label, run) -> None
     (the run completes) or an exit status (the run prints its figures, then
-    exits with it)."""
+    exits with it); short(label, run) -> None (mux prints every pack count
+    of MUX_PACKS) or the pack counts that run prints."""
     import subprocess
     seen = {}
 
@@ -273,9 +274,15 @@ def _seed_patterns_fake(fail):
         if what == "page":
             out = f"# Page requests (3 pages of 66560 B\nseries of 3 pages: {88 * fast} us\n"
         else:
-            out = "# Packs  Latency (us)\n" + "".join(f"{n} {n * fast}\n" for n in (1, 10))
+            packs = short(label, seen[(what, label)]) if short else None
+            out = "# Packs  Latency (us)\n" + "".join(f"{n} {n * fast}\n"
+                                                      for n in packs or MUX_PACKS)
         return subprocess.CompletedProcess(cmd, status, out, "crashed" if status else "")
     return fake_run
+
+
+# The pack counts seed_patterns mux prints (its ns[], default --max-packs).
+MUX_PACKS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 
 
 def test_mux_run_that_exits_non_zero_is_failed(tmp_path, monkeypatch):
@@ -297,7 +304,43 @@ def test_mux_run_that_exits_non_zero_is_failed(tmp_path, monkeypatch):
     assert "%" not in gain and "not measured" in gain
     assert any("multiplexed flows shm aggregate" in s and "exit 1" in s for s in skipped)
     # tcp's runs all completed: its gain is given as before.
-    assert [line for line in md.splitlines() if line.startswith("| tcp |")][-1].count("%") == 2
+    assert ([line for line in md.splitlines() if line.startswith("| tcp |")][-1].count("%")
+            == len(MUX_PACKS))
+
+
+def test_mux_pack_counts_match_seed_patterns():
+    """The harness's list of the pack counts a complete mux run prints is
+    seed_patterns.c's."""
+    import re
+    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "engine",
+                            "seed_patterns.c")).read()
+    ns = re.search(r"static const int ns\[\] = \{([^}]*)\}", src).group(1)
+    assert tuple(int(x) for x in ns.split(",")) == MUX_PACKS == tuple(engine.MUX_PACKS)
+
+
+def test_a_mux_run_missing_pack_counts_is_failed(tmp_path, monkeypatch):
+    """A multiplexed-flows run that exits 0 but stops before some pack
+    counts (as complete_runs does for the OSU tables) is a failed run:
+    kept, the gains at the missing counts would be medians of fewer runs
+    than the others, unmarked. (Failed before the fix: the shm gain was
+    given at every n, two of them from 2 aggregate runs against 3 default
+    ones, the column unmarked, nothing in "Not run or failed".)"""
+    from canal_bench import report
+    build = _fake_build(tmp_path, f"{engine.OUT}/seed_patterns")
+    monkeypatch.setattr(engine.subprocess, "run", _seed_patterns_fake(
+        lambda what, label, n: None,
+        lambda label, n: MUX_PACKS[:4] if (label, n) == ("shm aggregate", 2) else None))
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    skipped = []
+    md = "\n".join(engine.seed_experiments(str(build), False, 3, 10.0, str(tmp_path),
+                                           skipped, []))
+    assert "shm/aggregate (FAILED 1 of 3)" in md
+    gain = [line for line in md.splitlines() if line.startswith("| shm |")][-1]
+    assert "%" not in gain and "not measured" in gain
+    assert any("multiplexed flows shm aggregate run 2" in s and "20, 50" in s
+               for s in skipped)
+    assert ([line for line in md.splitlines() if line.startswith("| tcp |")][-1].count("%")
+            == len(MUX_PACKS))
 
 
 def test_page_gain_names_a_failed_run(tmp_path, monkeypatch):
