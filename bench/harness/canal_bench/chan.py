@@ -258,6 +258,7 @@ class Row:
     ns: Dict[str, Optional[float]] = field(default_factory=dict)   # median ns/msg
     runs: Dict[str, int] = field(default_factory=dict)
     samples: Dict[str, List[float]] = field(default_factory=dict)  # ns/msg per run
+    reps: Dict[str, List[Optional[int]]] = field(default_factory=dict)  # each run's repetition
     ratio: Optional[float] = None       # canal / best peer
     best: Optional[str] = None          # best peer's key
     task_ratio: Optional[float] = None  # canal tasks / Go
@@ -272,9 +273,11 @@ def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
     """Rows of medians from raw runs (dicts with workload, impl, seconds):
     median seconds -> ns per message; canal / best peer; best peer."""
     by: Dict[Tuple[str, str], List[float]] = {}  # ns per message of each run
+    reps: Dict[Tuple[str, str], List[Optional[int]]] = {}
     for r in runs:
         msgs = r.get("messages") or messages(r["workload"], n, threads)
         by.setdefault((r["workload"], r["impl"]), []).append(float(r["seconds"]) * 1e9 / msgs)
+        reps.setdefault((r["workload"], r["impl"]), []).append(r.get("rep"))
     rows = []
     for wl in sorted({w for w, _ in by}, key=sort_key):
         row = Row(wl)
@@ -284,6 +287,7 @@ def summarize(runs: Sequence[dict], n: int, threads: int) -> List[Row]:
                 row.ns[impl.key] = stats.median(ns)
                 row.runs[impl.key] = len(ns)
                 row.samples[impl.key] = ns
+                row.reps[impl.key] = reps[(wl, impl.key)]
         best = stats.argmin({k: row.ns.get(k) for k in PEERS})
         if best is not None:
             row.best = best
@@ -572,11 +576,12 @@ def run(build_dir: str, mode: str) -> str:
     finally:
         signal.signal(signal.SIGTERM, old)
     rows = summarize(runs, m.n, m.threads)
-    headlines(rows, status)
+    done = max((r["rep"] for r in runs), default=0)
+    headlines(rows, status,
+              "" if complete else f"interrupted in repetition {max(done, 1)} of {m.reps}")
     table = render_table(rows, status, m.reps)
     md = "\n".join(report.header_lines(title(m))) + "\n"
     if not complete:
-        done = max((r["rep"] for r in runs), default=0)
         md += (f"\n**Interrupted during repetition {done} of {m.reps}**: medians of the "
                f"runs completed (`*` marks cells with fewer than {m.reps}).\n\n")
     md += table + "\n" + NOTES
@@ -600,7 +605,27 @@ HEADLINE_CAPS = ("bounded0", "bounded1", "boundedN")
 TARGET = {"bounded0": 1.2, "bounded1": 1.0, "boundedN": 1.0}
 
 
-def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
+def matched(row: Row, status: Dict) -> Row:
+    """The row on the repetitions that every implementation of it without
+    a failed repetition (status) completed: after an interrupt (Ctrl-C,
+    SIGTERM) canal may have run a cell of the last repetition and its peer
+    not yet; a ratio of their medians would compare 3 runs with 2. The row
+    itself when the runs carry no repetition number or already match."""
+    keys = [k for k in row.samples if (k, row.workload) not in status]
+    if not keys or any(rp is None for k in keys for rp in row.reps.get(k, [None])):
+        return row
+    common = set.intersection(*(set(row.reps[k]) for k in keys))
+    if all(set(row.reps[k]) == common for k in keys):
+        return row
+    runs = [dict(workload=row.workload, impl=k, seconds=x / 1e9, messages=1, rep=rp)
+            for k in row.samples for x, rp in zip(row.samples[k], row.reps[k])
+            if k not in keys or rp in common]
+    out = summarize(runs, 1, 1)
+    return out[0] if out else Row(row.workload)
+
+
+def headlines(rows: Sequence[Row], status: Optional[Dict] = None,
+              interrupted: str = "") -> None:
     """canal against the best peer, 8-byte messages, on HEADLINE_KINDS at
     each capacity that this run measured. A cell canal did not complete in
     every repetition while a peer did (it hung or failed in one or all)
@@ -608,10 +633,13 @@ def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
     words: TIMEOUT, FAILED): a hang must not drop out of the summary's
     count, nor a median of the runs that survived hide it (the seed
     family's rule); a best peer that failed a repetition gives no peer
-    figure, with why."""
+    figure, with why. Every row is judged on the repetitions that all its
+    implementations completed (matched()); interrupted: what every row's
+    verdict must say of a run cut short ("interrupted in repetition 2 of 3")."""
     status = status or {}
     label = {i.key: i.label for i in IMPLS}
-    by = {r.workload: r for r in rows}
+    full = {r.workload: r for r in rows}
+    by = {r.workload: matched(r, status) for r in rows}
 
     def why(impl: str, wl: str, named: bool = True) -> str:
         """The reason; named: with the implementation's name (the summary
@@ -633,17 +661,21 @@ def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
             r = by.get(wl)
             if r is None:
                 continue
-            best = r.best
+            best = r.best or full[wl].best
             canal = vals("canal", r)
-            if canal is None:
+            if not canal and "canal" in full[wl].samples and not failed("canal", wl):
+                canal, note = None, "not every implementation ran it before the interrupt"
+            elif canal is None:
                 note = why("canal", wl)
             elif failed(best, wl):
                 note = why(best, wl, named=False)
+            elif interrupted:
+                note = "no peer ran it before the interrupt"
             else:
                 note = "none ran (go, cargo absent?)"
             # Peers that hung or failed here are not compared: named.
             out = [f"{label[p]} {status[(p, wl)]}" for p in PEERS
-                   if p != best and failed(p, wl)]
+                   if p != best and failed(p, wl)] + ([interrupted] if interrupted else [])
             report.headline("chan", f"{cap}_{kind}", canal,
                             label.get(best, "peers"), vals(best, r), "ns/msg", TARGET[cap],
                             note=note, caveat=", ".join(out))
@@ -651,18 +683,19 @@ def headlines(rows: Sequence[Row], status: Optional[Dict] = None) -> None:
     # the worst cell of the grid measured in every repetition by both,
     # named; and every cell where one of them did not complete a
     # repetition while the other completed it (hung, failed).
-    worst = max((r for r in rows if r.task_ratio is not None
+    worst = max((r for r in by.values() if r.task_ratio is not None
                  and vals("canal_task", r) and vals("go", r)),
                 key=lambda r: r.task_ratio, default=None)
     if worst is not None:
         report.headline("chan", f"tasks: worst cell ({worst.workload})",
                         worst.samples["canal_task"], "Go chan", worst.samples["go"],
-                        "ns/msg", 1.0)
-    for r in rows:
+                        "ns/msg", 1.0, caveat=interrupted)
+    for r in by.values():
         wl = r.workload
         if "go" in r.samples and failed("canal_task", wl):
             report.headline("chan", f"tasks: {wl}", None, "Go chan", vals("go", r),
-                            "ns/msg", 1.0, note=why("canal_task", wl))
+                            "ns/msg", 1.0, note=why("canal_task", wl), caveat=interrupted)
         elif "canal_task" in r.samples and failed("go", wl):
             report.headline("chan", f"tasks: {wl}", r.samples["canal_task"], "Go chan",
-                            None, "ns/msg", 1.0, note=why("go", wl, named=False))
+                            None, "ns/msg", 1.0, note=why("go", wl, named=False),
+                            caveat=interrupted)

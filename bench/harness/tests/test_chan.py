@@ -556,3 +556,61 @@ def test_collect_keeps_a_failed_calibration(tmp_path, monkeypatch):
     h = next(h for h in report.HEADLINES if h.workload == "bounded1_spsc")
     report.reset_headlines()
     assert h.verdict.startswith("not measured") and "FAILED" in h.values_text()
+
+
+def test_an_interrupted_run_judges_equal_repetitions_and_says_so(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) during a repetition leaves a cell where canal
+    ran and its peer did not yet: the summary row must compare the
+    repetitions both completed (not canal's 2 medianed against the peer's
+    1), and the summary screen must say the run was interrupted (only
+    chan.md did). (Failed before the fix: bounded1_spsc was MISSED on
+    canal's 2 runs against crossbeam's 1, and no row said interrupted.)"""
+    from canal_bench import report
+    calls = []
+    inner = _fake_runner(calls, interrupt_at=20)  # rep 2: crossbeam's bounded1
+
+    def slow_second(cmd, timeout):
+        lines, err = inner(cmd, timeout)
+        canal = os.path.basename(cmd[0]) == "chanbench-canal" and "-m" not in cmd
+        if canal and len(calls) > 14:          # canal's runs of the second repetition
+            lines = [chan.Result(r.workload, r.lang, r.impl, 3.0) for r in lines]
+        return lines, err
+    monkeypatch.setattr(chan, "run_once", slow_second)
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    for k, v in (("CANAL_CHAN_REPS", "3"), ("CANAL_CHAN_SIZES", "8"),
+                 ("CANAL_CHAN_KINDS", "spsc"), ("CANAL_CHAN_N", "1000")):
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("CANAL_CHAN_CAPS", raising=False)
+    report.reset_headlines()
+    try:
+        md = chan.run(_fake_build(tmp_path), "full")
+        rows = {h.workload: h for h in report.HEADLINES}
+        screen = report.summary_text()
+    finally:
+        report.reset_headlines()
+    assert "Interrupted during repetition 2 of 3" in md
+    h = rows["bounded1_spsc"]
+    assert h.peer_name == "crossbeam-channel"
+    assert len(h.canal) == len(h.peer) == 1 and h.met is True
+    assert "interrupted" in h.verdict
+    # bounded0: every implementation ran both repetitions.
+    assert len(rows["bounded0_spsc"].canal) == len(rows["bounded0_spsc"].peer) == 2
+    assert "interrupted" in screen
+
+
+def test_a_cell_interrupted_before_its_peers_ran_says_so(tmp_path, monkeypatch):
+    """Interrupted after canal's first run: the row has no peer figure and
+    says the interrupt, not "go, cargo absent"."""
+    from canal_bench import report
+    calls = []
+    monkeypatch.setattr(chan, "run_once", _fake_runner(calls, interrupt_at=2))
+    m = chan.mode_params("full", env={"CANAL_CHAN_SIZES": "8", "CANAL_CHAN_KINDS": "spsc"})
+    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    assert not complete
+    report.reset_headlines()
+    chan.headlines(chan.summarize(runs, m.n, m.threads), status, "interrupted")
+    h = report.HEADLINES[0]
+    report.reset_headlines()
+    assert h.workload == "bounded0_spsc" and h.verdict == "no peer figure (interrupted)"
+    assert "before the interrupt" in h.values_text()
