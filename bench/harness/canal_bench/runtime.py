@@ -123,10 +123,17 @@ class Cell:
         """The repetitions for the summary; None when a run failed."""
         return self.values if self.values and not self.failures else None
 
-    def note(self, name: str) -> str:
-        """Why the summary has no figure ("" when it has one)."""
+    def note(self, name: str, key: str = "") -> str:
+        """Why the summary has no figure ("" when it has one): a failed run,
+        or runs that all completed without the line of key (get()), or no
+        run at all."""
         if self.failures:
             return report.failed_runs_note(name, len(self.failures), self.runs, self.failures[0])
+        if not self.values and self.quiet:
+            return (f"{name}: no {key or 'result'} line in {self.quiet} completed "
+                    f"run{'s' if self.quiet > 1 else ''}")
+        if not self.values:
+            return f"{name}: not run (not built?)"
         return ""
 
     def fmt(self) -> str:
@@ -240,7 +247,7 @@ def headlines(cells: Dict[str, Dict[str, Cell]], m: Mode) -> None:
         report.headline("runtime", what, c.summary_values(),
                         "Boost.Context fcontext" if peer == "fcontext" else peer,
                         p.summary_values(), unit, target,
-                        note=c.note("canal tasks") or p.note(peer))
+                        note=c.note("canal tasks", key) or p.note(peer, peer_key))
 
     row("task switch (yield ping-pong)", "yield_pingpong", "fcontext", "fcontext_switch", 2.0)
     row("spawn + join", "spawn_join", "Go", "spawn_join", 0.5)

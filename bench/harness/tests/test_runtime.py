@@ -210,3 +210,36 @@ echo "parked_bytes_10 2000 bytes/task"
         report.reset_headlines()
     h = rows["task switch (yield ping-pong)"]
     assert h.verdict == "no peer figure" and "timeout" in h.values_text()
+
+
+def test_a_result_no_completed_run_printed_says_why():
+    """A result whose runs all completed without printing its line (a
+    program that no longer prints it, a renamed result) must say why the
+    summary has no figure, like a failed run does. (Failed before the fix:
+    "not measured" / "no figure", no reason; Go's missing line gave a bare
+    "Go: n/a".)"""
+    from canal_bench import report
+    m = runtime.mode_params("quick", {"CANAL_RB_PARKED": "10"})
+    runs = [{"canal tasks": {"yield_pingpong": 10.0, "spawn_join": 100.0,
+                             "chan_pingpong_2loops_1": 100.0},
+             "Go": {"spawn_join": 400.0, "chan_pingpong_1loop_0": 400.0},
+             "fcontext": {"fcontext_switch": 6.0}}] * 3
+    report.reset_headlines()
+    try:
+        runtime.headlines(runtime.collect(runs), m)
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    h = rows["channel ping-pong task to task, capacity 0, one loop"]
+    assert h.verdict == "not measured"
+    assert "no chan_pingpong_1loop_0 line" in h.values_text() and "3" in h.values_text()
+    g = rows["memory per parked task (10)"]
+    assert "canal tasks" in g.values_text() and "no parked_bytes_10 line" in g.values_text()
+    # canal measured, Go never printed it: the peer's side says why.
+    p = rows["task switch (yield ping-pong)"]
+    assert p.verdict.startswith("met")
+    s = rows["spawn + join"]
+    assert s.verdict.startswith("met")
+    q = rows["channel ping-pong task to task, capacity 1, two loops"]
+    assert q.verdict == "no peer figure"
+    assert "Go: no chan_pingpong_2loops_1 line in 3 completed runs" in q.values_text()
