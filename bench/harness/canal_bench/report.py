@@ -358,9 +358,13 @@ def summary_text(rows: Optional[Sequence[Headline]] = None, width: int = 0) -> s
         out.append("  ".join(c.ljust(w) for c, w in zip([fam] + r[1:], widths)).rstrip())
     met = sum(1 for h in rows if h.met is True)
     missed = sum(1 for h in rows if h.met is False)
+    # A target without a figure (a failed, hung or interrupted run) is
+    # counted too: "3 met, 0 missed" alone reads as a clean run.
+    unmeasured = sum(1 for h in rows if h.target is not None and h.met is None)
     unstable = sum(1 for h in rows if h.unstable and h.measured)
     out.append("")
-    out.append(f"{met} targets met, {missed} missed, {unstable} unstable rows "
+    out.append(f"{met} targets met, {missed} missed, {unmeasured} not measured, "
+               f"{unstable} unstable rows "
                f"(repetitions differ by more than {stats.UNSTABLE_FACTOR:g}x: compare with care).")
     out.append("canal vs peer: medians (canal alone: its range); canal is: the ratio "
                "of the medians, in brackets its range over the repetitions.")

@@ -202,3 +202,17 @@ def test_results_directory_of_a_real_run_if_given():
     p.feed(open(os.path.join(d, "report.html")).read())
     for src in p.images:
         assert os.path.exists(os.path.join(d, src)), src
+
+
+def test_summary_counts_the_targets_not_measured():
+    """The totals line must count the targets that were not measured (a
+    run that failed, hung or was interrupted): "1 targets met, 0 missed"
+    read as a clean run when the other targets had no figure at all.
+    (Failed before the fix: not-measured rows were counted nowhere.)"""
+    report.headline("chan", "a", [1.0], "Go chan", [2.0], "ns/msg", 1.0)
+    report.headline("chan", "b", None, "Go chan", [2.0], "ns/msg", 1.0,
+                    note="canal: TIMEOUT")
+    report.headline("chan", "c", [1.0], "Go chan", None, "ns/msg", 1.0, note="Go: FAILED")
+    report.headline("micro", "d", [1.0], None, None, "ns", None)  # no target: not counted
+    text = report.summary_text()
+    assert "1 targets met, 0 missed, 2 not measured" in text
