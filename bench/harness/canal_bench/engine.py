@@ -552,10 +552,15 @@ def open_table(build_dir: str, reps: int, skipped: List[str]) -> List[str]:
     for n in (8, 16):
         for mode in ("lazy", "eager"):
             v = got.get((n, mode), [])
+            # Every column of a row with a failed run says so: each
+            # figure is of the runs that survived.
+            bad = runs[(n, mode)] - len(v)
+            failed = f" (FAILED {bad} of {runs[(n, mode)]})" if bad else ""
             rows.append([str(n), mode,
                          _spread_cell([x[0] / 1000 for x in v], runs[(n, mode)], "{:.1f}"),
-                         f"{stats.median([x[1] / 1000 for x in v]):.1f}" if v else "-",
-                         str(max(x[2] for x in v)) if v else "-"])
+                         (f"{stats.median([x[1] / 1000 for x in v]):.1f}" if v else "-")
+                         + failed,
+                         (str(max(x[2] for x in v)) if v else "-") + failed])
     return ["Opening a job on shm (bench/engine/open_time: slowest rank's canal_engine_open, "
             "then a first ring exchange; segments = gates with a driver at the end, all ranks; "
             "FAILED k of n: the medians are of the other runs; "

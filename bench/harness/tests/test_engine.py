@@ -523,3 +523,28 @@ def test_targets_table_names_an_implementation_whose_every_run_failed():
     assert r[2] == "not measured" and "canal shm FAILED in 3 of 3" in r[1]
     r = rows["tcp latency at 8 B <= 1.2 x raw tcp"]
     assert r[2] == "not measured" and "canal tcp FAILED in 3 of 3" in r[1]
+
+
+def test_open_table_every_column_of_a_failed_row_says_so(tmp_path, monkeypatch):
+    """A row of the open table with a failed run must say so in every
+    column: the first ring and segments figures are of the runs that
+    survived too. (Failed before the fix: only "open ms" said "FAILED 1
+    of 3"; "first ring ms" and "segments" were plain figures.)"""
+    import subprocess
+    build = _fake_build(tmp_path, f"{engine.OUT}/open_time")
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        key = (kw.get("env", {}).get("CANAL_ENGINE_CONNECT"), cmd[2])
+        seen[key] = seen.get(key, 0) + 1
+        bad = key == ("eager", "8") and seen[key] == 2
+        return subprocess.CompletedProcess(cmd, 1 if bad else 0,
+                                           "open_us 1000 ring_us 500 segments 2\n", "")
+    monkeypatch.setattr(engine.subprocess, "run", fake_run)
+    md = "\n".join(engine.open_table(str(build), 3, []))
+    row = [line for line in md.splitlines() if line.startswith("| 8 | eager |")][0]
+    cols = [c.strip() for c in row.strip("|").split("|")]
+    assert all("FAILED 1 of 3" in c for c in cols[2:]), cols
+    row = [line for line in md.splitlines() if line.startswith("| 8 | lazy |")][0]
+    assert "FAILED" not in row
+    assert [c.strip() for c in row.strip("|").split("|")][3:] == ["0.5", "2"]
