@@ -243,3 +243,26 @@ def test_a_result_no_completed_run_printed_says_why():
     q = rows["channel ping-pong task to task, capacity 1, two loops"]
     assert q.verdict == "no peer figure"
     assert "Go: no chan_pingpong_2loops_1 line in 3 completed runs" in q.values_text()
+
+
+def test_the_targets_table_says_why_a_target_is_not_measured():
+    """runtime.md's targets table must give the reason a target has no
+    ratio, as the summary does (Cell.note): a result no completed run
+    printed, a failed run. (Failed before the fix: "n/a | ... | not
+    measured" with no reason.)"""
+    m = runtime.mode_params("quick", {"CANAL_RB_PARKED": "10"})
+    runs = [{"canal tasks": {"yield_pingpong": 10.0, "spawn_join": 100.0,
+                             "chan_pingpong_2loops_1": 100.0},
+             "Go": {"spawn_join": 400.0, "chan_pingpong_1loop_0": 400.0},
+             "fcontext": "exit status 134"}] * 3
+    out = runtime.render(runtime.collect(runs), m)
+    lines = {line.split("|")[1].strip(): line for line in out.splitlines()
+             if line.startswith("|")}
+    assert "not measured" in lines["chan_pingpong_1loop_0 <= 0.5x Go"]
+    assert ("canal tasks: no chan_pingpong_1loop_0 line in 3 completed runs"
+            in lines["chan_pingpong_1loop_0 <= 0.5x Go"])
+    assert "Go: no chan_pingpong_2loops_1 line in 3 completed runs" in \
+        lines["chan_pingpong_2loops_1 <= 0.5x Go"]
+    assert "fcontext FAILED in 3 of 3 runs: exit status 134" in \
+        lines["task switch <= 2x fcontext"]
+    assert lines["spawn_join <= 0.5x Go"].rstrip(" |").endswith("met")
