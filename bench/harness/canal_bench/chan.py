@@ -393,11 +393,13 @@ def csv_row(r: dict) -> List[object]:
 
 
 def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
-            ) -> Tuple[List[dict], Dict, bool]:
+            ) -> Tuple[List[dict], Dict, Optional[int]]:
     """Run everything, interleaved; the raw runs, the status words and
-    whether every repetition completed. Each run is appended to csv_path as
-    it completes, so a run cut short (Ctrl-C, SIGTERM) keeps its data; an
-    interrupt ends the collection and the runs so far are reported."""
+    None when every repetition completed, else the repetition (from 1) an
+    interrupt came in: it may have no run recorded yet. Each run is
+    appended to csv_path as it completes, so a run cut short (Ctrl-C,
+    SIGTERM) keeps its data; an interrupt ends the collection and the runs
+    so far are reported."""
     paths = available(build_dir)
     status: Dict = {k: "SKIPPED" for k, p in paths.items() if p is None}
     if paths["canal"] is None:
@@ -442,8 +444,10 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
             for wl in wls:
                 status[(impl.key, wl)] = err or "no result"
 
+    current = 1  # the repetition under way (from 1): what an interrupt names
     try:
         for rep in range(m.reps):
+            current = rep + 1
             report.progress(f"repetition {rep + 1}/{m.reps}")
             # One program invocation per cell, every implementation in
             # turn: a hang costs one cell, and the interleaving is fine.
@@ -493,10 +497,11 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                                            cell_timeout(n, None if t is None else t * n / m.n,
                                                         t is None and err == "TIMEOUT"))
                     record(rep, impl, wls, key, size, n, got, err)
-        return runs, status, True
+        return runs, status, None
     except KeyboardInterrupt:
-        report.progress(f"interrupted: reporting the {len(runs)} runs completed")
-        return runs, status, False
+        report.progress(f"interrupted in repetition {current} of {m.reps}: "
+                        f"reporting the {len(runs)} runs completed")
+        return runs, status, current
     finally:
         if busy:
             busy.kill()
@@ -572,17 +577,18 @@ def run(build_dir: str, mode: str) -> str:
     # SIGTERM (a killed session, `timeout`) ends the run like Ctrl-C does.
     old = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        runs, status, complete = collect(build_dir, m, os.path.join(out_dir, "chan-runs.csv"))
+        runs, status, interrupted = collect(build_dir, m,
+                                            os.path.join(out_dir, "chan-runs.csv"))
     finally:
         signal.signal(signal.SIGTERM, old)
     rows = summarize(runs, m.n, m.threads)
-    done = max((r["rep"] for r in runs), default=0)
     headlines(rows, status,
-              "" if complete else f"interrupted in repetition {max(done, 1)} of {m.reps}")
+              "" if interrupted is None
+              else f"interrupted in repetition {interrupted} of {m.reps}")
     table = render_table(rows, status, m.reps)
     md = "\n".join(report.header_lines(title(m))) + "\n"
-    if not complete:
-        md += (f"\n**Interrupted during repetition {done} of {m.reps}**: medians of the "
+    if interrupted is not None:
+        md += (f"\n**Interrupted during repetition {interrupted} of {m.reps}**: medians of the "
                f"runs completed (`*` marks cells with fewer than {m.reps}).\n\n")
     md += table + "\n" + NOTES
     plots = write_plots(rows, out_dir, m)

@@ -233,8 +233,8 @@ def test_collect_interleaves_times_out_and_writes_csv(tmp_path, monkeypatch):
     m = chan.mode_params("full", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_SIZES": "8",
                                       "CANAL_CHAN_KINDS": "spsc"})
     csv_path = tmp_path / "runs.csv"
-    runs, status, complete = chan.collect(_fake_build(tmp_path), m, str(csv_path))
-    assert complete and status["go"] == "SKIPPED"
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m, str(csv_path))
+    assert interrupted is None and status["go"] == "SKIPPED"
     assert status[("flume", "bounded0_spsc")] == "TIMEOUT"
     # canal, crossbeam, flume per capacity, in turn. In the first
     # repetition every program gets the full bound; in the second, 10x its
@@ -258,8 +258,8 @@ def test_collect_interrupted_keeps_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(chan, "run_once", _fake_runner(calls, interrupt_at=4))
     m = chan.mode_params("full", env={"CANAL_CHAN_SIZES": "8", "CANAL_CHAN_KINDS": "spsc"})
     csv_path = tmp_path / "runs.csv"
-    runs, _, complete = chan.collect(_fake_build(tmp_path), m, str(csv_path))
-    assert not complete
+    runs, _, interrupted = chan.collect(_fake_build(tmp_path), m, str(csv_path))
+    assert interrupted == 1
     assert [r["impl"] for r in runs] == ["canal", "crossbeam"]
     assert len(csv_path.read_text().splitlines()) == 3
 
@@ -317,7 +317,7 @@ def test_collect_sizes_quick_cells_by_time(tmp_path, monkeypatch):
     monkeypatch.setattr(chan, "run_once", fast)
     m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
     assert m.min_seconds == pytest.approx(0.2)
-    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m)
     canal = [c for c, _ in calls if os.path.basename(c[0]) == "chanbench-canal"
              and "-m" not in c]
     ns = [int(c[c.index("-n") + 1]) for c in canal]
@@ -389,8 +389,8 @@ def test_collect_sizes_a_cell_once_for_every_implementation(tmp_path, monkeypatc
         return [chan.Result(r.workload, r.lang, r.impl, per_msg * n) for r in lines], err
     monkeypatch.setattr(chan, "run_once", speeds)
     m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
-    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
-    assert complete
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m)
+    assert interrupted is None
     by_cell = {}
     for r in runs:
         by_cell.setdefault((r["workload"], r["rep"]), set()).add(r["n"])
@@ -516,8 +516,8 @@ def test_collect_counts_a_run_that_printed_then_failed_as_failed(tmp_path, monke
     monkeypatch.setattr(chan, "run_once", flaky)
     m = chan.mode_params("full", env={"CANAL_CHAN_REPS": "3", "CANAL_CHAN_SIZES": "8",
                                       "CANAL_CHAN_KINDS": "spsc"})
-    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
-    assert complete and len(seen) == 3
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m)
+    assert interrupted is None and len(seen) == 3
     assert status[("canal", "bounded1_spsc")] == err
     assert len([r for r in runs if (r["impl"], r["workload"]) == ("canal", "bounded1_spsc")]) == 2
     report.reset_headlines()
@@ -549,7 +549,7 @@ def test_collect_keeps_a_failed_calibration(tmp_path, monkeypatch):
         return [chan.Result(r.workload, r.lang, r.impl, 0.01 * n / 20_000) for r in lines], err
     monkeypatch.setattr(chan, "run_once", fast)
     m = chan.mode_params("quick", env={"CANAL_CHAN_REPS": "2", "CANAL_CHAN_KINDS": "spsc"})
-    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m)
     assert crashed and status[("canal", "bounded1_spsc")] == "FAILED"
     report.reset_headlines()
     chan.headlines(chan.summarize(runs, m.n, m.threads), status)
@@ -606,11 +606,46 @@ def test_a_cell_interrupted_before_its_peers_ran_says_so(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(chan, "run_once", _fake_runner(calls, interrupt_at=2))
     m = chan.mode_params("full", env={"CANAL_CHAN_SIZES": "8", "CANAL_CHAN_KINDS": "spsc"})
-    runs, status, complete = chan.collect(_fake_build(tmp_path), m)
-    assert not complete
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m)
+    assert interrupted == 1
     report.reset_headlines()
     chan.headlines(chan.summarize(runs, m.n, m.threads), status, "interrupted")
     h = report.HEADLINES[0]
     report.reset_headlines()
     assert h.workload == "bounded0_spsc" and h.verdict == "no peer figure (interrupted)"
     assert "before the interrupt" in h.values_text()
+
+
+def test_an_interrupt_at_the_start_of_a_repetition_names_that_repetition(tmp_path,
+                                                                        monkeypatch):
+    """Ctrl-C at the very first run of repetition 2 (no run of it
+    recorded) was in repetition 2: collect() says so, and chan.md and the
+    summary's caveat name it. (Failed before the fix: the repetition was
+    taken as the last one with a recorded run, "repetition 1 of 3".)"""
+    from canal_bench import report
+    calls = []
+    monkeypatch.setattr(chan, "run_once", _fake_runner(calls, interrupt_at=15))
+    m = chan.mode_params("full", env={"CANAL_CHAN_REPS": "3", "CANAL_CHAN_SIZES": "8",
+                                      "CANAL_CHAN_KINDS": "spsc", "CANAL_CHAN_N": "1000"})
+    runs, status, interrupted = chan.collect(_fake_build(tmp_path), m)
+    assert interrupted == 2 and {r["rep"] for r in runs} == {1}
+    # The same through run(): chan.md and every summary row.
+    calls.clear()
+    monkeypatch.setattr(report, "results_dir", lambda stamp=None: str(tmp_path))
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    for k, v in (("CANAL_CHAN_REPS", "3"), ("CANAL_CHAN_SIZES", "8"),
+                 ("CANAL_CHAN_KINDS", "spsc"), ("CANAL_CHAN_N", "1000")):
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("CANAL_CHAN_CAPS", raising=False)
+    report.reset_headlines()
+    try:
+        md = chan.run(_fake_build(tmp_path), "full")
+        rows = list(report.HEADLINES)
+    finally:
+        report.reset_headlines()
+    assert "Interrupted during repetition 2 of 3" in md
+    assert rows and all("interrupted in repetition 2 of 3" in h.verdict for h in rows)
+    # Interrupted in the first run of all: repetition 1, not 0.
+    calls.clear()
+    monkeypatch.setattr(chan, "run_once", _fake_runner(calls, interrupt_at=1))
+    assert chan.collect(_fake_build(tmp_path), m)[2] == 1
