@@ -67,6 +67,19 @@ def change(a: Optional[float], b: Optional[float], higher_is_better: bool,
     return text + (" (unstable)" if unstable else "")
 
 
+def gone(meta: dict, family: str, side: str) -> str:
+    """Why a family's rows may be absent from one side's summary.json
+    ("family failed in B", "family interrupted in A", "family not run in
+    B"), or ""."""
+    if family in meta.get("failed", ()):
+        return f"family failed in {side}"
+    if family == meta.get("interrupted"):
+        return f"family interrupted in {side}"
+    if family in meta.get("not_run", ()):
+        return f"family not run in {side}"
+    return ""
+
+
 def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
     (ma, ra), (mb, rb) = load(a_dir), load(b_dir)
     keys = list(ra) + [k for k in rb if k not in ra]
@@ -77,9 +90,9 @@ def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
         unit = any_h.unit
         ca = _median(ha.canal) if ha else None
         cb = _median(hb.canal) if hb else None
-        # A row absent from one side because its family failed there.
-        gone_a = "family failed in A" if k[0] in ma.get("failed", ()) else ""
-        gone_b = "family failed in B" if k[0] in mb.get("failed", ()) else ""
+        # A row absent from one side because its family failed there, or
+        # an interrupt cut that run short.
+        gone_a, gone_b = gone(ma, k[0], "A"), gone(mb, k[0], "B")
         rows.append([k[0], k[1], figure(ha, ca, gone_a), figure(hb, cb, gone_b),
                      # A figure of failed requests is no speed to compare.
                      ("— (errors in " + " and ".join(n for n, h in (("A", ha), ("B", hb))

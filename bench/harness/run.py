@@ -20,13 +20,18 @@ The screen shows each family's progress lines, then the summary: the host
 workload. The tables go to
 results/<timestamp>/: report.md (summary, tables, plots), report.html (the
 same, offline), each family's own files, and <family>.log (all it printed).
-A family that cannot be imported or that fails is an error (exit 1)."""
+A family that cannot be imported or that fails is an error (exit 1).
+Ctrl-C or SIGTERM ends the run: the report is composed from the families
+that finished, naming the one interrupted (chan reports the runs it
+finished, marked interrupted) and those not run; exit 128 + the signal
+(130 for Ctrl-C, 143 for SIGTERM)."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
 import traceback
 
@@ -75,43 +80,82 @@ def main() -> int:
     build = os.path.abspath(args.build)
     failed = []
     sections = []
+    families = args.only or FAMILIES
+    interrupted = ""      # the family an interrupt (Ctrl-C, SIGTERM) cut short
+    not_run: list = []
     out = report.results_dir()
-    print(f"canal benchmarks ({args.mode}); machine: {report.machine_description()}")
-    print(f"results in {out}")
-    for fam in args.only or FAMILIES:
-        print(f"\n=== {fam} ===", flush=True)
-        try:
-            mod = importlib.import_module(f"canal_bench.{fam}")
-        except Exception:  # a family that cannot be imported is an error
-            print(f"ERROR: family {fam} cannot be imported:\n{traceback.format_exc()}",
-                  flush=True)
-            failed.append(fam)
-            continue
-        log_path = os.path.join(out, f"{fam}.log")
-        with open(log_path, "w") as log:
-            screen = sys.stdout
-            target = screen if args.verbose else ProgressOnly(log, screen)
+    # SIGTERM (a killed session, `timeout`) ends the run like Ctrl-C does;
+    # the handler records which signal it was (the exit status).
+    report.reset_interrupt()
+    old = {s: signal.signal(s, report.on_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        print(f"canal benchmarks ({args.mode}); machine: {report.machine_description()}")
+        print(f"results in {out}")
+        for i, fam in enumerate(families):
             try:
-                with contextlib.redirect_stdout(target):
-                    md = mod.run(build, args.mode)
-                sections.append((fam, md or ""))
-            except Exception:  # report and go on with the other families
-                tb = traceback.format_exc()
-                log.write(tb)
-                print(f"FAILED: family {fam}: {tb.strip().splitlines()[-1]} "
-                      f"(traceback in {log_path})", flush=True)
-                failed.append(fam)
-    md_path, html_path = report.compose(out, sections, failed=failed)
-    # Every figure with its host: the summary is the screen people copy,
-    # the machine line at the start has scrolled away.
-    print(f"\n=== Summary: canal against the best peer ({args.mode} run) ===")
-    print(f"Host: {report.machine_description()}; canal {report.git_revision()}\n")
-    print(report.summary_text(), end="")
-    print(f"\nTables and plots: {md_path}\n                  {html_path}")
+                print(f"\n=== {fam} ===", flush=True)
+                run_family(fam, build, args, out, sections, failed)
+            except KeyboardInterrupt:
+                report.caught_interrupt()  # raised with no handler's record: Ctrl-C
+            if report.interrupt_signal():
+                # Interrupted during fam (which may have reported the runs
+                # it finished, as chan does): stop here.
+                interrupted, not_run = fam, list(families[i + 1:])
+                break
+        # From here an interrupt is only recorded: the report of the
+        # families that finished must be written.
+        for s in old:
+            signal.signal(s, report.record_interrupt)
+        said = report.interrupted_text(interrupted, not_run,
+                                       any(f == interrupted for f, _ in sections))
+        if said:
+            print(f"\nINTERRUPTED: {said}", flush=True)
+        md_path, html_path = report.compose(out, sections, failed=failed,
+                                            interrupted=interrupted, not_run=not_run)
+        # Every figure with its host: the summary is the screen people copy,
+        # the machine line at the start has scrolled away.
+        print(f"\n=== Summary: canal against the best peer ({args.mode} run) ===")
+        print(f"Host: {report.machine_description()}; canal {report.git_revision()}\n")
+        print(report.summary_text(), end="")
+        print(f"\nTables and plots: {md_path}\n                  {html_path}")
+        if said:
+            print(f"\n{said}")
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
     if failed:
         print(f"\nfamilies that failed: {', '.join(failed)}")
-        return 1
-    return 0
+    if report.interrupt_signal():
+        return 128 + report.interrupt_signal()
+    return 1 if failed else 0
+
+
+def run_family(fam: str, build: str, args: argparse.Namespace, out: str,
+               sections: list, failed: list) -> None:
+    """Run one family: its section appended to sections, or its name to
+    failed when it cannot be imported or raises (an Exception: an
+    interrupt is the caller's)."""
+    try:
+        mod = importlib.import_module(f"canal_bench.{fam}")
+    except Exception:  # a family that cannot be imported is an error
+        print(f"ERROR: family {fam} cannot be imported:\n{traceback.format_exc()}",
+              flush=True)
+        failed.append(fam)
+        return
+    log_path = os.path.join(out, f"{fam}.log")
+    with open(log_path, "w") as log:
+        screen = sys.stdout
+        target = screen if args.verbose else ProgressOnly(log, screen)
+        try:
+            with contextlib.redirect_stdout(target):
+                md = mod.run(build, args.mode)
+            sections.append((fam, md or ""))
+        except Exception:  # report and go on with the other families
+            tb = traceback.format_exc()
+            log.write(tb)
+            print(f"FAILED: family {fam}: {tb.strip().splitlines()[-1]} "
+                  f"(traceback in {log_path})", flush=True)
+            failed.append(fam)
 
 
 if __name__ == "__main__":

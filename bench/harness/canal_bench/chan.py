@@ -499,6 +499,7 @@ def collect(build_dir: str, m: Mode, csv_path: Optional[str] = None
                     record(rep, impl, wls, key, size, n, got, err)
         return runs, status, None
     except KeyboardInterrupt:
+        report.caught_interrupt()  # run.py stops after this family
         report.progress(f"interrupted in repetition {current} of {m.reps}: "
                         f"reporting the {len(runs)} runs completed")
         return runs, status, current
@@ -575,7 +576,7 @@ def run(build_dir: str, mode: str) -> str:
     m = mode_params(mode)
     out_dir = report.results_dir()
     # SIGTERM (a killed session, `timeout`) ends the run like Ctrl-C does.
-    old = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    old = signal.signal(signal.SIGTERM, report.on_interrupt)
     try:
         runs, status, interrupted = collect(build_dir, m,
                                             os.path.join(out_dir, "chan-runs.csv"))

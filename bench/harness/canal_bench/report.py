@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -116,6 +117,43 @@ def git_revision() -> str:
 
 def progress(msg: str) -> None:
     print(f"  .. {msg}", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Interrupts: Ctrl-C (SIGINT) and SIGTERM (a killed session, `timeout`) end
+# the run; run.py composes the report from the families that finished.
+# ---------------------------------------------------------------------------
+
+_INTERRUPT = {"signal": 0}  # the signal that cut the run short, 0: none
+
+
+def on_interrupt(signum: int, frame: object) -> None:
+    """A handler for SIGINT and SIGTERM: records the signal, raises
+    KeyboardInterrupt (SIGTERM ends a run as Ctrl-C does)."""
+    _INTERRUPT["signal"] = signum
+    raise KeyboardInterrupt
+
+
+def record_interrupt(signum: int, frame: object) -> None:
+    """A handler that only records the signal (while the report is being
+    written: the run ends after it anyway)."""
+    _INTERRUPT["signal"] = _INTERRUPT["signal"] or signum
+
+
+def caught_interrupt() -> None:
+    """A family that catches KeyboardInterrupt to report the runs it
+    finished (chan) calls this: run.py then stops after it and names it
+    interrupted."""
+    _INTERRUPT["signal"] = _INTERRUPT["signal"] or int(signal.SIGINT)
+
+
+def interrupt_signal() -> int:
+    """The signal recorded since reset_interrupt(), 0 when none."""
+    return _INTERRUPT["signal"]
+
+
+def reset_interrupt() -> None:
+    _INTERRUPT["signal"] = 0
 
 
 def header_lines(title: str) -> List[str]:
@@ -408,13 +446,27 @@ def family_plots(out_dir: str, family: str, md: str) -> List[str]:
     return out
 
 
+def interrupted_text(interrupted: str, not_run: Sequence[str] = (),
+                     partial: bool = False) -> str:
+    """What the report and the summary screen say of a run cut short;
+    partial: the interrupted family reported the runs it finished (chan)."""
+    if not interrupted:
+        return ""
+    return (f"Run interrupted during family {interrupted} (Ctrl-C or SIGTERM): "
+            + (f"{interrupted} reported the runs it finished, marked interrupted"
+               if partial else f"{interrupted} not measured")
+            + (f"; not run: {', '.join(not_run)}" if not_run else "") + ".")
+
+
 def compose(out_dir: str, sections: Sequence[Tuple[str, str]], title: str = "canal benchmarks",
-            failed: Sequence[str] = (), rows: Optional[Sequence[Headline]] = None
+            failed: Sequence[str] = (), rows: Optional[Sequence[Headline]] = None,
+            interrupted: str = "", not_run: Sequence[str] = ()
             ) -> Tuple[str, str]:
     """Write out_dir/report.md (summary, then each family's Markdown with its
     plots embedded), report.html (the same, offline: no script, no remote
-    resource) and summary.json. sections: (family, markdown) in run order.
-    Returns the paths of report.md and report.html."""
+    resource) and summary.json. sections: (family, markdown) in run order;
+    interrupted: the family an interrupt cut short, not_run: the families
+    it left out. Returns the paths of report.md and report.html."""
     rows = HEADLINES if rows is None else rows
     md = header_lines(title)
     md += ["## Summary", "", "canal against the best peer on each headline workload "
@@ -423,6 +475,9 @@ def compose(out_dir: str, sections: Sequence[Tuple[str, str]], title: str = "can
            summary_markdown(rows)]
     if failed:
         md += [f"**Families that failed**: {', '.join(failed)} (see their .log files).", ""]
+    if interrupted:
+        partial = any(f == interrupted for f, _ in sections)
+        md += [f"**{interrupted_text(interrupted, not_run, partial)}**", ""]
     for family, text in sections:
         text = text.strip("\n")
         if not text.startswith("# "):  # a family without its own title
@@ -442,6 +497,9 @@ def compose(out_dir: str, sections: Sequence[Tuple[str, str]], title: str = "can
         # comparison must say why, not show a bare "—").
         json.dump({"machine": machine_description(), "revision": git_revision(),
                    "failed": list(failed),
+                   # interrupted: the family cut short (its rows absent or
+                   # marked interrupted); not_run: the families it left out.
+                   "interrupted": interrupted, "not_run": list(not_run),
                    "headlines": [h.as_dict() for h in rows]}, f, indent=1)
     return md_path, html_path
 

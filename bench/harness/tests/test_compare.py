@@ -101,3 +101,23 @@ def test_compare_says_a_family_failed_and_an_unstable_change(tmp_path):
     assert "family failed in B" in rows["static 1 KiB"][7]
     assert rows["boundedN_spsc"][4] == "2.07x faster (unstable)"
     assert compare.change(2.0, 1.0, False, unstable=True) == "2x faster (unstable)"
+
+
+def test_compare_says_a_family_was_interrupted_or_not_run(tmp_path):
+    """Rows absent from B because an interrupt cut its run short say so:
+    the family interrupted, the families not run (summary.json's
+    interrupted and not_run), not a bare "—"."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        os.makedirs(d)
+        report.reset_headlines()
+        if d == a:
+            report.headline("web", "static 1 KiB", [2.0], "nginx", [1.0], "requests/s", 1.0)
+            report.headline("engine", "fwd", [1.0], "MPI", [1.0], "us", 1.0)
+        report.compose(str(d), [], interrupted="" if d == a else "web",
+                       not_run=[] if d == a else ["engine"])
+        report.reset_headlines()
+    intro, table = compare.compare(str(a), str(b))
+    rows = {r[1]: r for r in table[1:]}
+    assert "family interrupted in B" in rows["static 1 KiB"][3]
+    assert "family not run in B" in rows["fwd"][3]
