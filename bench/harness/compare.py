@@ -2,8 +2,9 @@
 """Set two results directories side by side: `make bench-compare A B`
 (before and after a change). Reads each directory's summary.json (written
 by run.py) and prints, per headline workload present in either, canal's
-median and its ratio to the peer in A and in B, and the change of canal's
-median from A to B. Also lists the files each directory has.
+median and its ratio to the peer in A and in B (each with why not, or
+"unstable"), the change of canal's median from A to B, and the verdict
+of each. Also lists the files each directory has.
 
 Usage: compare.py results/<stamp-A> results/<stamp-B> [--markdown]"""
 from __future__ import annotations
@@ -47,9 +48,25 @@ def figure(h: Optional[report.Headline], median: Optional[float], absent: str = 
     """canal's median in one run, with its failed requests when it had any
     (a rate of errors is no rate), or "—" (with absent, why the row is
     not there: "family failed in B")."""
-    if h is None or median is None:
-        return f"— ({absent})" if h is None and absent else "—"
+    if h is None:
+        return f"— ({absent})" if absent else "—"
+    if median is None:  # not measured there: why (the summary's words)
+        return "— (not measured" + (f": {h.note}" if h.note else "") + ")"
     return f"{report._g(median)} {h.unit}" + (f" (errors: {h.errors})" if h.errors else "")
+
+
+def versus(h: Optional[report.Headline], absent: str = "") -> str:
+    """canal against the peer in one run (the summary's "canal is"), with
+    "(unstable)" when that run's repetitions differ by more than
+    stats.UNSTABLE_FACTOR; why there is none ("— (not measured)", "— (no
+    peer figure)", "— (family failed in A)")."""
+    if h is None:
+        return f"— ({absent})" if absent else "—"
+    if not h.canal:
+        return "— (not measured)"
+    if h.peer_name is not None and not h.peer:
+        return "— (no peer figure)"
+    return h.comparison() + (" (unstable)" if h.unstable else "")
 
 
 def change(a: Optional[float], b: Optional[float], higher_is_better: bool,
@@ -101,10 +118,11 @@ def compare(a_dir: str, b_dir: str) -> Tuple[List[str], List[List[str]]]:
                       else change(ca, cb, any_h.higher_is_better,
                                   # canal's medians: its own repetitions
                                   any(stats.is_unstable(h.canal) for h in (ha, hb) if h))),
-                     ha.comparison() if ha else "—", hb.comparison() if hb else "—",
+                     versus(ha, gone_a), versus(hb, gone_b),
+                     ha.verdict if ha else (gone_a or "—"),
                      hb.verdict if hb else (gone_b or "—")])
     header = ["family", "workload", "canal in A", "canal in B", "B against A",
-              "A: canal vs peer", "B: canal vs peer", "B: verdict"]
+              "A: canal vs peer", "B: canal vs peer", "A: verdict", "B: verdict"]
     intro = [f"A: {a_dir} (canal {ma.get('revision', '?')}, {ma.get('machine', '?')})",
              f"B: {b_dir} (canal {mb.get('revision', '?')}, {mb.get('machine', '?')})"]
     if ma.get("machine") != mb.get("machine"):

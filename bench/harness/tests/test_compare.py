@@ -29,7 +29,7 @@ def test_compare_two_runs(tmp_path, capsys):
     rows = {r[1]: r for r in table[1:]}
     assert rows["boundedN_spsc"][2] == "62 ns/msg" and rows["boundedN_spsc"][3] == "30 ns/msg"
     assert rows["boundedN_spsc"][4] == "2.07x faster"
-    assert rows["boundedN_spsc"][7] == "met"
+    assert rows["boundedN_spsc"][8] == "met"
     assert rows["new row"][2] == "—"   # only in B
     assert compare.main([str(a), str(b)]) == 0
     assert "boundedN_spsc" in capsys.readouterr().out
@@ -69,11 +69,11 @@ def test_compare_keeps_errors_and_caveats(tmp_path):
     rows = {r[1]: r for r in table[1:]}
     with open(b / "summary.json") as f:
         stored = {h["workload"]: h["verdict"] for h in json.load(f)["headlines"]}
-    assert rows["static 1 KiB"][7] == stored["static 1 KiB"] == "MISSED (errors)"
+    assert rows["static 1 KiB"][8] == stored["static 1 KiB"] == "MISSED (errors)"
     assert "errors" in rows["static 1 KiB"][3]
     assert rows["static 1 KiB"][4] == "— (errors in B)"  # no speed-up of errors
-    assert rows["shm 64 B"][7] == stored["shm 64 B"]
-    assert "pipes FAILED" in rows["shm 64 B"][7] and "sockets errors" in rows["shm 64 B"][7]
+    assert rows["shm 64 B"][8] == stored["shm 64 B"]
+    assert "pipes FAILED" in rows["shm 64 B"][8] and "sockets errors" in rows["shm 64 B"][8]
 
 
 def test_compare_says_a_family_failed_and_an_unstable_change(tmp_path):
@@ -98,7 +98,7 @@ def test_compare_says_a_family_failed_and_an_unstable_change(tmp_path):
     intro, table = compare.compare(str(a), str(b))
     rows = {r[1]: r for r in table[1:]}
     assert "family failed in B" in rows["static 1 KiB"][3]
-    assert "family failed in B" in rows["static 1 KiB"][7]
+    assert "family failed in B" in rows["static 1 KiB"][8]
     assert rows["boundedN_spsc"][4] == "2.07x faster (unstable)"
     assert compare.change(2.0, 1.0, False, unstable=True) == "2x faster (unstable)"
 
@@ -121,3 +121,38 @@ def test_compare_says_a_family_was_interrupted_or_not_run(tmp_path):
     rows = {r[1]: r for r in table[1:]}
     assert "family interrupted in B" in rows["static 1 KiB"][3]
     assert "family not run in B" in rows["fwd"][3]
+
+
+def test_compare_shows_both_sides_state(tmp_path):
+    """Both sides' state is shown, not only B's: A's row not measured says
+    so (with why) instead of a bare "—", each side's verdict is there, and
+    the canal-vs-peer columns say "unstable" when that side's repetitions
+    differ by more than 3x. (Failed before the fix: A's "not measured"
+    read "—", A's "(unstable)" appeared nowhere, only B's verdict.)"""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        os.makedirs(d)
+        report.reset_headlines()
+        if d == a:
+            report.headline("chan", "bounded1_spsc", None, "crossbeam-channel", [30.0],
+                            "ns/msg", 1.0, note="canal TIMEOUT in a repetition")
+            report.headline("chan", "boundedN_spsc", [6.0, 20.0, 64.0], "crossbeam-channel",
+                            [30.0, 30.0, 30.0], "ns/msg", 1.0)
+        else:
+            report.headline("chan", "bounded1_spsc", [20.0, 21.0], "crossbeam-channel",
+                            [30.0, 30.0], "ns/msg", 1.0)
+            report.headline("chan", "boundedN_spsc", [2.0, 20.0, 21.0], "crossbeam-channel",
+                            [30.0, 30.0, 30.0], "ns/msg", 1.0)
+        report.compose(str(d), [])
+        report.reset_headlines()
+    intro, table = compare.compare(str(a), str(b))
+    head = table[0]
+    rows = {r[1]: dict(zip(head, r)) for r in table[1:]}
+    r = rows["bounded1_spsc"]
+    assert "not measured" in r["canal in A"] and "TIMEOUT" in r["canal in A"]
+    assert "not measured" in r["A: canal vs peer"]
+    assert r["A: verdict"] == "not measured" and r["B: verdict"] == "met"
+    assert "unstable" not in r["B: canal vs peer"]
+    r = rows["boundedN_spsc"]
+    assert r["A: verdict"] == "met (unstable)" and r["B: verdict"] == "met (unstable)"
+    assert "unstable" in r["A: canal vs peer"] and "unstable" in r["B: canal vs peer"]
