@@ -107,20 +107,35 @@ def run(argv: Sequence[str], timeout: float, *,
                                         env=None if env is None else dict(env), cwd=cwd)
             except OSError as e:
                 return Outcome("failed", argv, note=f"cannot run {argv[0]}: {e.strerror}")
+            timer = None
+            try:
+                def kill() -> None:
+                    timed_out.set()
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
 
-            def kill() -> None:
-                timed_out.set()
+                timer = threading.Timer(timeout, kill)
+                timer.start()
+                _, status, ru = os.wait4(proc.pid, 0)
+            except BaseException:
+                # An interrupt (Ctrl-C, SIGTERM: KeyboardInterrupt) while it
+                # runs: in its own session the terminal's SIGINT does not
+                # reach it, and the harness goes on to its report: kill
+                # the group and reap it, then let the interrupt go on.
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
+                except (ProcessLookupError, PermissionError):
                     pass
-
-            timer = threading.Timer(timeout, kill)
-            timer.start()
-            try:
-                _, status, ru = os.wait4(proc.pid, 0)
+                try:
+                    os.waitpid(proc.pid, 0)
+                except ChildProcessError:  # already reaped
+                    pass
+                raise
             finally:
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
             real = time.monotonic() - t0
             proc.returncode = os.waitstatus_to_exitcode(status)
             # Leftover grandchildren of a failed process variant: kill them.

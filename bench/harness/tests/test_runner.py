@@ -69,3 +69,43 @@ def test_stdout_to_a_file(tmp_path):
 
 def test_statuses_are_the_four():
     assert runner.STATUSES == ("ok", "failed", "timeout", "skipped")
+
+
+def test_an_interrupt_kills_and_reaps_the_program(tmp_path):
+    """Ctrl-C or SIGTERM (KeyboardInterrupt) while a program runs must not
+    leave it running: it is in its own session, so the terminal's SIGINT
+    never reaches it, and run.py now goes on to write the report. The
+    program's group is killed and reaped, then the interrupt goes on.
+    (Failed before the fix: the timer was cancelled and the program,
+    here a 30 s sleep, kept running.)"""
+    import signal
+    pidfile = tmp_path / "pid"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGUSR1, interrupt)
+    pid = None
+    try:
+        # The program interrupts its parent (this process) once it runs.
+        try:
+            runner.run(["sh", "-c", f"echo $$ > {pidfile}; kill -USR1 $PPID; exec sleep 30"],
+                       60)
+            raise AssertionError("the interrupt did not reach run()")
+        except KeyboardInterrupt:
+            pass
+        pid = int(pidfile.read_text())
+        # Killed and reaped: no such process (a zombie would still be one).
+        try:
+            os.kill(pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        assert not alive
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
