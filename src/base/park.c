@@ -6,6 +6,7 @@
 #include "base/park.h"
 #include "base/clock.h"
 #include "base/compiler.h"
+#include "base/syscall.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -85,12 +86,10 @@ static int thread_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
 	canal__private_sleep_begin(&word, &shared, 1);
-	long r = syscall(SYS_futex, (uint32_t *)word, op, key, tsp, NULL,
-			 FUTEX_BITSET_MATCH_ANY);
-	int err = errno;
+	long r = canal__syscall(SYS_futex, (uint32_t *)word, op, key, tsp,
+				NULL, FUTEX_BITSET_MATCH_ANY);
 	canal__private_sleep_end(&word, &shared, 1);
-	errno = err;
-	if (r == -1 && errno == ETIMEDOUT)
+	if (r == -ETIMEDOUT)
 		return -ETIMEDOUT;
 	return 0; /* woken, EAGAIN (word changed) or EINTR: caller re-checks */
 }
@@ -121,16 +120,14 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 			wv[i].__reserved = 0;
 		}
 		canal__private_sleep_begin(words, shared, n);
-		long r = syscall(SYS_futex_waitv, wv, n, 0, tsp,
-				 CLOCK_MONOTONIC);
-		int err = errno;
+		long r = canal__syscall(SYS_futex_waitv, wv, n, 0, tsp,
+					CLOCK_MONOTONIC, 0);
 		canal__private_sleep_end(words, shared, n);
-		errno = err;
 		if (r >= 0)
 			return 0;
-		if (errno == ETIMEDOUT)
+		if (r == -ETIMEDOUT)
 			return -ETIMEDOUT;
-		if (errno != ENOSYS)
+		if (r != -ENOSYS)
 			return 0; /* EAGAIN (a word changed), EINTR */
 		atomic_store_explicit(&no_waitv, 1, memory_order_relaxed);
 	}
@@ -149,7 +146,7 @@ static int thread_wait_many(void *self, _Atomic uint32_t *const *words,
 static void thread_yield(void *self)
 {
 	(void)self;
-	sched_yield();
+	canal__syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
 static void thread_sleep_until(void *self, uint64_t deadline_ns)
@@ -220,7 +217,8 @@ uint32_t canal__wake(_Atomic uint32_t *word, uint32_t count, bool shared)
 	int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);
 	int n = count > INT_MAX ? INT_MAX : (int)count;
 
-	long r = syscall(SYS_futex, (uint32_t *)word, op, n, NULL, NULL, 0);
+	long r = canal__syscall(SYS_futex, (uint32_t *)word, op, n, NULL, NULL,
+				0);
 	/* On a private word, while a runtime runs in this process, whoever
 	 * FUTEX_WAKE found may be a task in an io_uring futex wait (a select
 	 * over shared and private channels): counted as nobody (park.h).

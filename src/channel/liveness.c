@@ -100,6 +100,7 @@
  */
 #define _GNU_SOURCE 1
 #include "internal.h"
+#include "base/syscall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -193,8 +194,14 @@ static void fork_parent(void)
  * description is ever parked: see above). */
 static void fork_child(void)
 {
-	if (regp != &fallback_reg)
+	if (regp != &fallback_reg) {
+		/* Wiped: already a fresh registry. A store (of the 0 it
+		 * holds) maps its first page at once, where the child's
+		 * first look at its token (a read) would map the zero page
+		 * and its first attach fault once more to write it. */
+		atomic_store_explicit(&reg.lock, 0, memory_order_relaxed);
 		return;
+	}
 	atomic_store_explicit(&reg.token, 0, memory_order_relaxed);
 	reg.nrec = 0;
 	for (unsigned i = 0; i < reg.nparked; i++)
@@ -226,7 +233,9 @@ static void registry_init(void)
 static uint64_t new_token(void)
 {
 	uint64_t t = 0;
-	if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t)) {
+	/* Inline (base/syscall.h): a forked child's first attach. */
+	if (canal__syscall(SYS_getrandom, &t, sizeof(t), GRND_NONBLOCK, 0, 0,
+			   0) != (long)sizeof(t)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		t = ((uint64_t)getpid() << 32) ^ ((uint64_t)ts.tv_sec << 30) ^
@@ -292,8 +301,16 @@ static int lock_byte(int fd, uint32_t id, int cmd, short type,
 		.l_start = LIVENESS_BASE + (off_t)id,
 		.l_len = 1,
 	};
-	if (fcntl(fd, cmd, &fl) < 0)
-		return -errno;
+#if __SIZEOF_LONG__ == 8
+	/* Inline (base/syscall.h): a forked child's first attach. With
+	 * 64-bit longs, fcntl's struct flock is the kernel's (64-bit
+	 * offsets), passed as libc passes it. */
+	long r = canal__syscall(SYS_fcntl, fd, cmd, &fl, 0, 0, 0);
+#else
+	long r = fcntl(fd, cmd, &fl) < 0 ? -errno : 0;
+#endif
+	if (r < 0)
+		return (int)r;
 	if (out)
 		*out = fl;
 	return 0;
