@@ -57,6 +57,14 @@
  * peer died are lost; what a receiver got is a prefix of each producer's
  * sequence (per-producer FIFO), each element once.
  *
+ * Memory. A message or receive that the hub cannot hand to the engine
+ * for want of memory (canal_engine_isend or canal_engine_irecv says
+ * -ENOMEM while the gate is healthy) is handed again on a later round
+ * (the hub's naps: up to 1 ms apart): nothing is lost, duplicated or
+ * reordered and the channel does not fail; it only stalls meanwhile
+ * (senders fill their share and wait, receivers wait, a close's wait may
+ * run out: -ETIMEDOUT).
+ *
  * Reopening. A (gate, tag) whose end was closed by canal_remote_close()
  * may be opened again in the hub once the closing exchange is over: when
  * the close returns, unless its wait ran out (then the hub finishes the

@@ -451,6 +451,13 @@ struct canal__remote_rounds {
 };
 void canal__remote_hub_rounds(struct canal_remote_hub *hub,
 			      struct canal__remote_rounds *out);
+/* remote.c, for tests: from now on, the hub's i-th canal_engine_isend
+ * (irecv) of any of its ends, counted from 0, fails with -ENOMEM before
+ * reaching the engine if bit i of sends (recvs) is set, as when memory
+ * runs out. Returns the faults of the previous masks not yet met (0: all
+ * were). */
+uint64_t canal__remote_hub_fail_posts(struct canal_remote_hub *hub,
+				      uint64_t sends, uint64_t recvs);
 /* remote.c: free the session's list of FINs owed (free_session()). */
 struct canal__remote_owed;
 void canal__remote_owed_free(struct canal__remote_owed *list);

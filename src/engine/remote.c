@@ -164,6 +164,11 @@ struct canal_remote {
 	/* sends in flight, oldest first */
 	struct send_slot data[DATA_SLOTS];
 	unsigned data_head, data_count;
+	/* S: elements in the next data slot (data_head + data_count), taken
+	 * from the local channel and counted as sent, whose post failed
+	 * locally (post_failed()): posted again before any more are taken;
+	 * 0: none. */
+	size_t data_unposted;
 	struct send_slot ctrl[CTRL_SLOTS];
 	unsigned ctrl_head, ctrl_count;
 	unsigned char ctrl_buf[CTRL_SLOTS][CTRL_LEN];
@@ -221,6 +226,10 @@ struct canal_remote_hub {
 	struct canal__wait_hook hook_send, hook_recv;
 	bool caller_progress; /* CANAL_REMOTE_CALLER_PROGRESS, default 1 */
 	struct canal__remote_rounds rounds; /* under the lock (tests) */
+	/* Tests (canal__remote_hub_fail_posts): bit 0 set, the next
+	 * isend (irecv) of the hub fails with -ENOMEM; shifted by each.
+	 * Under the lock. */
+	uint64_t fault_sends, fault_recvs;
 };
 
 /* ------------------------------------------------------------------ */
@@ -273,13 +282,53 @@ static void close_local(struct canal_remote *r)
 
 static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
 		      uint64_t a, uint64_t b, uint64_t c);
+static void fail(struct canal_remote *r, int err, const char *why);
+
+/* The hub's engine posts (the test hook's faults first). */
+static int post_send(struct canal_remote *r, const void *buf, size_t len,
+		     struct canal_engine_req **q)
+{
+	struct canal_remote_hub *hub = r->hub;
+	bool fault = hub->fault_sends & 1;
+	hub->fault_sends >>= 1;
+	if (fault)
+		return -ENOMEM;
+	return canal_engine_isend(hub->e, r->gate, r->tag, buf, len, 0, q);
+}
+
+static int post_recv(struct canal_remote *r)
+{
+	struct canal_remote_hub *hub = r->hub;
+	bool fault = hub->fault_recvs & 1;
+	hub->fault_recvs >>= 1;
+	if (fault)
+		return -ENOMEM;
+	return canal_engine_irecv(hub->e, r->gate, r->tag, r->rbuf,
+				  r->rbuf_len, &r->rreq);
+}
+
+/* A post of r failed: true if its gate failed (r fails with the gate's
+ * error, fail()); false if the failure was local (the gate is healthy:
+ * -ENOMEM, no memory for the request): the engine took nothing and the
+ * caller posts the same message again on a later step, so the channel
+ * only stalls meanwhile (remote.h, "Memory"). Failing the end there, as a
+ * failed gate, would leave its FIN unsent on a healthy gate (the peer's
+ * close times out) and report an errno remote.h does not name. */
+static bool post_failed(struct canal_remote *r)
+{
+	int ge = canal_engine_gate_error(r->hub->e, r->gate, NULL, 0);
+	if (ge == 0)
+		return false;
+	fail(r, ge, NULL);
+	return true;
+}
 
 /* Send this end's FIN, its last message, if not yet sent: reason as the
  * end's step says, FIN_ERROR once a protocol error was seen (an -EPROTO
  * with fin_sent still false is the channel's: a failed gate sets
  * fin_sent). Sets fin_sent when queued; when the control slots are full
- * it is tried again by the next step (each step sends its FIN once
- * fin_received is set, as fail() does). */
+ * or the post failed locally it is tried again by the next step (each
+ * step sends its FIN once fin_received is set, as fail() does). */
 static bool send_fin(struct canal_remote *r, uint32_t reason)
 {
 	if (r->fin_sent)
@@ -293,7 +342,8 @@ static bool send_fin(struct canal_remote *r, uint32_t reason)
 }
 
 /* The channel failed: err is the gate's error (why NULL: the engine says
- * why; it may be -EPROTO too, for a malformed frame) or a protocol error
+ * why; it may be -EPROTO too, for a malformed frame; never a local
+ * failure to post, post_failed()) or a protocol error
  * of the channel, found here or told by the peer's FIN (-EPROTO, why
  * given). Both directions stop; R's users first get what had arrived. A
  * protocol error is told to the peer by a FIN, and this end stops
@@ -343,8 +393,8 @@ static void protocol_error(struct canal_remote *r, const char *what)
 	fail(r, -EPROTO, why);
 }
 
-/* Queue a control message; false when no slot is free (try again later)
- * or the gate failed. */
+/* Queue a control message; false when no slot is free or the post failed
+ * locally (try again later: nothing was queued), or the gate failed. */
 static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
 		      uint64_t a, uint64_t b, uint64_t c)
 {
@@ -357,10 +407,9 @@ static bool ctrl_send(struct canal_remote *r, uint32_t kind, uint32_t arg,
 	put64(p + 8, a);
 	put64(p + 16, b);
 	put64(p + 24, c);
-	int err = canal_engine_isend(r->hub->e, r->gate, r->tag, p, CTRL_LEN,
-				     0, &s->req);
+	int err = post_send(r, p, CTRL_LEN, &s->req);
 	if (err) {
-		fail(r, err, NULL);
+		post_failed(r);
 		return false;
 	}
 	r->ctrl_count++;
@@ -559,11 +608,10 @@ static void post_receive(struct canal_remote *r)
 {
 	if (r->rreq || r->fin_received || r->pend_n)
 		return;
-	int err = canal_engine_irecv(r->hub->e, r->gate, r->tag, r->rbuf,
-				     r->rbuf_len, &r->rreq);
-	if (err) {
+	int err = post_recv(r);
+	if (err) { /* local: posted again by a later step */
 		r->rreq = NULL;
-		fail(r, err, NULL);
+		post_failed(r);
 	}
 }
 
@@ -583,32 +631,46 @@ static int send_end_step(struct canal_remote *r)
 	act += receive_step(r);
 	post_receive(r);
 	bool stop = r->fin_received || r->detached || !r->ch;
-	while (!r->fin_sent && !stop && !r->drained && r->hello_received &&
-	       r->credits > 0 && r->data_count < DATA_SLOTS) {
+	/* hello_sent: the peer takes no DATA before this end's HELLO (a
+	 * HELLO whose post failed locally is sent again first). */
+	while (!r->fin_sent && !stop && r->hello_sent && r->hello_received &&
+	       r->data_count < DATA_SLOTS) {
 		struct send_slot *s = &r->data[(r->data_head + r->data_count) % DATA_SLOTS];
-		size_t want = r->credits < r->batch ? (size_t)r->credits : r->batch;
-		ssize_t n = canal_try_recv_batch(r->ch, s->buf + DATA_HDR, want);
-		if (n == -EAGAIN)
-			break;
-		if (n < 0) { /* -EPIPE: closed and drained */
-			r->drained = true;
+		size_t n = r->data_unposted;
+		if (n == 0) {
+			if (r->drained || r->credits == 0)
+				break;
+			size_t want = r->credits < r->batch ? (size_t)r->credits
+							    : r->batch;
+			ssize_t k = canal_try_recv_batch(r->ch, s->buf + DATA_HDR,
+							 want);
+			if (k == -EAGAIN)
+				break;
+			if (k < 0) { /* -EPIPE: closed and drained */
+				r->drained = true;
+				break;
+			}
+			n = (size_t)k;
+			put32(s->buf, MSG_DATA);
+			put32(s->buf + 4, (uint32_t)n);
+			r->credits -= (uint64_t)n;
+			r->sent += (uint64_t)n;
+		}
+		int err = post_send(r, s->buf, DATA_HDR + n * r->elt_size,
+				    &s->req);
+		if (err) {
+			/* a local failure keeps the elements for the next
+			 * step; with the gate they are lost */
+			r->data_unposted = post_failed(r) ? 0 : n;
 			break;
 		}
-		put32(s->buf, MSG_DATA);
-		put32(s->buf + 4, (uint32_t)n);
-		int err = canal_engine_isend(r->hub->e, r->gate, r->tag, s->buf,
-					     DATA_HDR + (size_t)n * r->elt_size, 0,
-					     &s->req);
-		if (err) { /* the elements taken are lost with the gate */
-			fail(r, err, NULL);
-			break;
-		}
+		r->data_unposted = 0;
 		r->data_count++;
-		r->credits -= (uint64_t)n;
-		r->sent += (uint64_t)n;
 		act++;
 	}
-	if (r->hello_sent && (stop || r->drained) &&
+	/* (r->error: a protocol error's FIN, which fail() tries even before
+	 * the HELLO, is tried again here if its post failed locally.) */
+	if ((r->hello_sent || r->error) && (stop || r->drained) &&
 	    send_fin(r, r->drained ? FIN_NORMAL : FIN_STOPPED))
 		act++;
 	if (r->fin_received)
@@ -647,7 +709,8 @@ static int recv_end_step(struct canal_remote *r)
 	post_receive(r);
 	/* Users closed the local channel, or the closer left: stop early. */
 	bool stopped = !r->ch || (!r->we_closed && canal_chan_is_closed(r->ch));
-	if (r->hello_sent && ((r->fin_received && r->pend_n == 0) || stopped) &&
+	if ((r->hello_sent || r->error) &&
+	    ((r->fin_received && r->pend_n == 0) || stopped) &&
 	    send_fin(r, r->fin_received ? FIN_NORMAL : FIN_STOPPED))
 		act++;
 	/* Give back the credits of the elements users took, once the
@@ -1078,6 +1141,17 @@ void canal__remote_hub_rounds(struct canal_remote_hub *hub,
 	hub_enter(hub);
 	*out = hub->rounds;
 	pthread_mutex_unlock(&hub->lock);
+}
+
+uint64_t canal__remote_hub_fail_posts(struct canal_remote_hub *hub,
+				      uint64_t sends, uint64_t recvs)
+{
+	hub_enter(hub);
+	uint64_t left = hub->fault_sends | hub->fault_recvs;
+	hub->fault_sends = sends;
+	hub->fault_recvs = recvs;
+	pthread_mutex_unlock(&hub->lock);
+	return left;
 }
 
 EXPORT void canal_remote_hub_lock(struct canal_remote_hub *hub)
