@@ -509,8 +509,7 @@ static bool send_cancel(struct uring_backend *b, uint64_t ud)
 
 static void ur_cancel(struct canal__loop *l, struct canal__io *op)
 {
-	if (send_cancel(l->backend, (uint64_t)(uintptr_t)op))
-		op->cancel_sent = true;
+	send_cancel(l->backend, (uint64_t)(uintptr_t)op); /* else retried */
 }
 
 static void ur_cancel_member(struct canal__loop *l, struct canal__io_chain *ch,

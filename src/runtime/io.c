@@ -522,7 +522,6 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	for (uint64_t retry_ns = CONNECT_RETRY_MIN_NS;;) {
 		op->task = t;
 		op->done = false;
-		op->cancel_sent = false;
 		canal__task_arm(t);
 		int r = rt->backend->submit(l, op);
 		if (r >= 0)
@@ -558,14 +557,21 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	l->inflight++; /* (a backend may have completed it already: then
 			* its -- came first; the count is this thread's) */
 	uint32_t why = canal__io_park_cancellable(t, deadline, cancel);
+	/* An ASYNC_CANCEL again every millisecond until the completion
+	 * comes (as for a chain): one can find nothing while the kernel
+	 * moves the op between its states (a blocking Unix connect to a
+	 * full backlog: tried inline, queued for a retry after its poll said
+	 * ready, then handed to a worker to wait there), and the op then
+	 * waited for ever, its task with it (test_revrt_cancel_resend). A
+	 * stale cancel finds nothing: this op's user_data is not reused
+	 * before its completion came, and a cancel queued before it is
+	 * submitted before any later op of this task (SQ order). */
 	while (!op->done) {
-		if (!op->cancel_sent)
-			rt->backend->cancel(l, op);
+		rt->backend->cancel(l, op);
 		if (op->done)
 			break;
 		canal__task_arm(t);
-		canal__task_park(t, op->cancel_sent ? CANAL_NO_DEADLINE
-						    : canal_now_ns() + 1000000);
+		canal__task_park(t, canal_now_ns() + 1000000);
 	}
 	t->pinned--;
 	if (why != WAKE_WOKEN && interrupted(op->result))

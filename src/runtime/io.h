@@ -84,7 +84,6 @@ struct canal__io {
 	int32_t result;
 	bool has_result; /* io_uring: result holds the op's first CQE's */
 	bool done;
-	bool cancel_sent;
 	uint32_t events; /* epoll: the readiness it waits for */
 };
 
