@@ -286,11 +286,24 @@ int canal_cond_broadcast(struct canal_cond *c);
  * connection's next request has rarely come when the task asks for it);
  * the outcome is the same either way. timeout_ns 0 always makes the one
  * try (with or without CANAL_RUN_NO_SYNC_SHORTCUT), then -ETIMEDOUT; a
- * connect's try is connect(2) without blocking (a socket in blocking
- * mode is made non-blocking for the instant of the call), in a task or
- * not: 0 if it completed at once, its error if it failed at once, else
+ * connect's try is a connect that does not block, in a task or not: 0
+ * if it completed at once, its error if it failed at once, else
  * -ETIMEDOUT: nothing started (a Unix listener's full backlog), or under
  * way in the kernel (TCP: see above).
+ *
+ * A socket's mode (O_NONBLOCK) belongs to its open file description,
+ * shared by every thread, dup and forked child. io_uring's connect never
+ * touches it. connect(2) in a task on the epoll backend, and outside a
+ * task with timeout_ns >= 0, is made on a socket in blocking mode set to
+ * non-blocking for the instant of the call (F_GETFL, F_SETFL with
+ * O_NONBLOCK, connect(2), F_SETFL back): in that window another user of
+ * the socket's description sees it non-blocking (its blocking read, send
+ * or accept may fail with EAGAIN), and an F_SETFL of its own made then
+ * is undone. No other way exists to start a connect without blocking
+ * the loop's thread. Keep other users of a socket off it until its
+ * connect returned (the usual order), or use io_uring. Outside a task
+ * with timeout_ns < 0, a socket in blocking mode gets connect(2) itself,
+ * its mode untouched.
  *
  * Epoll backend: operations wait for readiness and then run; one reading
  * and one writing operation may wait on a given fd per loop at a time
@@ -319,8 +332,7 @@ int canal_cond_broadcast(struct canal_cond *c);
  * SO_ERROR) until timeout_ns (-ETIMEDOUT: as above, it may go on); a full
  * Unix backlog is tried again as in a task (a socket in blocking mode;
  * one in non-blocking mode gets connect(2)'s -EAGAIN). With timeout_ns
- * < 0, a socket in blocking mode whose connect cannot start at once:
- * connect(2) itself.
+ * < 0, a socket in blocking mode: connect(2) itself.
  */
 ssize_t canal_io_read(int fd, void *buf, size_t len, int64_t timeout_ns,
 		      struct canal_cond *cancel);

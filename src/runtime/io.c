@@ -234,6 +234,11 @@ int canal__io_try(struct canal__io *op, bool ready)
 	return r;
 }
 
+/* connect(2) without blocking. A socket in blocking mode is made
+ * non-blocking for the instant of the call: other users of its open file
+ * description see it so meanwhile (task.h states the window); io_uring's
+ * connect, which needs none of it, is used wherever the backend is
+ * io_uring and the caller a task. */
 int canal__io_connect_start(const struct canal__io *op, bool *blocking)
 {
 	*blocking = false;
@@ -315,14 +320,23 @@ static int connect_blocking(const struct canal__io *op, int64_t timeout_ns)
 {
 	if (timeout_ns == 0)
 		return connect_once(op);
+	if (timeout_ns < 0) {
+		/* Nothing to limit: a socket in blocking mode gets
+		 * connect(2) itself, its mode untouched (it was made
+		 * non-blocking for a first try, which another thread of the
+		 * socket saw: its blocking calls said EAGAIN). */
+		int fl = fcntl(op->fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if (!(fl & O_NONBLOCK))
+			return ret(connect(op->fd, op->addr, op->addrlen));
+	}
 	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
 	uint64_t retry_ns = CONNECT_RETRY_MIN_NS;
 	bool blocking;
 	int r;
 	while ((r = canal__io_connect_start(op, &blocking)) == -EAGAIN &&
 	       blocking) {
-		if (timeout_ns < 0)
-			return ret(connect(op->fd, op->addr, op->addrlen));
 		uint64_t now = canal_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
@@ -494,12 +508,21 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		if (e)
 			return e;
 	}
-	if (op->kind == IO_CONNECT && timeout_ns == 0)
+	/* A connect's one try (timeout 0). io_uring's IORING_OP_CONNECT
+	 * makes it without touching the socket's mode: submitted, then
+	 * cancelled at once (the deadline has passed), it completes if it
+	 * could at once (the kernel's first issue does not block) and ends
+	 * -ECANCELED (-ETIMEDOUT here) if not. The epoll backend has only
+	 * connect(2), made non-blocking for the instant (task.h). */
+	bool uring_connect0 = op->kind == IO_CONNECT && timeout_ns == 0 &&
+			      rt->backend == &canal__backend_uring;
+	if (op->kind == IO_CONNECT && timeout_ns == 0 && !uring_connect0)
 		return connect_once(op); /* (no shortcut: this is the call) */
 	/* A timeout of 0 always tries: the shortcut's skips (try_first)
 	 * and CANAL_RUN_NO_SYNC_SHORTCUT change the cost, never the
 	 * outcome, and a poll that does not look could never succeed. */
 	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
+	    !uring_connect0 &&
 	    (timeout_ns == 0 ||
 	     (!(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
 	      try_first(l, t, op)))) {
@@ -517,7 +540,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			return r;
 		}
 	}
-	if (timeout_ns == 0)
+	if (timeout_ns == 0 && !uring_connect0)
 		return -ETIMEDOUT;
 	for (uint64_t retry_ns = CONNECT_RETRY_MIN_NS;;) {
 		op->task = t;
