@@ -266,7 +266,12 @@ int canal_cond_broadcast(struct canal_cond *c);
  * until it is writable (poll(2) POLLOUT; it is once the connect ended)
  * and reading getsockopt(SO_ERROR): 0 connected, or the connect's error.
  * A Unix socket's connect never stays under way (it completes at once,
- * or waits for room in a full backlog without having started).
+ * or waits for room in a full backlog without having started). To a
+ * listener whose backlog is full, on both backends, in a task or not: a
+ * socket in non-blocking mode gets connect(2)'s -EAGAIN at once; one in
+ * blocking mode waits for room until timeout_ns (-ETIMEDOUT) or the
+ * condvar, or until its SO_SNDTIMEO, if set and sooner, runs out:
+ * -EAGAIN, as connect(2) says then.
  *
  * Returns what the system call returns (a byte count, 0, an accepted fd)
  * or -errno. read/write/readv/writev use and advance the file position
@@ -323,7 +328,7 @@ int canal_cond_broadcast(struct canal_cond *c);
  * the loop. A connect of a Unix socket in blocking mode to a listener
  * whose backlog is full waits for room as connect(2) would (no readiness
  * tells when: it is started again after pauses of 1 ms, doubling up to
- * 32 ms), until the timeout or the condvar.
+ * 32 ms), until the timeout, the condvar or SO_SNDTIMEO (above).
  *
  * Outside a task (a plain thread or a detached task) the call blocks the
  * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.

@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <stdint.h>
 #include <string.h>
@@ -271,6 +272,26 @@ static int connect_once(const struct canal__io *op)
 	return r == -EAGAIN || r == -EINPROGRESS ? -ETIMEDOUT : r;
 }
 
+/*
+ * When a connect(2) of fd in blocking mode gives up waiting for room in a
+ * Unix listener's full backlog (EAGAIN): SO_SNDTIMEO after start, or
+ * CANAL_NO_DEADLINE (none set). io_uring's worker makes that connect(2)
+ * and keeps it; a connect started again after pauses keeps it here (it
+ * waited to its own timeout, or for ever, where io_uring said -EAGAIN).
+ */
+static uint64_t sndtimeo_deadline(int fd, uint64_t start)
+{
+	struct timeval tv;
+	socklen_t len = sizeof(tv);
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) != 0 ||
+	    (tv.tv_sec <= 0 && tv.tv_usec <= 0))
+		return CANAL_NO_DEADLINE;
+	uint64_t ns = (uint64_t)tv.tv_sec * 1000000000u +
+		      (uint64_t)tv.tv_usec * 1000u;
+	return ns > CANAL_NO_DEADLINE - 1 - start ? CANAL_NO_DEADLINE - 1
+						  : start + ns;
+}
+
 /* The pauses of a connect started again (a Unix listener's full backlog,
  * in a blocking socket: no readiness tells when it has room): 1 ms,
  * doubling up to 32 ms. */
@@ -332,16 +353,21 @@ static int connect_blocking(const struct canal__io *op, int64_t timeout_ns)
 			return ret(connect(op->fd, op->addr, op->addrlen));
 	}
 	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
+	uint64_t give_up = 0; /* SO_SNDTIMEO's, at the first EAGAIN */
 	uint64_t retry_ns = CONNECT_RETRY_MIN_NS;
 	bool blocking;
 	int r;
 	while ((r = canal__io_connect_start(op, &blocking)) == -EAGAIN &&
 	       blocking) {
 		uint64_t now = canal_now_ns();
+		if (!give_up)
+			give_up = sndtimeo_deadline(op->fd, now);
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		uint64_t d = deadline - now < retry_ns ? deadline - now
-							: retry_ns;
+		if (now >= give_up)
+			return -EAGAIN; /* as connect(2) */
+		uint64_t end = give_up < deadline ? give_up : deadline;
+		uint64_t d = end - now < retry_ns ? end - now : retry_ns;
 		struct timespec ts = {.tv_sec = (time_t)(d / 1000000000u),
 				      .tv_nsec = (long)(d % 1000000000u)};
 		nanosleep(&ts, NULL);
@@ -542,6 +568,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	}
 	if (timeout_ns == 0 && !uring_connect0)
 		return -ETIMEDOUT;
+	uint64_t give_up = 0; /* a connect's SO_SNDTIMEO (sndtimeo_deadline) */
 	for (uint64_t retry_ns = CONNECT_RETRY_MIN_NS;;) {
 		op->task = t;
 		op->done = false;
@@ -561,13 +588,19 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		 * listener's backlog is full, where connect(2) would wait
 		 * for room; no readiness tells when there is some): start
 		 * it again after a pause, until the deadline or the
-		 * condvar. Not -EAGAIN, which a blocking connect never
-		 * says (a hostile review: at once, where io_uring waited). */
+		 * condvar, or SO_SNDTIMEO (-EAGAIN, as connect(2) and
+		 * io_uring say then). Not -EAGAIN at once, which a blocking
+		 * connect never says (a hostile review: where io_uring
+		 * waited). */
 		uint64_t now = canal_now_ns();
+		if (!give_up)
+			give_up = sndtimeo_deadline(op->fd, now);
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		uint64_t until = deadline - now > retry_ns ? now + retry_ns
-							   : deadline;
+		if (now >= give_up)
+			return -EAGAIN;
+		uint64_t end = give_up < deadline ? give_up : deadline;
+		uint64_t until = end - now > retry_ns ? now + retry_ns : end;
 		if (retry_ns < CONNECT_RETRY_MAX_NS)
 			retry_ns *= 2;
 		canal__task_arm(t);
