@@ -632,6 +632,8 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	t->pinned--;
 	if (why != WAKE_WOKEN && interrupted(op->result))
 		op->result = -ECANCELED; /* by our ASYNC_CANCEL: did not run */
+	if (uring_connect0 && op->result == -EAGAIN)
+		return -ETIMEDOUT; /* a full backlog: the one try (task.h) */
 	if (op->result == -ECANCELED) {
 		if (why == WAKE_TIMEDOUT)
 			return -ETIMEDOUT;

@@ -58,6 +58,9 @@ static void checks(void)
 {
 	one("non-blocking, timeout 20 s", 1, false, 20000000000, -EAGAIN);
 	one("non-blocking, no timeout", 1, false, -1, -EAGAIN);
+	/* timeout 0: the one try, -ETIMEDOUT whatever the mode (task.h) */
+	one("non-blocking, timeout 0", 1, false, 0, -ETIMEDOUT);
+	one("blocking, timeout 0", 0, false, 0, -ETIMEDOUT);
 	one("SO_SNDTIMEO 50 ms, timeout 20 s", 0, true, 20000000000, -EAGAIN);
 	one("SO_SNDTIMEO 50 ms, no timeout", 0, true, -1, -EAGAIN);
 }
