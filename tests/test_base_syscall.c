@@ -16,10 +16,6 @@
 #include "check.h"
 #include "expect.h"
 
-#ifndef SYS_getrandom
-#define SYS_getrandom 318
-#endif
-
 #define ERRNO_MARK 4242
 
 static long sys(long n, long a1, long a2, long a3, long a4, long a5, long a6)

@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(__ILP32__) /* not x32: 32-bit longs */
 static inline long canal__syscall6(long n, long a1, long a2, long a3,
 				   long a4, long a5, long a6)
 {
