@@ -286,6 +286,57 @@ static const struct canal__driver_ops tcp_ops = {
 	.close = tcp_close,
 };
 
+/* The options a gate's socket needs, each checked: a refused one fails
+ * the open (0 or -errno, the option named in why) rather than leave a
+ * connection without TCP_NODELAY (each small packet held for the peer's
+ * delayed ACK), in blocking mode (a send to a peer that stalls blocks the
+ * session), or, with dead_after_ms, without the timeout and keepalive
+ * that see a vanished peer (engine.h, tcp_timeout_ms). */
+static int tcp_sockopts(int fd, int dead_after_ms, char *why, size_t whylen)
+{
+	int one = 1;
+	const char *what = "TCP_NODELAY";
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+		goto fail;
+	if (dead_after_ms > 0) {
+		/* Unacknowledged data for this long, or keepalive probes (one a
+		 * second after a second of silence) unanswered that long: the
+		 * kernel resets the connection, and recv/send say so. With
+		 * TCP_USER_TIMEOUT set the kernel ends a keepalive-probed
+		 * connection by it, not by TCP_KEEPCNT; the count is capped
+		 * at the kernel's maximum (127), which it refuses beyond. */
+		unsigned ut = (unsigned)dead_after_ms;
+		int idle = 1, intvl = 1, cnt = dead_after_ms / 1000 + 1;
+		if (cnt > 127)
+			cnt = 127;
+		what = "TCP_USER_TIMEOUT";
+		if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut))
+			goto fail;
+		what = "SO_KEEPALIVE";
+		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one))
+			goto fail;
+		what = "TCP_KEEPIDLE";
+		if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle))
+			goto fail;
+		what = "TCP_KEEPINTVL";
+		if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+			       sizeof intvl))
+			goto fail;
+		what = "TCP_KEEPCNT";
+		if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt))
+			goto fail;
+	}
+	what = "O_NONBLOCK";
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0)
+		goto fail;
+	return 0;
+fail:;
+	int err = errno;
+	snprintf(why, whylen, "socket option %s: %s", what, strerror(err));
+	return -err;
+}
+
 static int tcp_driver_new(int fd, int dead_after_ms, struct canal__driver **out)
 {
 	struct tcp_driver *d = calloc(1, sizeof *d);
@@ -307,21 +358,15 @@ static int tcp_driver_new(int fd, int dead_after_ms, struct canal__driver **out)
 		free(d);
 		return -ENOMEM;
 	}
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (dead_after_ms > 0) {
-		/* Unacknowledged data for this long, or keepalive probes (one a
-		 * second after a second of silence) unanswered that long: the
-		 * kernel resets the connection, and recv/send say so. */
-		unsigned ut = (unsigned)dead_after_ms;
-		int idle = 1, intvl = 1, cnt = dead_after_ms / 1000 + 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
-		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
-		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+	int err = tcp_sockopts(fd, dead_after_ms, d->base.why,
+			       sizeof d->base.why);
+	if (err) {
+		fprintf(stderr, "canal engine: %s\n", d->base.why);
+		free(d->out);
+		free(d->in);
+		free(d);
+		return err;
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	*out = &d->base;
 	return 0;
 }
