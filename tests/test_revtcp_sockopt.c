@@ -7,10 +7,17 @@
  * in a child that opens both ranks of a 2-rank TCP job on threads.
  * Controls: with the keepalive options refused but no tcp_timeout_ms the
  * open succeeds (they are not asked for); a tcp_timeout_ms of 200 s
- * (keepalive probes beyond the kernel's 127 a connection) opens. */
+ * (keepalive probes beyond the kernel's 127 a connection) opens.
+ * Then the address exchange through canal-launch's key-value service
+ * (exchange.c): each request is bounded by SO_RCVTIMEO / SO_SNDTIMEO; with
+ * them refused, a get from a launcher that never answers (a listener that
+ * never accepts) must still end by its deadline, not block in recv() for
+ * ever (the child's alarm is the hang guard). */
 #include "engine_job.h"
 
 #include <netinet/tcp.h>
+
+#include "../src/engine/transfer/exchange.h"
 
 /* Make setsockopt(level, opt) fail with ENOPROTOOPT in this thread: 1, or
  * 0 where it cannot be done. */
@@ -124,6 +131,48 @@ static int run(int level, int opt, int timeout_ms, int want)
 	return WEXITSTATUS(st);
 }
 
+/* In a child with SO_RCVTIMEO (then SO_SNDTIMEO) refused: a get from a
+ * launcher that never answers returns an error within its 1 s deadline
+ * (exit 0), else hangs until the alarm (the test fails). */
+static int run_xchg(int opt)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(l >= 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0);
+	CHECK(listen(l, 64) == 0); /* never accepts: nobody answers */
+	CHECK(getsockname(l, (struct sockaddr *)&sa, &sl) == 0);
+	char addr[64];
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(sa.sin_port));
+	fflush(NULL);
+	pid_t p = test_fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		alarm(20);
+		if (!refuse_sockopt(SOL_SOCKET, opt))
+			_exit(2);
+		struct canal__xchg x = { .rank = 0, .size = 2,
+					 .launch_addr = addr };
+		char v[64];
+		int err = canal__xchg_get(&x, 1, "tcp", v, sizeof v,
+					  canal__now_ms() + 1000);
+		printf("launcher get, %s refused: %d (%s)\n",
+		       opt == SO_RCVTIMEO ? "SO_RCVTIMEO" : "SO_SNDTIMEO", err,
+		       strerror(-err));
+		fflush(stdout);
+		_exit(err < 0 ? 0 : 1);
+	}
+	int st;
+	CHECK(waitpid(p, &st, 0) == p);
+	close(l);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "launcher get: killed by signal %d (hung)\n",
+			WTERMSIG(st));
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 int main(void)
 {
 	int rc = run(IPPROTO_TCP, TCP_NODELAY, 0, -ENOPROTOOPT);
@@ -142,5 +191,7 @@ int main(void)
 	printf("control: without tcp_timeout_ms keepalive is not asked for\n");
 	CHECK_EQ(run(-1, 0, 200000, 0), 0);
 	printf("control: tcp_timeout_ms 200 s opens\n");
+	CHECK_EQ(run_xchg(SO_RCVTIMEO), 0);
+	CHECK_EQ(run_xchg(SO_SNDTIMEO), 0);
 	TEST_DONE("test_revtcp_sockopt");
 }

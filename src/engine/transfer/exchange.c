@@ -61,8 +61,14 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 	if (ms > 5000)
 		ms = 5000;
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	/* The bound itself: without it a launcher that does not answer (or
+	 * an address that drops SYNs) blocks recv() (connect()) for ever. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
 	int err = 0;
 	size_t len = strlen(line), got = 0;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
