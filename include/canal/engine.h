@@ -92,10 +92,12 @@
  * kernel refuses the read (EPERM: Yama's ptrace_scope, seccomp) the
  * receiver uses the ring, and its peer then sends to it as the ring does.
  * Above the eager size a send completes only once the receiver has
- * posted its receive and taken the data, and a sender that dies before
- * that loses the message: two processes that each wait for their send
- * before posting their receive work only below the eager size, as with
- * MPI's standard sends. The eager size is per gate and may grow during
+ * posted its receive and the data has left the sender: taken by the
+ * receiver (shm, UCX), or, over TCP, handed to the kernel (the peer's
+ * socket buffers may hold it: a receiver that dies before reading it
+ * loses it, and a sender that dies before completion loses the message).
+ * Two processes that each wait for their send before posting their
+ * receive work only below the eager size, as with MPI's standard sends. The eager size is per gate and may grow during
  * the session (shm: 8 KiB while reading, 64 KiB once the peer says it
  * does not read; TCP 64 KiB; UCX 8 KiB): rely on 8 KiB at most.
  */
