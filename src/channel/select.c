@@ -3,8 +3,8 @@
  * select.c - a passive wait on a set of send and receive operations.
  *
  * Algorithm (one round):
- *  1. Poll: try each case once without blocking, from a random start (or in
- *     order when biased). The first that completes, or finds its channel
+ *  1. Poll: try each case once without blocking, in a random order (or in
+ *     array order when biased). The first that completes, or finds its channel
  *     closed, is the result.
  *  1b. Spin: when every case is on a buffered channel and no other thread
  *     is registered on their queues, poll the cases read-only for a few
@@ -127,16 +127,36 @@ static int case_try(struct canal_case *c, bool wait_sender)
 		       : canal__try_recv_one(c->ch, c->elt, wait_sender);
 }
 
-/* Poll every case once from start; index of the completed case or -1.
+/* Poll every case once, in array order when biased, else in a uniformly
+ * random order (a Fisher-Yates shuffle, as Go's pollorder): the first
+ * ready case of a random permutation is uniform among the ready ones. A
+ * random start alone is not (channel.h's promise): a ready case after k
+ * cases that are not ready (or NULL) would be chosen for k + 1 starts.
+ * Index of the completed case or -1.
  * wait_sender: a receive on a synchronous channel waits briefly for a
  * sender that is waiting (a select that will not block); otherwise the
  * blocking phase announces the thread on every such channel at once, so
  * that their senders are woken together. */
-static int poll_cases(struct canal_case *cases, size_t n, size_t start,
+static int poll_cases(struct canal_case *cases, size_t n, bool biased,
 		      bool wait_sender)
 {
+	uint8_t order[CANAL_SELECT_MAX];
+	size_t start = 0;
+	bool shuffled = !biased && n > 2;
+	if (shuffled) {
+		for (size_t i = 0; i < n; i++) {
+			size_t j = rng_next() % (i + 1);
+			if (j != i)
+				order[i] = order[j];
+			order[j] = (uint8_t)i;
+		}
+	} else if (!biased) {
+		start = rng_next() % n; /* n <= 2: uniform already */
+	}
 	for (size_t j = 0; j < n; j++) {
-		size_t i = start + j < n ? start + j : start + j - n;
+		size_t i = shuffled	    ? order[j]
+			   : start + j < n ? start + j
+					    : start + j - n;
 		struct canal_case *c = &cases[i];
 		if (!c->ch)
 			continue;
@@ -224,8 +244,7 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 			canal__snooze(&snooze);
 		else
 			snooze = (struct canal__snooze)CANAL__SNOOZE_INIT;
-		int done = poll_cases(cases, n, biased ? 0 : rng_next() % n,
-				      timeout_ns == 0);
+		int done = poll_cases(cases, n, biased, timeout_ns == 0);
 		if (done >= 0) {
 			if (woken)
 				pass_on(cases, n, (size_t)done);
@@ -362,8 +381,7 @@ CANAL_EXPORT int canal_select(struct canal_case *cases, size_t n, int64_t timeou
 		}
 		if (w == -ETIMEDOUT) {
 			/* Last poll: a case may have become ready at the end. */
-			done = poll_cases(cases, n, biased ? 0 : rng_next() % n,
-					  false);
+			done = poll_cases(cases, n, biased, false);
 			return done >= 0 ? done : -ETIMEDOUT;
 		}
 	}
