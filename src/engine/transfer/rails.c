@@ -29,9 +29,11 @@
  * went silent) every unacknowledged packet is sent again on the rails that
  * remain. The receiver delivers each sequence number once: those below
  * rnext, or marked in the seen[] window above it, are duplicates and
- * dropped. Packets of different rails arrive in any order: the engine
- * matches messages by their (gate, tag, seq) and rendezvous pieces by
- * cookie, so it does not need the packets in order.
+ * dropped (and acknowledged again: the acknowledgement of the first copy
+ * may have been lost with the failed rail). Packets of different rails
+ * arrive in any order: the engine matches messages by their (gate, tag,
+ * seq) and rendezvous pieces by cookie, so it does not need the packets
+ * in order.
  *
  * A rail whose own health() reports the peer dead (a pidfd on shm, an
  * endpoint error on UCX) is not failed at once: it takes no more sends
@@ -440,7 +442,12 @@ static int rails_recv(struct canal__driver *d_, const unsigned char **pkt,
 		}
 		d->rx[r] += l;
 		if (seq < d->rnext || d->seen[seq % WIN]) {
-			d->sub[r]->ops->release(d->sub[r]); /* a duplicate */
+			/* A duplicate: the peer sent it again (a rail failed),
+			 * maybe because our acknowledgement was lost with that
+			 * rail: acknowledge again, or its copy stays
+			 * unacknowledged for ever. */
+			d->sub[r]->ops->release(d->sub[r]);
+			d->since_ack++;
 			continue;
 		}
 		d->seen[seq % WIN] = 1;
