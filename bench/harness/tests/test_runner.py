@@ -77,22 +77,40 @@ def test_an_interrupt_kills_and_reaps_the_program(tmp_path):
     never reaches it, and run.py now goes on to write the report. The
     program's group is killed and reaped, then the interrupt goes on.
     (Failed before the fix: the timer was cancelled and the program,
-    here a 30 s sleep, kept running.)"""
+    here a 30 s sleep, kept running.) The interrupt is sent once run() is
+    in its wait for the program (the main thread asleep in do_wait), not
+    by the program itself: that raced with Popen, which returns only once
+    the program has started (under load the interrupt came before)."""
     import signal
+    import threading
     pidfile = tmp_path / "pid"
+    main = threading.main_thread()
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
+
+    def send_when_waiting():
+        wchan = f"/proc/self/task/{main.native_id}/wchan"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if pidfile.read_text().strip() and open(wchan).read() == "do_wait":
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        signal.pthread_kill(main.ident, signal.SIGUSR1)
     old = signal.signal(signal.SIGUSR1, interrupt)
     pid = None
+    sender = threading.Thread(target=send_when_waiting)
     try:
-        # The program interrupts its parent (this process) once it runs.
+        sender.start()
         try:
-            runner.run(["sh", "-c", f"echo $$ > {pidfile}; kill -USR1 $PPID; exec sleep 30"],
-                       60)
+            runner.run(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], 60)
             raise AssertionError("the interrupt did not reach run()")
         except KeyboardInterrupt:
             pass
+        sender.join()
         pid = int(pidfile.read_text())
         # Killed and reaped: no such process (a zombie would still be one).
         try:
