@@ -109,6 +109,16 @@ static int cond_wake(struct canal_cond *c, int max)
 {
 	if (!c)
 		return -EINVAL;
+	/* A plain thread's signal may win the wake of the runtime's last
+	 * task and still be looking at its loop (loop_wake) when that task
+	 * has ended and canal_run frees the loops: it counts itself, before
+	 * it can win any wake, until after its last, and canal_run waits
+	 * for it (park.c, canal__local_wake_quiesce;
+	 * test_revcond_signal_run_end). Loop and pool threads are joined
+	 * first. */
+	bool outside = canal__this_loop() == NULL;
+	if (outside)
+		canal__outside_wake_begin();
 	int n = 0;
 	struct canal__cond_waiter *won = NULL, **last = &won;
 	canal__spin_lock(&c->lock);
@@ -132,6 +142,8 @@ static int cond_wake(struct canal_cond *c, int max)
 		atomic_store_explicit(&w->linked, false, memory_order_release);
 		canal__task_make_runnable(t);
 	}
+	if (outside)
+		canal__outside_wake_end();
 	return n;
 }
 

@@ -456,6 +456,11 @@ void canal__parked_forget(void);
  * inside canal__local_wake: canal_run's end, after its last task ended and
  * its loops and pool were joined, before it closes their backends. */
 void canal__local_wake_quiesce(void);
+/* A waker that is not a loop or pool thread (a condvar's signal from a
+ * plain thread) counts itself around its wakes, as canal__local_wake
+ * does, so that canal__local_wake_quiesce waits for it too. */
+void canal__outside_wake_begin(void);
+void canal__outside_wake_end(void);
 
 /* compact.c: stack compaction of long-parked tasks (see there). */
 /* At canal_run: on or off (CANAL_RUN_COMPACT_STACKS), the epoch's

@@ -184,13 +184,26 @@ void canal__parked_forget(void)
 	atomic_store_explicit(&outside_wakers, 0, memory_order_relaxed);
 }
 
+/* A condvar's signal from a plain thread counts itself the same way
+ * (cond.c): the increment before its condvar lock, the decrement after
+ * its last wake. */
+void canal__outside_wake_begin(void)
+{
+	atomic_fetch_add_explicit(&outside_wakers, 1, memory_order_seq_cst);
+}
+
+void canal__outside_wake_end(void)
+{
+	atomic_fetch_sub_explicit(&outside_wakers, 1, memory_order_release);
+}
+
 uint32_t canal__local_wake(_Atomic uint32_t *word, uint32_t count)
 {
 	if (canal__this_loop())
 		return local_wake(word, count);
-	atomic_fetch_add_explicit(&outside_wakers, 1, memory_order_seq_cst);
+	canal__outside_wake_begin();
 	uint32_t woken = local_wake(word, count);
-	atomic_fetch_sub_explicit(&outside_wakers, 1, memory_order_release);
+	canal__outside_wake_end();
 	return woken;
 }
 
