@@ -212,7 +212,13 @@ uint64_t canal_task_id(void);
  * Cancellation: a condvar passed to a waiting operation (the I/O below)
  * cancels it when signalled: the operation ends with -ECANCELED and its
  * resources are released. A signal wakes or cancels exactly one waiter
- * (the oldest), a broadcast all of them.
+ * (the oldest), a broadcast all of them. A signal that meets an operation
+ * finishing at that moment (on io_uring: its completion already posted,
+ * not yet read) is used up on it all the same: the operation returns its
+ * own result, not -ECANCELED, and the next waiter is not woken (the
+ * signaller may destroy the condvar once its call returns, so the signal
+ * cannot be passed on). A waiter that must not miss a signal pairs the
+ * condvar with state it checks after each operation.
  */
 struct canal_cond;
 
