@@ -262,10 +262,14 @@ static int send_small(struct web_conn *c, struct canal_io_rstream *rs,
 	return send_rest(c, *out, n, 0);
 }
 
-/* Send out[off..n) with canal_io_send: 0, or -1 to close. */
+/* Send out[off..n) with canal_io_send: 0, or -1 to close. The idle
+ * timeout counts from the last progress (off > 0 on entry: the chained
+ * SEND's), as the core's sends count it (http.h). */
 static int send_rest(struct web_conn *c, const char *out, size_t n, size_t off)
 {
 	int64_t tick = (int64_t)WEB_TICK_MS * 1000000;
+	if (off > 0)
+		c->deadline_ns = web_now_ns() + g_ctx->srv.idle_timeout_ns;
 	while (off < n) {
 		if (web_stop || web_now_ns() >= c->deadline_ns)
 			return -1;
@@ -277,6 +281,8 @@ static int send_rest(struct web_conn *c, const char *out, size_t n, size_t off)
 		if (r < 0)
 			return -1;
 		off += (size_t)r;
+		if (r > 0)
+			c->deadline_ns = web_now_ns() + g_ctx->srv.idle_timeout_ns;
 	}
 	c->out_off = c->out_len;
 	return 0;

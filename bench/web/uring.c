@@ -692,6 +692,10 @@ static void on_send(struct loop *l, struct uconn *u, struct io_uring_cqe *cqe)
 	}
 	u->soff += (size_t)cqe->res;
 	if (u->soff < u->slen) {
+		/* Progress: the idle timeout counts from here, as the core's
+		 * sends count it from their last progress (http.h). */
+		if (cqe->res > 0)
+			u->c.deadline_ns = web_now_ns() + l->ctx->srv.idle_timeout_ns;
 		submit_send(l, u, 0);
 		return;
 	}
