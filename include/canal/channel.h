@@ -163,7 +163,9 @@ int canal_try_send(struct canal_chan *ch, const void *elt);
  * channel is empty and open, -EPIPE when closed and drained, 0 when an
  * element was received. On a synchronous channel it succeeds only when a
  * sender is waiting or has an element ready; it may then wait up to 1 ms
- * for that sender to hand its element over (it never waits otherwise).
+ * for that sender to hand its element over, and 2 ms more when that
+ * sender still holds its slot (a reserve not yet committed: its element
+ * then goes to the next receiver). It never waits otherwise.
  */
 int canal_try_recv(struct canal_chan *ch, void *elt);
 
