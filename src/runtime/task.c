@@ -77,13 +77,19 @@ __attribute__((noinline)) bool canal__task_finish_park(struct canal__task *t)
 	return false;
 }
 
-/* Every resumption of a task finishes the park of a task that switched
- * straight here (canal__task_park), as the scheduler does for one that
- * switched out to it: only now, its context saved, may it become PARKED and so
- * visible to a waker that would push it to a queue; a waker that came
- * while it was PARKING (NOTIFIED) left the push to us. */
-static inline void task_resumed(struct canal__loop *l)
+/* Every resumption of a task t makes it its loop's current task (a
+ * direct switch names it only here, once it runs on its own stack: the
+ * outgoing task stays current while the switch pushes its registers on
+ * its stack, so that an overflow there is reported as its own, stack.c
+ * segv_handler; test_revstk_switch_overflow), and finishes the park of a
+ * task that switched straight here (canal__task_park), as the scheduler
+ * does for one that switched out to it: only now, its context saved, may
+ * it become PARKED and so visible to a waker that would push it to a
+ * queue; a waker that came while it was PARKING (NOTIFIED) left the push
+ * to us. */
+static inline void task_resumed(struct canal__loop *l, struct canal__task *t)
 {
+	l->current = t;
 	struct canal__task *parked = l->parked_prev;
 	if (parked) {
 		l->parked_prev = NULL;
@@ -96,25 +102,24 @@ static inline void task_resumed(struct canal__loop *l)
  * context (a direct yield, hand-off or park: a park has set parked_prev,
  * which next's task_resumed acts on). */
 static inline __attribute__((always_inline)) void
-direct_switch(struct canal__loop *l, struct canal__task *t,
-			  struct canal__task *next)
+direct_switch(struct canal__task *t, struct canal__task *next)
 {
 	canal__stack_canary_check(&t->stack, t->id);
 	canal__compact_ready(next);
-	l->current = next;
+	/* l->current stays t until next runs (task_resumed). */
 	san_start_switch(&t->asan_fake_stack, next->stack.lo,
 			 next->stack.size);
 	san_fiber_switch(next->tsan_fiber);
 	canal__ctx_switch(&t->sp, next->sp);
 	san_finish_switch(t->asan_fake_stack);
-	task_resumed(canal__this_loop());
+	task_resumed(canal__this_loop(), t);
 }
 
 static void task_entry(void *arg)
 {
 	struct canal__task *t = arg;
 	san_finish_switch(NULL);
-	task_resumed(canal__this_loop());
+	task_resumed(canal__this_loop(), t);
 	t->fn(t->arg);
 	if (t->rstreams) {
 		/* Its streams' receives would outlive it, their CQEs naming
@@ -213,7 +218,7 @@ void canal__task_switch_out(struct canal__task *t)
 	l->out = t;
 	canal__ctx_switch(&t->sp, l->sched_sp);
 	san_finish_switch(t->asan_fake_stack);
-	task_resumed(canal__this_loop());
+	task_resumed(canal__this_loop(), t);
 }
 
 void canal__task_make_runnable(struct canal__task *t)
@@ -283,7 +288,7 @@ uint32_t canal__task_park(struct canal__task *t, uint64_t deadline_ns)
 		/* Straight to the task it woke (loop.c); the task switched
 		 * to finishes our park (task_resumed). */
 		l->parked_prev = t;
-		direct_switch(l, t, next);
+		direct_switch(t, next);
 	} else {
 		canal__task_switch_out(t);
 	}
@@ -324,7 +329,7 @@ static void yield_task(struct canal__loop *l, struct canal__task *t)
 {
 	struct canal__task *next = canal__loop_yield_next(l, t);
 	if (next) {
-		direct_switch(l, t, next);
+		direct_switch(t, next);
 		return;
 	}
 	t->after = AFTER_YIELD;
@@ -367,7 +372,7 @@ bool canal__task_handoff(void)
 	struct canal__task *next = canal__loop_handoff_next(l, t);
 	if (!next)
 		return false;
-	direct_switch(l, t, next);
+	direct_switch(t, next);
 	return true;
 }
 
