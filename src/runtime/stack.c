@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -892,6 +893,10 @@ static uintptr_t fault_sp(const void *uc)
 #define SP_BELOW_MAX ((uintptr_t)1 << 30)
 #define SP_NEAR_FAULT ((uintptr_t)64 * 1024)
 
+/* Bytes below the stack pointer that a signal's frame may need (the
+ * kernel's AT_MINSIGSTKSZ, its red zone and alignment): set at install. */
+static uintptr_t sigframe_room = 8192;
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	/* The call, not canal__this_loop()'s inline asm: the asm names the
@@ -915,6 +920,13 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		    fa + SP_NEAR_FAULT >= sp)
 			overflow_report(t->id, t->stack.size,
 					"stack pointer below its stack");
+		/* The kernel could not push a signal's frame on the task's
+		 * stack (its handler runs there): it forces a SIGSEGV with
+		 * SI_KERNEL and no address (test_revstk_signal_frame). */
+		if (si->si_code == SI_KERNEL && sp >= lo &&
+		    sp - lo < sigframe_room)
+			overflow_report(t->id, t->stack.size,
+					"no room for a signal's frame");
 	}
 	/* Anything else: the previous handler's. A function is called from
 	 * here; a default action, or a one-shot handler (SA_RESETHAND:
@@ -933,6 +945,11 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	sigaction(sig, &old_segv, NULL);
+	/* A SIGSEGV that no instruction repeats (sent: si_code <= 0; forced
+	 * by the kernel: SI_KERNEL) would be lost by the return: raised
+	 * again, under the action put back (SA_NODEFER: not blocked). */
+	if (si->si_code <= 0 || si->si_code == SI_KERNEL)
+		raise(sig);
 }
 #endif
 
@@ -946,6 +963,9 @@ void canal__overflow_handler_install(void)
 	 * handler; loop.c's atfork handler removes it there.) */
 	if (atomic_load(&handler_installed))
 		return;
+	unsigned long minsig = getauxval(AT_MINSIGSTKSZ);
+	if (minsig)
+		sigframe_room = (uintptr_t)minsig + 256;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = segv_handler;
