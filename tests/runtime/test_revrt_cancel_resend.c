@@ -13,13 +13,14 @@
  */
 #define _GNU_SOURCE 1
 #include "check.h"
+#include "full_backlog.h"
 
 #include <canal/task.h>
 
 #include <sys/socket.h>
 #include <sys/un.h>
 
-static struct sockaddr_un full_addr;
+static struct full_backlog full;
 static int failures;
 
 static void on_alarm(int sig)
@@ -37,8 +38,8 @@ static void main_task(void *arg)
 	for (int i = 0; i < 400; i++) {
 		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		CHECK(s >= 0);
-		int r = canal_io_connect(s, (struct sockaddr *)&full_addr,
-					 sizeof full_addr, (i % 20) * 1000, NULL);
+		int r = canal_io_connect(s, (struct sockaddr *)&full.addr,
+					 sizeof full.addr, (i % 20) * 1000, NULL);
 		if (r != -ETIMEDOUT) {
 			fprintf(stderr, "try %d: %d (%s), want -ETIMEDOUT\n",
 				i, r, strerror(-r));
@@ -52,33 +53,10 @@ int main(void)
 {
 	signal(SIGALRM, on_alarm);
 	alarm(30); /* a hang is a failure */
-	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(l >= 0);
-	full_addr.sun_family = AF_UNIX;
-	snprintf(full_addr.sun_path, sizeof full_addr.sun_path,
-		 "/tmp/canal-revrt-resend-%d", (int)getpid());
-	unlink(full_addr.sun_path);
-	CHECK_EQ(bind(l, (struct sockaddr *)&full_addr, sizeof full_addr), 0);
-	CHECK_EQ(listen(l, 0), 0);
-	int fill[256], nfill;
-	for (nfill = 0; nfill < 256; nfill++) {
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			       0);
-		CHECK(s >= 0);
-		if (connect(s, (struct sockaddr *)&full_addr, sizeof full_addr)) {
-			CHECK_EQ(errno, EAGAIN);
-			close(s);
-			break;
-		}
-		fill[nfill] = s;
-	}
-	CHECK(nfill < 256);
+	full_backlog_open(&full, "revrt-resend");
 	struct canal_run_options o = {.loops = 1};
 	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	close(l);
-	unlink(full_addr.sun_path);
+	full_backlog_close(&full);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revrt_cancel_resend");
 }

@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE 1
 #include "check.h"
+#include "full_backlog.h"
 
 #include <canal/task.h>
 
@@ -57,24 +58,11 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
-static struct sockaddr_un room_addr, full_addr;
-static int room_listener, full_listener;
-static int filler[256], nfill;
+static struct sockaddr_un room_addr;
+static int room_listener;
+static struct full_backlog full;
 static struct sockaddr_in tcp_addr;
 static int tcp_listener;
-
-static int unix_listener(struct sockaddr_un *a, const char *tag, int backlog)
-{
-	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(l >= 0);
-	a->sun_family = AF_UNIX;
-	snprintf(a->sun_path, sizeof a->sun_path, "/tmp/canal-revrt-%s-%d",
-		 tag, (int)getpid());
-	unlink(a->sun_path);
-	CHECK_EQ(bind(l, (struct sockaddr *)a, sizeof *a), 0);
-	CHECK_EQ(listen(l, backlog), 0);
-	return l;
-}
 
 static void drain(int l)
 {
@@ -123,7 +111,7 @@ static void one(const char *what, int domain, const struct sockaddr *a,
 static void checks(bool all)
 {
 	const struct sockaddr *ra = (const struct sockaddr *)&room_addr;
-	const struct sockaddr *fa = (const struct sockaddr *)&full_addr;
+	const struct sockaddr *fa = (const struct sockaddr *)&full.addr;
 	const struct sockaddr *ta = (const struct sockaddr *)&tcp_addr;
 	one("Unix, room, no timeout", AF_UNIX, ra, sizeof room_addr, -1, 0, 0);
 	one("TCP, room, no timeout", AF_INET, ta, sizeof tcp_addr, -1, 0, 0);
@@ -132,10 +120,10 @@ static void checks(bool all)
 	one("Unix, room, timeout 0", AF_UNIX, ra, sizeof room_addr, 0, 0, 0);
 	one("Unix, room, timeout 5 s", AF_UNIX, ra, sizeof room_addr,
 	    5000000000, 0, 0);
-	one("Unix, full backlog, timeout 0", AF_UNIX, fa, sizeof full_addr, 0,
+	one("Unix, full backlog, timeout 0", AF_UNIX, fa, sizeof full.addr, 0,
 	    -ETIMEDOUT, -ETIMEDOUT);
 	one("Unix, full backlog, timeout 20 ms", AF_UNIX, fa,
-	    sizeof full_addr, 20000000, -ETIMEDOUT, -ETIMEDOUT);
+	    sizeof full.addr, 20000000, -ETIMEDOUT, -ETIMEDOUT);
 	/* Loopback TCP, timeout 0: connected at once or under way. */
 	one("TCP, room, timeout 0", AF_INET, ta, sizeof tcp_addr, 0, 0,
 	    -ETIMEDOUT);
@@ -161,20 +149,8 @@ int main(void)
 {
 	signal(SIGALRM, on_alarm);
 	alarm(60); /* a hang is a failure */
-	room_listener = unix_listener(&room_addr, "room", 16);
-	full_listener = unix_listener(&full_addr, "full", 0);
-	for (nfill = 0; nfill < 256; nfill++) {
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			       0);
-		CHECK(s >= 0);
-		if (connect(s, (struct sockaddr *)&full_addr, sizeof full_addr)) {
-			CHECK_EQ(errno, EAGAIN);
-			close(s);
-			break;
-		}
-		filler[nfill] = s;
-	}
-	CHECK(nfill < 256);
+	room_listener = unix_listener(&room_addr, "revrt-room", 16);
+	full_backlog_open(&full, "revrt-full");
 	tcp_listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(tcp_listener >= 0);
 	tcp_addr.sin_family = AF_INET;
@@ -191,13 +167,10 @@ int main(void)
 	where = "outside a task";
 	checks(false);
 
-	for (int i = 0; i < nfill; i++)
-		close(filler[i]);
+	full_backlog_close(&full);
 	close(room_listener);
-	close(full_listener);
 	close(tcp_listener);
 	unlink(room_addr.sun_path);
-	unlink(full_addr.sun_path);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revrt_connect_mode");
 }

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE 1
 #include "check.h"
+#include "full_backlog.h"
 
 #include <canal/task.h>
 
@@ -20,7 +21,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 
-static struct sockaddr_un full_addr;
+static struct full_backlog full;
 static int failures;
 static const char *where;
 
@@ -44,8 +45,8 @@ static void one(const char *what, int nonblock, bool sndtimeo,
 		CHECK_EQ(setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv),
 			 0);
 	}
-	int r = canal_io_connect(s, (struct sockaddr *)&full_addr,
-				 sizeof full_addr, timeout_ns, NULL);
+	int r = canal_io_connect(s, (struct sockaddr *)&full.addr,
+				 sizeof full.addr, timeout_ns, NULL);
 	if (r != want) {
 		fprintf(stderr, "%s: %s: %d (%s), want %d (%s)\n", where, what,
 			r, strerror(-r), want, strerror(-want));
@@ -76,35 +77,12 @@ int main(void)
 {
 	signal(SIGALRM, on_alarm);
 	alarm(50); /* a hang is a failure */
-	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(l >= 0);
-	full_addr.sun_family = AF_UNIX;
-	snprintf(full_addr.sun_path, sizeof full_addr.sun_path,
-		 "/tmp/canal-revrt-sndtimeo-%d", (int)getpid());
-	unlink(full_addr.sun_path);
-	CHECK_EQ(bind(l, (struct sockaddr *)&full_addr, sizeof full_addr), 0);
-	CHECK_EQ(listen(l, 0), 0);
-	int fill[256], nfill;
-	for (nfill = 0; nfill < 256; nfill++) {
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			       0);
-		CHECK(s >= 0);
-		if (connect(s, (struct sockaddr *)&full_addr, sizeof full_addr)) {
-			CHECK_EQ(errno, EAGAIN);
-			close(s);
-			break;
-		}
-		fill[nfill] = s;
-	}
-	CHECK(nfill < 256);
+	full_backlog_open(&full, "revrt-sndtimeo");
 	struct canal_run_options o = {.loops = 2};
 	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
 	where = "outside a task";
 	checks();
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	close(l);
-	unlink(full_addr.sun_path);
+	full_backlog_close(&full);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revrt_connect_sndtimeo");
 }
