@@ -280,8 +280,13 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		 * for us: wait for it, past the deadline, in slices. */
 		if (committed && canal__sync_retract(ch, !select))
 			return -ETIMEDOUT;
+		/* (now >= deadline first: the unsigned difference wraps
+		 * while the deadline is ahead, test_revsel_committed_finite.) */
+		uint64_t now = committed && deadline != CANAL_NO_DEADLINE
+				       ? canal_now_ns()
+				       : 0;
 		if (committed && deadline != CANAL_NO_DEADLINE &&
-		    canal_now_ns() - deadline >= COMMITTED_GRACE_NS) {
+		    now >= deadline && now - deadline >= COMMITTED_GRACE_NS) {
 			/* The sender that took our unit still holds its slot:
 			 * a reserve (its commit waits for the ack), or a
 			 * sender preempted before publishing. Leave by the
