@@ -424,7 +424,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			if (!err)
 				err = canal__xchg_put(&xchg, "dir", e->dir);
 		}
-		int ferr = canal__xchg_fence(&xchg);
+		int ferr = canal__xchg_fence(&xchg, deadline);
 		err = err ? err : ferr;
 		if (!err && rank != 0) {
 			err = canal__xchg_get(&xchg, 0, "dir", v, sizeof v, 0);

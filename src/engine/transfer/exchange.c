@@ -19,7 +19,7 @@
 
 int canal__pmix_put(const struct canal__xchg *x, const char *key,
 		    const char *value);
-int canal__pmix_fence(const struct canal__xchg *x);
+int canal__pmix_fence(const struct canal__xchg *x, uint64_t deadline_ms);
 int canal__pmix_get(const struct canal__xchg *x, int rank, const char *key,
 		    char *buf, size_t cap, uint64_t deadline_ms);
 
@@ -140,9 +140,9 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
 	return 0;
 }
 
-int canal__xchg_fence(const struct canal__xchg *x)
+int canal__xchg_fence(const struct canal__xchg *x, uint64_t deadline_ms)
 {
-	return x->pmix ? canal__pmix_fence(x) : 0;
+	return x->pmix ? canal__pmix_fence(x, deadline_ms) : 0;
 }
 
 int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,

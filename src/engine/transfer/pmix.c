@@ -11,6 +11,7 @@
 #include "exchange.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 
 int canal__pmix_put(const struct canal__xchg *x, const char *key,
 		    const char *value);
-int canal__pmix_fence(const struct canal__xchg *x);
+int canal__pmix_fence(const struct canal__xchg *x, uint64_t deadline_ms);
 int canal__pmix_get(const struct canal__xchg *x, int rank, const char *key,
 		    char *buf, size_t cap, uint64_t deadline_ms);
 
@@ -89,18 +90,35 @@ int canal__pmix_put(const struct canal__xchg *x, const char *key,
 	return rc == PMIX_SUCCESS ? 0 : -EIO;
 }
 
-int canal__pmix_fence(const struct canal__xchg *x)
+int canal__pmix_fence(const struct canal__xchg *x, uint64_t deadline_ms)
 {
 	const pmix_proc_t *me = x->pmix;
 	if (PMIx_Commit() != PMIX_SUCCESS)
 		return -EIO;
 	pmix_proc_t all;
 	PMIX_LOAD_PROCID(&all, me->nspace, PMIX_RANK_WILDCARD);
-	pmix_info_t info;
+	/* The open's deadline, in PMIx's whole seconds (rounded up, at
+	 * least 1): without it a rank that is alive but never opens (or
+	 * opens late) held every other rank in the fence for ever, past
+	 * connect_timeout_ms (engine.h: -ETIMEDOUT). The PMIx server fails
+	 * the fence with PMIX_ERR_TIMEOUT then. */
+	uint64_t now = canal__now_ms();
+	uint64_t left = deadline_ms > now ? deadline_ms - now : 0;
+	uint64_t secs = (left + 999) / 1000;
+	int timeout = secs < 1 ? 1 : secs > INT_MAX ? INT_MAX : (int)secs;
+	pmix_info_t info[2];
 	bool yes = true;
-	PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-	pmix_status_t rc = PMIx_Fence(&all, 1, &info, 1);
-	PMIX_INFO_DESTRUCT(&info);
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+	pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
+	PMIX_INFO_DESTRUCT(&info[0]);
+	PMIX_INFO_DESTRUCT(&info[1]);
+	if (rc == PMIX_ERR_TIMEOUT) {
+		fprintf(stderr, "canal engine: rank %d: PMIx fence: a peer did "
+				"not open within the connect timeout\n",
+			x->rank);
+		return -ETIMEDOUT;
+	}
 	return rc == PMIX_SUCCESS ? 0 : -EIO;
 }
 
@@ -143,9 +161,9 @@ int canal__pmix_put(const struct canal__xchg *x, const char *key,
 	(void)x, (void)key, (void)value;
 	return -ENOTSUP;
 }
-int canal__pmix_fence(const struct canal__xchg *x)
+int canal__pmix_fence(const struct canal__xchg *x, uint64_t deadline_ms)
 {
-	(void)x;
+	(void)x, (void)deadline_ms;
 	return -ENOTSUP;
 }
 int canal__pmix_get(const struct canal__xchg *x, int rank, const char *key,

@@ -535,7 +535,7 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 		if (err)
 			goto out;
 	}
-	err = canal__xchg_fence(x);
+	err = canal__xchg_fence(x, deadline);
 	if (err)
 		goto out;
 	for (int j = 0; j < rank; j++) {

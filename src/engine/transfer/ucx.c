@@ -909,7 +909,7 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 	ucp_worker_release_address(c->worker, addr);
 	err = canal__xchg_put(x, "ucx", val);
 	if (!err)
-		err = canal__xchg_fence(x);
+		err = canal__xchg_fence(x, deadline);
 	for (int j = 0; j < x->size && !err; j++) {
 		if (j == x->rank)
 			continue;
