@@ -386,7 +386,7 @@ int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
 			web_close(c);
 			return 0;
 		}
-		bool can_idle = w == WEB_WANT_READ && c->in_len == 0 && watch_fd >= 0;
+		bool can_idle = w == WEB_WANT_READ && watch_fd >= 0;
 		struct pollfd p[2] = {
 			{.fd = c->fd, .events = w == WEB_WANT_READ ? POLLIN : POLLOUT},
 			{.fd = watch_fd, .events = POLLIN},
@@ -402,11 +402,13 @@ int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
 				return 0;
 			}
 			uint64_t left_ms = (c->deadline_ns - now) / 1000000 + 1;
-			/* Idle: between requests, or silent since it came (a client
-			 * that connected and sent nothing for WEB_FRESH_GRACE_MS). */
+			/* Idle: between requests, silent since it came (a client
+			 * that connected and sent nothing for WEB_FRESH_GRACE_MS),
+			 * or its head incomplete for as long (a slow client). */
+			uint64_t grace = WEB_FRESH_GRACE_MS * 1000000ull;
 			bool idle = can_idle &&
-				    (c->requests > 0 ||
-				     now - c->opened_ns >= WEB_FRESH_GRACE_MS * 1000000ull) &&
+				    (c->in_len ? now - c->head_start_ns >= grace
+					       : c->requests > 0 || now - c->opened_ns >= grace) &&
 				    (!may_trade || may_trade());
 			int r = poll(p, idle ? 2 : 1,
 				     left_ms > WEB_TICK_MS ? WEB_TICK_MS : (int)left_ms);

@@ -138,12 +138,13 @@ void web_sleep_ms(int ms);
 /*
  * web_serve_conn - serve one connection with blocking waits (the threads
  * and pool styles) until it closes (returns 0, socket closed). If watch_fd
- * >= 0, while the connection is idle between requests and watch_fd becomes
- * readable, returns 1 with the connection still open (the pool style then
- * trades an idle keep-alive connection for a waiting client). Idle: no
- * input buffered, no output pending, and either a response completed or
- * nothing came for WEB_FRESH_GRACE_MS since the connection was accepted;
- * and may_trade (if given, asked every WEB_TICK_MS) says yes.
+ * >= 0, while the connection is idle and watch_fd becomes readable,
+ * returns 1 with the connection still open (the pool style then parks it
+ * and takes the waiting work). Idle: waiting for input with no output
+ * pending, and either no input buffered and a response completed or
+ * nothing came for WEB_FRESH_GRACE_MS since the connection was accepted,
+ * or a head incomplete for WEB_FRESH_GRACE_MS (a slow client); and
+ * may_trade (if given, asked every WEB_TICK_MS) says yes.
  */
 int web_serve_conn(const struct web_ctx *ctx, struct web_conn *c, int watch_fd,
 		   bool (*may_trade)(void));

@@ -633,6 +633,48 @@ static void test_slow_client(void)
 	CHECK("slow", served > 0, "nobody was served while the slow client sent");
 }
 
+/* Slow heads: 40 clients (more than the pool style's 32 threads at
+ * --cores 2) each send half a request line and then a byte a second,
+ * against a server whose header timeout is 60 s; others must be served
+ * meanwhile, each within the client's 10 s receive timeout (a hang guard,
+ * far below the header timeout). The pool style's threads each waited in
+ * a read on one slow client, and the others waited for the timeout. */
+static void test_slow_heads(void)
+{
+	enum { N = 40 };
+	struct server s;
+	int started = server_start(&s, 0, "CANAL_WEB_HEADER_TIMEOUT_MS=60000");
+	CHECK("slow heads", started == 0, "server with a 60 s header timeout did not start");
+	int fds[N], opened = 0, served = 0;
+	for (; opened < N; opened++) {
+		fds[opened] = connect_port(s.port);
+		if (fds[opened] < 0)
+			break;
+		send_all(fds[opened], "GET /sl", 7);
+	}
+	int saved = g_srv.port;
+	g_srv.port = s.port;
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < opened; k++)
+			send(fds[k], "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct resp r;
+		if (one("GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r) != 0 ||
+		    r.status != 200)
+			break;
+		served++;
+		usleep(1000000);
+	}
+	g_srv.port = saved;
+	for (int k = 0; k < opened; k++)
+		close(fds[k]);
+	int st = server_stop(&s);
+	CHECK("slow heads", opened == N, "%d of %d slow clients connected", opened, N);
+	CHECK("slow heads", served == 3,
+	      "request %d not served in 10 s beside %d clients sending a head slowly",
+	      served + 1, N);
+	CHECK("slow heads", st == 0, "exit status %d after SIGTERM", st);
+}
+
 /* A slow reader of a 60 KiB file (the small-file path: the io_uring and
  * tasks styles send it through the ring), from a server whose sockets
  * have a 4 KiB send buffer ($CANAL_WEB_SNDBUF): the client's receive
@@ -1116,6 +1158,7 @@ int main(int argc, char **argv)
 		{"bad input", test_bad_input},
 		{"traversal", test_traversal},
 		{"slow client", test_slow_client},
+		{"slow heads", test_slow_heads},
 		{"close mid-response", test_close_mid_response},
 		{"slow reader", test_slow_reader},
 		{"slow progress", test_slow_progress},
