@@ -160,6 +160,15 @@ struct loop {
 	uint64_t paused_until;
 	unsigned ready; /* receive completions in this pass (requests) */
 	int ring_fd; /* the ring's fd, for hand-offs (written at setup) */
+	/* Tests only (fault injection): $CANAL_WEB_URING_ENTRIES sets the
+	 * ring's size, $CANAL_WEB_URING_FAIL_SUBMIT=N makes every Nth
+	 * ring_submit fail with -EBUSY without entering the kernel. */
+	unsigned fail_every, nsubmit;
+	/* SQEs that found the SQ full after a failed submit (-EBUSY,
+	 * -EAGAIN...), in order: queued into the SQ at the next pass
+	 * (flush_backlog), before anything newer. */
+	struct io_uring_sqe *backlog;
+	size_t nback, backcap;
 	/* Connections handed to this loop (placement, above): fds, under
 	 * handoff_mu; the first push into an empty list posts OP_HANDOFF. */
 	pthread_mutex_t handoff_mu;
@@ -181,14 +190,67 @@ static inline uint64_t ud(int fd, enum op op)
 	return ((uint64_t)(uint32_t)fd << 8) | (uint64_t)op;
 }
 
+/* io_uring_submit, or the injected failure (fail_every). */
+static int ring_submit(struct loop *l)
+{
+	if (l->fail_every && ++l->nsubmit % l->fail_every == 0)
+		return -EBUSY;
+	return io_uring_submit(&l->ring);
+}
+
+/* An SQE to fill: from the SQ, or, when the SQ is full and a submit does
+ * not make room (it failed), or a backlog is waiting (order), or
+ * to_backlog (a link that must go in one submission), the backlog's next.
+ * Never NULL (a backlog that cannot grow aborts: nothing else keeps the
+ * operation). */
+static struct io_uring_sqe *sqe_get_ex(struct loop *l, bool to_backlog)
+{
+	struct io_uring_sqe *s = NULL;
+	if (!l->nback && !to_backlog) {
+		s = io_uring_get_sqe(&l->ring);
+		if (!s) {
+			ring_submit(l);
+			s = io_uring_get_sqe(&l->ring);
+		}
+		if (s)
+			return s;
+	}
+	if (l->nback == l->backcap) {
+		size_t cap = l->backcap ? 2 * l->backcap : 64;
+		s = realloc(l->backlog, cap * sizeof *s);
+		if (!s) {
+			fprintf(stderr, "web uring: no memory for a queued SQE\n");
+			abort();
+		}
+		l->backlog = s;
+		l->backcap = cap;
+	}
+	s = &l->backlog[l->nback++];
+	memset(s, 0, sizeof *s);
+	return s;
+}
+
 static struct io_uring_sqe *sqe_get(struct loop *l)
 {
-	struct io_uring_sqe *s = io_uring_get_sqe(&l->ring);
-	if (!s) {
-		io_uring_submit(&l->ring);
-		s = io_uring_get_sqe(&l->ring);
+	return sqe_get_ex(l, false);
+}
+
+/* Move the backlog into the SQ, in order, a link (READ + SEND) whole. */
+static void flush_backlog(struct loop *l)
+{
+	size_t i = 0;
+	while (i < l->nback) {
+		unsigned need = l->backlog[i].flags & IOSQE_IO_LINK ? 2 : 1;
+		if (io_uring_sq_space_left(&l->ring) < need) {
+			ring_submit(l);
+			if (io_uring_sq_space_left(&l->ring) < need)
+				break;
+		}
+		for (unsigned k = 0; k < need && i < l->nback; k++)
+			*io_uring_get_sqe(&l->ring) = l->backlog[i++];
 	}
-	return s; /* never NULL right after a submit of a full SQ */
+	l->nback -= i;
+	memmove(l->backlog, l->backlog + i, l->nback * sizeof *l->backlog);
 }
 
 /* Before waiting in io_uring_enter, spin up to SPIN_NS while nothing is
@@ -378,10 +440,12 @@ static bool start_send(struct loop *l, struct uconn *u)
 		u->bufcap = n;
 	}
 	memcpy(u->buf, c->out, c->out_len);
-	/* Both SQEs must be in the same submission for the link: make room. */
-	if (io_uring_sq_space_left(&l->ring) < 2)
-		io_uring_submit(&l->ring);
-	struct io_uring_sqe *s = sqe_get(l);
+	/* Both SQEs must be in the same submission for the link: make room,
+	 * or queue both in the backlog (flush_backlog moves them together). */
+	if (!l->nback && io_uring_sq_space_left(&l->ring) < 2)
+		ring_submit(l);
+	bool back = l->nback || io_uring_sq_space_left(&l->ring) < 2;
+	struct io_uring_sqe *s = sqe_get_ex(l, back);
 	io_uring_prep_read(s, c->file_fd, u->buf + c->out_len, (unsigned)body, 0);
 	s->flags |= IOSQE_IO_LINK;
 	io_uring_sqe_set_data64(s, ud(c->fd, OP_READ));
@@ -389,7 +453,7 @@ static bool start_send(struct loop *l, struct uconn *u)
 	u->sdata = u->buf;
 	u->slen = n;
 	u->soff = 0;
-	submit_send(l, u, 0);
+	submit_send(l, u, 0); /* after s: backlog too if s was */
 	return true;
 }
 
@@ -727,10 +791,16 @@ static int setup(struct loop *l, int lfd)
 		.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
 			 IORING_SETUP_TASKRUN_FLAG, /* for spin_for_work */
 	};
-	int r = io_uring_queue_init_params(RING_ENTRIES, &l->ring, &p);
+	unsigned entries = RING_ENTRIES;
+	const char *e = getenv("CANAL_WEB_URING_ENTRIES");
+	if (e && atoi(e) > 0)
+		entries = (unsigned)atoi(e);
+	e = getenv("CANAL_WEB_URING_FAIL_SUBMIT");
+	l->fail_every = e && atoi(e) > 0 ? (unsigned)atoi(e) : 0;
+	int r = io_uring_queue_init_params(entries, &l->ring, &p);
 	if (r == -EINVAL) {
 		memset(&p, 0, sizeof p);
-		r = io_uring_queue_init_params(RING_ENTRIES, &l->ring, &p);
+		r = io_uring_queue_init_params(entries, &l->ring, &p);
 	}
 	if (r < 0)
 		return r;
@@ -795,6 +865,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 	while (!web_stop) {
 		struct __kernel_timespec ts = {.tv_nsec = WEB_TICK_MS * 1000000ll};
 		struct io_uring_cqe *cqe;
+		flush_backlog(l);
 		spin_for_work(l, spin);
 		bool flagged = taskrun_flagged(l);
 		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
@@ -865,6 +936,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 			free(l->conn[fd]);
 		}
 	free(l->conn);
+	free(l->backlog);
 	free(l->br);
 	free(l->bufs);
 	if (!ctx->one_listener)
