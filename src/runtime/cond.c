@@ -10,15 +10,17 @@
  * and stops at the first waiter whose task's wake it wins (unlinking it);
  * waiters whose task was woken by something else (a timeout, a completion)
  * are skipped and stay linked until their task unregisters them after it
- * resumes. The waiting task armed its wake before registering, under the
- * lock, so a signal after the registration finds it; one before finds
- * nobody (CPC's semantics: a signal has no memory).
+ * resumes; but a kept waiter (cond.h) is taken even then. The waiting
+ * task armed its wake before registering, under the lock, so a signal
+ * after the registration finds it; one before finds nobody (CPC's
+ * semantics: a signal has no memory).
  */
 #include "runtime/internal.h"
 #include "runtime/cond.h"
 #include "base/clock.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -51,12 +53,15 @@ EXPORT void canal_cond_destroy(struct canal_cond *c)
 	free(c);
 }
 
-void canal__cond_register(struct canal_cond *c, struct canal__cond_waiter *w,
-			  struct canal__task *t, uint32_t reason)
+static void cond_register(struct canal_cond *c, struct canal__cond_waiter *w,
+			  struct canal__task *t, uint32_t reason,
+			  uint32_t keep)
 {
 	w->task = t;
 	w->reason = reason;
 	w->next = NULL;
+	/* (Published by the unlock below, as the rest.) */
+	atomic_store_explicit(&w->keep, keep, memory_order_relaxed);
 	canal__spin_lock(&c->lock);
 	w->prev = c->tail;
 	if (c->tail)
@@ -66,6 +71,12 @@ void canal__cond_register(struct canal_cond *c, struct canal__cond_waiter *w,
 	c->tail = w;
 	atomic_store_explicit(&w->linked, true, memory_order_relaxed);
 	canal__spin_unlock(&c->lock);
+}
+
+void canal__cond_register(struct canal_cond *c, struct canal__cond_waiter *w,
+			  struct canal__task *t, uint32_t reason)
+{
+	cond_register(c, w, t, reason, KEEP_NONE);
 }
 
 /* Take w out of the list (c->lock held); linked is left to the caller. */
@@ -94,6 +105,61 @@ void canal__cond_unregister(struct canal_cond *c,
 		atomic_store_explicit(&w->linked, false, memory_order_relaxed);
 	}
 	canal__spin_unlock(&c->lock);
+}
+
+void canal__cond_register_keep(struct canal_cond *c,
+			       struct canal__cond_waiter *w,
+			       struct canal__task *t)
+{
+	cond_register(c, w, t, WAKE_CANCELED, KEEP_IN);
+}
+
+/* A signal's taking of w is over (its last touch of w): wait for it. */
+static void keep_wait_done(struct canal__cond_waiter *w)
+{
+	while (atomic_load_explicit(&w->keep, memory_order_acquire) !=
+	       KEEP_DONE)
+		sched_yield();
+}
+
+bool canal__cond_keep_taken(struct canal__cond_waiter *w)
+{
+	/* Pairs with the fence in cond_wake: either this load sees
+	 * KEEP_TAKEN, or the signal's second try sees the wake armed. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&w->keep, memory_order_relaxed) == KEEP_IN)
+		return false;
+	keep_wait_done(w);
+	return true;
+}
+
+bool canal__cond_unregister_keep(struct canal_cond *c,
+				 struct canal__cond_waiter *w)
+{
+	/* Unlinked by a signal that won the wake (KEEP_IN left as it was):
+	 * that signal made the task runnable after its last touch. */
+	if (!atomic_load_explicit(&w->linked, memory_order_acquire)) {
+		if (atomic_load_explicit(&w->keep, memory_order_acquire) ==
+		    KEEP_IN)
+			return false;
+		keep_wait_done(w); /* taken: its signaller's last touch */
+		return true;
+	}
+	uint32_t in = KEEP_IN;
+	if (!atomic_compare_exchange_strong_explicit(&w->keep, &in,
+						     KEEP_LEAVING,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		keep_wait_done(w); /* taken: c is not ours to touch */
+		return true;
+	}
+	canal__spin_lock(&c->lock);
+	if (atomic_load_explicit(&w->linked, memory_order_relaxed)) {
+		unlink_waiter(c, w);
+		atomic_store_explicit(&w->linked, false, memory_order_relaxed);
+	}
+	canal__spin_unlock(&c->lock);
+	return false;
 }
 
 /*
@@ -125,22 +191,43 @@ static int cond_wake(struct canal_cond *c, int max)
 	for (struct canal__cond_waiter *w = c->head, *next; w && n < max;
 	     w = next) {
 		next = w->next;
-		if (canal__task_win(w->task, w->reason)) {
-			unlink_waiter(c, w);
-			w->next = NULL;
-			*last = w;
-			last = &w->next;
-			n++;
+		bool wake_it = canal__task_win(w->task, w->reason);
+		if (!wake_it) {
+			/* A kept waiter whose task is between two parks is
+			 * taken all the same (cond.h); any other is skipped. */
+			uint32_t in = KEEP_IN;
+			if (!atomic_compare_exchange_strong_explicit(
+				    &w->keep, &in, KEEP_TAKEN,
+				    memory_order_seq_cst,
+				    memory_order_relaxed))
+				continue;
+			atomic_thread_fence(memory_order_seq_cst);
+			wake_it = canal__task_win(w->task, w->reason);
 		}
+		unlink_waiter(c, w);
+		w->wake_it = wake_it;
+		w->next = NULL;
+		*last = w;
+		last = &w->next;
+		n++;
 	}
 	canal__spin_unlock(&c->lock);
 	while (won) {
 		struct canal__cond_waiter *w = won;
 		struct canal__task *t = w->task;
+		bool wake_it = w->wake_it;
+		bool taken = atomic_load_explicit(&w->keep,
+						  memory_order_relaxed) ==
+			     KEEP_TAKEN;
 		won = w->next;
-		/* The last touch of w: its task may return once runnable. */
+		/* The last touch of w: its task may return once runnable,
+		 * or (taken, its wake not won here) once KEEP_DONE. */
 		atomic_store_explicit(&w->linked, false, memory_order_release);
-		canal__task_make_runnable(t);
+		if (taken)
+			atomic_store_explicit(&w->keep, KEEP_DONE,
+					      memory_order_release);
+		if (wake_it)
+			canal__task_make_runnable(t);
 	}
 	if (outside)
 		canal__outside_wake_end();

@@ -517,6 +517,26 @@ static bool interrupted(int32_t res)
 	return res == -EINTR || (res <= -512 && res >= -516);
 }
 
+/* A connect's kept registration (io_run_until) ends: unregistered. */
+static void keep_end(struct canal_cond *cancel, struct canal__cond_waiter *kw,
+		     bool kept)
+{
+	if (kept)
+		(void)canal__cond_unregister_keep(cancel, kw);
+}
+
+/* A connect's kept registration was taken by a signal (or one won the
+ * wake of the task, armed, not yet parked): the connect ends
+ * -ECANCELED, nothing started. */
+static int keep_cancelled(struct canal__task *t, struct canal_cond *cancel,
+			  struct canal__cond_waiter *kw)
+{
+	if (!canal__task_disarm(t))
+		(void)canal__task_park(t, CANAL_NO_DEADLINE); /* its push */
+	(void)canal__cond_unregister_keep(cancel, kw);
+	return -ECANCELED;
+}
+
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -569,20 +589,35 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	if (timeout_ns == 0 && !uring_connect0)
 		return -ETIMEDOUT;
 	uint64_t give_up = 0; /* a connect's SO_SNDTIMEO (sndtimeo_deadline) */
+	/* A connect started again after pauses waits from its first pause
+	 * to its end with one kept registration on cancel (cond.h): a
+	 * signal between two parks (a pause's timer won, the task queued or
+	 * starting the connect again) was skipped, lost, and the connect
+	 * went on (test_revrt_connect_retry_signal). */
+	struct canal__cond_waiter kw;
+	bool kept = false;
+	uint32_t why;
 	for (uint64_t retry_ns = CONNECT_RETRY_MIN_NS;;) {
 		op->task = t;
 		op->done = false;
 		canal__task_arm(t);
+		if (kept && canal__cond_keep_taken(&kw))
+			return keep_cancelled(t, cancel, &kw);
 		int r = rt->backend->submit(l, op);
 		if (r >= 0)
 			break;
-		/* Nothing will complete: take the wake back (nobody else
-		 * could have won it). */
-		canal__task_disarm(t);
-		if (r == -EPERM && op->kind != IO_SQE)
+		/* Nothing will complete: take the wake back (only a kept
+		 * registration's signal could have won it). */
+		if (!canal__task_disarm(t))
+			return keep_cancelled(t, cancel, &kw);
+		if (r == -EPERM && op->kind != IO_SQE) {
+			keep_end(cancel, &kw, kept);
 			return io_blocking(op, timeout_ns); /* not pollable */
-		if (r != -EAGAIN || op->kind != IO_CONNECT)
+		}
+		if (r != -EAGAIN || op->kind != IO_CONNECT) {
+			keep_end(cancel, &kw, kept);
 			return r;
+		}
 		/* A connect the backend could neither complete nor wait
 		 * for (epoll: a Unix socket in blocking mode whose
 		 * listener's backlog is full, where connect(2) would wait
@@ -595,24 +630,40 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		uint64_t now = canal_now_ns();
 		if (!give_up)
 			give_up = sndtimeo_deadline(op->fd, now);
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		if (now >= give_up)
-			return -EAGAIN;
+		if (now >= deadline || now >= give_up) {
+			keep_end(cancel, &kw, kept);
+			return now >= deadline ? -ETIMEDOUT : -EAGAIN;
+		}
 		uint64_t end = give_up < deadline ? give_up : deadline;
 		uint64_t until = end - now > retry_ns ? now + retry_ns : end;
 		if (retry_ns < CONNECT_RETRY_MAX_NS)
 			retry_ns *= 2;
+		if (cancel && !kept) {
+			canal__cond_register_keep(cancel, &kw, t);
+			kept = true;
+		}
 		canal__task_arm(t);
-		if (canal__io_park_cancellable(t, until, cancel) ==
-		    WAKE_CANCELED)
+		if (kept && canal__cond_keep_taken(&kw))
+			return keep_cancelled(t, cancel, &kw);
+		if (canal__task_park(t, until) == WAKE_CANCELED) {
+			keep_end(cancel, &kw, kept);
 			return -ECANCELED;
+		}
 		l = canal__this_loop(); /* (it may have moved meanwhile) */
 	}
 	t->pinned++;
 	l->inflight++; /* (a backend may have completed it already: then
 			* its -- came first; the count is this thread's) */
-	uint32_t why = canal__io_park_cancellable(t, deadline, cancel);
+	if (kept) {
+		why = canal__task_park(t, deadline);
+		/* Taken while the task was not armed: as a signal that won
+		 * its wake, unless the completion came first. */
+		if (canal__cond_unregister_keep(cancel, &kw) &&
+		    why == WAKE_TIMEDOUT)
+			why = WAKE_CANCELED;
+	} else {
+		why = canal__io_park_cancellable(t, deadline, cancel);
+	}
 	/* An ASYNC_CANCEL again every millisecond until the completion
 	 * comes (as for a chain): one can find nothing while the kernel
 	 * moves the op between its states (a blocking Unix connect to a
