@@ -114,6 +114,24 @@ static void lost(struct canal__loop *l, struct canal_io_rstream *s)
 		s->capped = l->rt->backend->rstream_cancel(l, s);
 }
 
+/*
+ * A CQE of the receive, not its last, after its cap (or lost bytes) asked
+ * for its end: the cancel is sent again at each such CQE. The one sent
+ * may not have reached the receive yet, or may have found nothing, as an
+ * ASYNC_CANCEL can while the kernel moves a request between its states
+ * (io.c, test_revrt_cancel_resend): sent once, the receive stayed armed
+ * and the stream kept every later byte past its cap, holding the loop's
+ * shared buffers (test_revrt_rstream_cap_resend). One not sent (no SQE
+ * free) is tried at the next CQE as well. A cancel sent here goes in
+ * right after the reap (backend_uring.c), before any later arming of the
+ * stream: a stale one finds nothing.
+ */
+static void resend_cancel(struct canal__loop *l, struct canal_io_rstream *s)
+{
+	if (l->rt->backend->rstream_cancel(l, s))
+		s->capped = true;
+}
+
 void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
 			   int32_t res, uint32_t flags, char *data,
 			   unsigned bid)
@@ -140,6 +158,8 @@ void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
 		 * (it would skip them); in close, nothing is read any more. */
 		l->rt->backend->buf_put(l, bid);
 		data = NULL;
+		if (s->err && s->armed)
+			resend_cancel(l, s);
 	}
 	if (data) {
 		uint32_t n = res > 0 ? (uint32_t)res : 0, off = 0;
@@ -155,10 +175,9 @@ void canal__io_rstream_cqe(struct canal__loop *l, struct canal_io_rstream *s,
 			lost(l, s);
 		if (data)
 			l->rt->backend->buf_put(l, bid);
-		if (s->hcount >= CANAL__RS_HOLD_MAX && s->armed && !s->capped)
-			/* Enough kept: the rest waits in the socket (a cancel
-			 * that found no SQE is tried again at the next CQE). */
-			s->capped = l->rt->backend->rstream_cancel(l, s);
+		if (s->hcount >= CANAL__RS_HOLD_MAX && s->armed)
+			/* Enough kept: the rest waits in the socket. */
+			resend_cancel(l, s);
 	}
 	if (s->closing ? !s->armed
 		       : s->waiting && has_news(s) &&
