@@ -7,18 +7,15 @@
 #define CANAL_TEST_ENGINE_JOB_H
 
 #include "check.h"
+#include "seccomp_filter.h"
 
 #include <canal/engine.h>
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -149,25 +146,13 @@ static inline int job_have_ucx(void)
  * this filter does not know, a kernel without seccomp filters). */
 static inline int job_refuse_reads(void)
 {
-#if defined(__x86_64__)
-	const unsigned arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-	const unsigned arch = AUDIT_ARCH_AARCH64;
-#else
-	const unsigned arch = 0;
-#endif
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		SECCOMP_TEST_PROLOGUE,
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { (unsigned short)(sizeof f / sizeof f[0]), f };
-	if (!arch || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+	if (!seccomp_test_install(f, sizeof f / sizeof f[0]))
 		return 0;
 	char b;
 	struct iovec l = { &b, 1 }, r = { &b, 1 };

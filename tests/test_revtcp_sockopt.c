@@ -14,6 +14,7 @@
  * never accepts) must still end by its deadline, not block in recv() for
  * ever (the child's alarm is the hang guard). */
 #include "engine_job.h"
+#include "seccomp_filter.h"
 
 #include <netinet/tcp.h>
 
@@ -23,18 +24,8 @@
  * 0 where it cannot be done. */
 static int refuse_sockopt(int level, int opt)
 {
-#if defined(__x86_64__)
-	const unsigned arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-	const unsigned arch = AUDIT_ARCH_AARCH64;
-#else
-	const unsigned arch = 0;
-#endif
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		SECCOMP_TEST_PROLOGUE,
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		/* the low words of args[1] (level) and args[2] (optname) */
@@ -46,9 +37,7 @@ static int refuse_sockopt(int level, int opt)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOPROTOOPT),
 	};
-	struct sock_fprog prog = { (unsigned short)(sizeof f / sizeof f[0]), f };
-	if (!arch || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+	if (!seccomp_test_install(f, sizeof f / sizeof f[0]))
 		return 0;
 	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 	CHECK(s >= 0);

@@ -1,0 +1,42 @@
+/* seccomp_filter.h - the part of a test's seccomp filter that every one
+ * repeats: the architecture check and the load of the syscall number, and
+ * the install. */
+#ifndef CANAL_TEST_SECCOMP_FILTER_H
+#define CANAL_TEST_SECCOMP_FILTER_H
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+/* This build's architecture for seccomp_data.arch; 0: one these tests do
+ * not know (no filter is installed). */
+#if defined(__x86_64__)
+#define SECCOMP_TEST_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SECCOMP_TEST_ARCH AUDIT_ARCH_AARCH64
+#else
+#define SECCOMP_TEST_ARCH 0
+#endif
+
+/* A filter's first statements: a syscall of another architecture is
+ * allowed; then the accumulator holds the syscall number. */
+#define SECCOMP_TEST_PROLOGUE                                                  \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_TEST_ARCH, 1, 0),          \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                          \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+
+/* Install the filter f of n statements on this thread (and the threads it
+ * creates afterwards): 1, or 0 where it cannot be done (an architecture
+ * this header does not know, a kernel without seccomp filters). */
+static inline int seccomp_test_install(struct sock_filter *f, size_t n)
+{
+	struct sock_fprog prog = { (unsigned short)n, f };
+	return SECCOMP_TEST_ARCH && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+#endif
