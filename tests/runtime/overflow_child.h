@@ -8,6 +8,8 @@
 
 #include <canal/task.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +98,39 @@ static inline void overflow_child_report(const char *label,
 	fprintf(stderr, "%s (%s): %s %d; stderr: %s\n", label,
 		guard ? guard : "default", WIFSIGNALED(st) ? "signal" : "exit",
 		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), buf);
+}
+
+/* A child's body (overflow_child_run) that dumps no core:
+ * overflow_child_runtime(arg). */
+static inline void overflow_child_nocore(void *arg)
+{
+	struct rlimit rl = {0, 0};
+	setrlimit(RLIMIT_CORE, &rl);
+	overflow_child_runtime(arg);
+}
+
+/* A forked child (overflow_child_nocore, default guard) whose first task
+ * is fn: 0 when it exited 0, 1 when it aborted with task 2's overflow
+ * report, which names how. Else says so (label; step and its value:
+ * which child of the test) and fails the test. */
+static inline int overflow_child_task2(void (*fn)(void *), const char *how,
+				       const char *label, const char *step,
+				       size_t value)
+{
+	char buf[4096];
+	struct overflow_main m = {fn};
+	int st = overflow_child_run(NULL, overflow_child_nocore, &m, buf,
+				    sizeof(buf));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
+	      strstr(buf, "canal: task 2 overflowed its stack of") &&
+	      strstr(buf, how))) {
+		fprintf(stderr, "%s %zu: ", step, value);
+		overflow_child_report(label, NULL, st, buf);
+		CHECK(0);
+	}
+	return 1;
 }
 
 #endif

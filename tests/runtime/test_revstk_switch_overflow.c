@@ -24,7 +24,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 static size_t gap;
@@ -68,15 +67,6 @@ static void spawn_main(void *arg)
 	CHECK_EQ(canal_spawn(near_bottom, NULL), 0);
 }
 
-static void child(void *arg)
-{
-	(void)arg;
-	struct rlimit rl = {0, 0};
-	setrlimit(RLIMIT_CORE, &rl);
-	struct overflow_main m = {spawn_main};
-	overflow_child_runtime(&m);
-}
-
 int main(void)
 {
 #ifdef SANITIZED
@@ -86,21 +76,11 @@ int main(void)
 #endif
 	int clean = 0, reported = 0;
 	for (gap = 0; gap <= 1024; gap += 8) {
-		char buf[4096];
-		int st = overflow_child_run(NULL, child, NULL, buf,
-					    sizeof(buf));
-		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		if (overflow_child_task2(spawn_main, "fault in its guard page",
+					 "switch overflow", "gap", gap))
+			reported++;
+		else
 			clean++;
-			continue;
-		}
-		if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
-		      strstr(buf, "canal: task 2 overflowed its stack of") &&
-		      strstr(buf, "fault in its guard page"))) {
-			fprintf(stderr, "gap %zu: ", gap);
-			overflow_child_report("switch overflow", NULL, st, buf);
-			CHECK(0);
-		}
-		reported++;
 	}
 	CHECK(reported > 0);
 	printf("test_revstk_switch_overflow: ok (%d reported, %d clean)\n",
