@@ -22,19 +22,11 @@
  * library's sources (tests/engine_fuzz/CMakeLists.txt); `make test` runs it
  * for a few seconds from the seed corpus beside this file.
  */
-#include <canal/base.h>
-#include <canal/engine.h>
+#define FUZZ_NAME "fuzz_frames"
+#include "fuzz_pair.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "engine/internal.h"
 #include "engine/transfer/driver.h"
 
 #define NR 6
@@ -53,51 +45,6 @@ struct pair {
 static struct pair *pairs[2]; /* by driver */
 static const char *const driver_names[2] = { "shm", "tcp" };
 
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "fuzz_frames: %s: %s\n", what, canal_strerror(err));
-	abort();
-}
-
-struct opener {
-	struct pair *p;
-	int rank;
-	const char *driver;
-	int err;
-};
-
-static void *open_rank(void *arg)
-{
-	struct opener *o = arg;
-	struct canal_engine_options opt;
-	canal_engine_options_init(&opt);
-	opt.rank = o->rank;
-	opt.size = 2;
-	opt.dir = o->p->dir;
-	opt.driver = o->driver;
-	opt.strategy = "default";
-	opt.connect = "eager"; /* the fake peer's driver exists from the start */
-	opt.connect_timeout_ms = 20000;
-	o->err = canal_engine_open(&opt, &o->p->e[o->rank]);
-	return NULL;
-}
-
-static void rmdir_all(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	char path[512];
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.') {
-			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-	closedir(d);
-	rmdir(dir);
-}
-
 static void post_receives(struct pair *p, int from)
 {
 	for (int i = from; i < NR; i++) {
@@ -114,17 +61,7 @@ static struct pair *pair_open(int drv)
 	if (!p)
 		abort();
 	snprintf(p->dir, sizeof p->dir, "/tmp/canal-fuzz-frames.XXXXXX");
-	if (!mkdtemp(p->dir))
-		die("mkdtemp", -errno);
-	struct opener o[2] = { { p, 0, driver_names[drv], 0 },
-			       { p, 1, driver_names[drv], 0 } };
-	pthread_t t;
-	if (pthread_create(&t, NULL, open_rank, &o[1]))
-		abort();
-	open_rank(&o[0]);
-	pthread_join(t, NULL);
-	if (o[0].err || o[1].err)
-		die("canal_engine_open", o[0].err ? o[0].err : o[1].err);
+	fuzz_open_pair(p->dir, driver_names[drv], NULL, p->e);
 	for (int i = 0; i < NR; i++)
 		if (!(p->rb[i] = malloc(RB_LEN)))
 			abort();
@@ -137,12 +74,7 @@ static struct pair *pair_open(int drv)
 static void pair_close(struct pair *p, int drv)
 {
 	char why[160];
-	int gerr = canal_engine_gate_error(p->e[0], 1, why, sizeof why);
-	if (gerr != -EPROTO || !strstr(why, "peer 1")) {
-		fprintf(stderr, "fuzz_frames (%s): gate error %d \"%s\"\n",
-			driver_names[drv], gerr, why);
-		abort();
-	}
+	fuzz_gate_check(p->e[0], driver_names[drv], why, sizeof why);
 	for (int i = 0; i < NR; i++) {
 		if (!p->r[i])
 			continue;
@@ -152,23 +84,10 @@ static void pair_close(struct pair *p, int drv)
 	}
 	canal_engine_close(p->e[1]);
 	canal_engine_close(p->e[0]);
-	rmdir_all(p->dir);
+	fuzz_rmdir_all(p->dir);
 	for (int i = 0; i < NR; i++)
 		free(p->rb[i]);
 	free(p);
-}
-
-static bool closed(const struct pair *p)
-{
-	return p->e[0]->gates[1].error != 0;
-}
-
-static void progress(struct pair *p, int rounds)
-{
-	for (int k = 0; k < rounds; k++) {
-		canal_engine_progress(p->e[0]);
-		canal_engine_progress(p->e[1]);
-	}
 }
 
 /* Completed receives are posted again, so that data keeps finding both
@@ -184,7 +103,7 @@ static void repost(struct pair *p)
 		p->r[i] = NULL; /* completed (0 or an error) and freed */
 		if (done < 0 && done != -EMSGSIZE && done != -EPROTO)
 			die("receive", done);
-		if (closed(p))
+		if (fuzz_closed(p->e))
 			continue;
 		if (canal_engine_irecv(p->e[0], 1, (unsigned)(i % 4), p->rb[i],
 				       RB_LEN, &p->r[i]))
@@ -206,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pair *p = pairs[drv];
 	struct canal__driver *fake = p->e[1]->gates[0].drv;
 	bool first = true;
-	while (size > 0 && !closed(p)) {
+	while (size > 0 && !fuzz_closed(p->e)) {
 		size_t n = size >= 2 ? (size_t)data[0] | (size_t)data[1] << 8 : 0;
 		size_t hdr = size >= 2 ? 2 : size;
 		data += hdr;
@@ -224,13 +143,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					break;
 			} else {
 				size_t off = 0;
-				while (off < n && !closed(p)) {
+				while (off < n && !fuzz_closed(p->e)) {
 					int k = canal__tcp_inject(fake, data + off,
 								  n - off);
 					if (k < 0)
 						break;
 					off += (size_t)k;
-					progress(p, 1);
+					fuzz_progress(p->e, 1);
 				}
 			}
 		} else if (n > 0) {
@@ -239,19 +158,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			unsigned spins = 0;
 			while ((err = fake->ops->send(fake, &v, 1, n)) ==
 				       -EAGAIN &&
-			       !closed(p) && ++spins < 100000)
-				progress(p, 1);
+			       !fuzz_closed(p->e) && ++spins < 100000)
+				fuzz_progress(p->e, 1);
 			if (err && err != -EAGAIN)
 				break; /* the fake's side failed: stop */
 		}
 		first = false;
 		data += n;
 		size -= n;
-		progress(p, 4);
+		fuzz_progress(p->e, 4);
 		repost(p);
 	}
-	progress(p, 8);
-	if (closed(p)) {
+	fuzz_progress(p->e, 8);
+	if (fuzz_closed(p->e)) {
 		pair_close(p, drv);
 		pairs[drv] = NULL;
 	}

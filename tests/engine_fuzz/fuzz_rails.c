@@ -47,20 +47,12 @@
  * Built like fuzz_frames.c (tests/engine_fuzz/CMakeLists.txt); `make test`
  * runs it for a few seconds from corpus-rails/ beside this file.
  */
-#include <canal/base.h>
-#include <canal/engine.h>
+#define FUZZ_NAME "fuzz_rails"
+#include "fuzz_pair.h"
 
-#include <dirent.h>
 #include <endian.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "engine/internal.h"
 #include "engine/transfer/driver.h"
 
 #define RAILS 2
@@ -139,12 +131,6 @@ static struct rpair *pairs[2];
 static void fail(const struct rpair *p, const char *what)
 {
 	fprintf(stderr, "fuzz_rails (%s): %s\n", p ? kinds[p->kind] : "-", what);
-	abort();
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "fuzz_rails: %s: %s\n", what, canal_strerror(err));
 	abort();
 }
 
@@ -379,62 +365,10 @@ static void unhook(struct rpair *p)
 
 /* --- the pair --- */
 
-struct opener {
-	struct rpair *p;
-	int rank;
-	int err;
-};
-
-static void *open_rank(void *arg)
-{
-	struct opener *o = arg;
-	struct canal_engine_options opt;
-	canal_engine_options_init(&opt);
-	opt.rank = o->rank;
-	opt.size = 2;
-	opt.dir = o->p->dir;
-	opt.driver = kinds[o->p->kind];
-	opt.bind = o->p->kind == 0 ? "127.0.0.1,127.0.0.1" : NULL;
-	opt.strategy = "default";
-	opt.connect = "eager";
-	opt.connect_timeout_ms = 20000;
-	o->err = canal_engine_open(&opt, &o->p->e[o->rank]);
-	return NULL;
-}
-
 static void *close_rank(void *arg)
 {
 	canal_engine_close(arg);
 	return NULL;
-}
-
-static void rmdir_all(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	char path[512];
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.') {
-			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-	closedir(d);
-	rmdir(dir);
-}
-
-static bool closed(const struct rpair *p)
-{
-	return p->e[0]->gates[1].error != 0;
-}
-
-static void progress(struct rpair *p, int rounds)
-{
-	for (int k = 0; k < rounds; k++) {
-		canal_engine_progress(p->e[0]);
-		canal_engine_progress(p->e[1]);
-	}
 }
 
 static void *xmalloc(size_t n)
@@ -477,16 +411,8 @@ static struct rpair *pair_open(int kind)
 		abort();
 	p->kind = kind;
 	snprintf(p->dir, sizeof p->dir, "/tmp/canal-fuzz-rails.XXXXXX");
-	if (!mkdtemp(p->dir))
-		die("mkdtemp", -errno);
-	struct opener o[2] = { { p, 0, 0 }, { p, 1, 0 } };
-	pthread_t t;
-	if (pthread_create(&t, NULL, open_rank, &o[1]))
-		abort();
-	open_rank(&o[0]);
-	pthread_join(t, NULL);
-	if (o[0].err || o[1].err)
-		die("canal_engine_open", o[0].err ? o[0].err : o[1].err);
+	fuzz_open_pair(p->dir, kinds[kind],
+		       kind == 0 ? "127.0.0.1,127.0.0.1" : NULL, p->e);
 	p->seqs = calloc(SEQ_CAP, sizeof *p->seqs);
 	if (!p->seqs)
 		abort();
@@ -523,7 +449,7 @@ static void pair_free(struct rpair *p)
 		abort();
 	canal_engine_close(p->e[0]);
 	pthread_join(t, NULL);
-	rmdir_all(p->dir);
+	fuzz_rmdir_all(p->dir);
 	for (int i = 0; i < NSMALL; i++)
 		free(p->small_buf[i]);
 	for (int t2 = 0; t2 < 2; t2++)
@@ -561,7 +487,7 @@ static void reap(struct rpair *p)
 			die("receive", done);
 		if (!p->tainted && done != -EPROTO)
 			fail(p, "a message on tags 0-3 from legitimate traffic");
-		if (!closed(p))
+		if (!fuzz_closed(p->e))
 			post_small(p, i);
 	}
 	for (int t = 0; t < 2; t++) {
@@ -585,10 +511,10 @@ static void reap(struct rpair *p)
 			for (size_t i = 0; i < m.len; i++)
 				if (p->big_buf[t][i] != pattern(m.id, i))
 					fail(p, "a message corrupted");
-		} else if (done < 0 && !p->tainted && !closed(p)) {
+		} else if (done < 0 && !p->tainted && !fuzz_closed(p->e)) {
 			fail(p, "a receive failed on an open gate");
 		}
-		if (!closed(p))
+		if (!fuzz_closed(p->e))
 			post_big(p, t);
 	}
 	for (int i = 0; i < MSG_MAX; i++) {
@@ -600,7 +526,7 @@ static void reap(struct rpair *p)
 		p->msend[i] = NULL;
 		free(p->msend_buf[i]);
 		p->msend_buf[i] = NULL;
-		if (done < 0 && !p->tainted && !closed(p))
+		if (done < 0 && !p->tainted && !fuzz_closed(p->e))
 			die("rank 1's send", done);
 	}
 	for (int i = 0; i < SEND0_MAX; i++) {
@@ -612,7 +538,7 @@ static void reap(struct rpair *p)
 		p->s0[i] = NULL;
 		free(p->s0_buf[i]);
 		p->s0_buf[i] = NULL;
-		if (done < 0 && !closed(p))
+		if (done < 0 && !fuzz_closed(p->e))
 			die("rank 0's send", done);
 	}
 	if (p->r1) {
@@ -632,9 +558,9 @@ static void inject(struct rpair *p, int rail, const unsigned char *f, size_t n)
 	struct iovec v = { (void *)f, n };
 	int err;
 	unsigned spins = 0;
-	while ((err = orig->send(s, &v, 1, n)) == -EAGAIN && !closed(p) &&
+	while ((err = orig->send(s, &v, 1, n)) == -EAGAIN && !fuzz_closed(p->e) &&
 	       ++spins < SPINS)
-		progress(p, 1);
+		fuzz_progress(p->e, 1);
 	if (err)
 		return;
 	p->injected[rail] += n;
@@ -656,9 +582,9 @@ static void release_held(struct rpair *p, bool reversed)
 		unsigned spins = 0;
 		int err;
 		while ((err = orig->send(s, &v, 1, f->len)) == -EAGAIN &&
-		       !closed(p) && ++spins < SPINS)
-			progress(p, 1);
-		if (err == -EAGAIN && !closed(p))
+		       !fuzz_closed(p->e) && ++spins < SPINS)
+			fuzz_progress(p->e, 1);
+		if (err == -EAGAIN && !fuzz_closed(p->e))
 			fail(p, "a rail takes nothing (hang)");
 		free(f->b);
 	}
@@ -729,7 +655,7 @@ static void op_msg(struct rpair *p, int t, const unsigned char *a, size_t n,
 	if (err) {
 		free(b);
 		p->msend[slot] = NULL;
-		if (!p->tainted && !closed(p))
+		if (!p->tainted && !fuzz_closed(p->e))
 			die("rank 1's isend", err);
 		return;
 	}
@@ -759,7 +685,7 @@ static void op_send0(struct rpair *p, const unsigned char *a, size_t n,
 	if (err) {
 		free(b);
 		p->s0[slot] = NULL;
-		if (!closed(p))
+		if (!fuzz_closed(p->e))
 			die("rank 0's isend", err);
 		return;
 	}
@@ -775,8 +701,8 @@ static void op_engine(struct rpair *p, const unsigned char *a, size_t n)
 	int err;
 	unsigned spins = 0;
 	while ((err = p->d1->ops->send(p->d1, &v, 1, n)) == -EAGAIN &&
-	       !closed(p) && ++spins < SPINS)
-		progress(p, 1);
+	       !fuzz_closed(p->e) && ++spins < SPINS)
+		fuzz_progress(p->e, 1);
 }
 
 /* The end of an input: what is held goes out; untainted, every message of
@@ -784,8 +710,8 @@ static void op_engine(struct rpair *p, const unsigned char *a, size_t n)
 static void drain(struct rpair *p)
 {
 	release_held(p, false);
-	for (unsigned k = 0; k < SPINS && !closed(p); k++) {
-		progress(p, 1);
+	for (unsigned k = 0; k < SPINS && !fuzz_closed(p->e); k++) {
+		fuzz_progress(p->e, 1);
 		reap(p);
 		bool busy = false;
 		for (int i = 0; i < MSG_MAX; i++)
@@ -795,19 +721,14 @@ static void drain(struct rpair *p)
 		if (!busy)
 			return;
 	}
-	if (!closed(p) && !p->tainted)
+	if (!fuzz_closed(p->e) && !p->tainted)
 		fail(p, "rank 1's messages not delivered (lost or hung)");
 }
 
 static void pair_check_closed(struct rpair *p)
 {
 	char why[160];
-	int gerr = canal_engine_gate_error(p->e[0], 1, why, sizeof why);
-	if (gerr != -EPROTO || !strstr(why, "peer 1")) {
-		fprintf(stderr, "fuzz_rails (%s): gate error %d \"%s\"\n",
-			kinds[p->kind], gerr, why);
-		abort();
-	}
+	fuzz_gate_check(p->e[0], kinds[p->kind], why, sizeof why);
 	if (getenv("FUZZ_RAILS_VERBOSE")) /* which check refused the input */
 		fprintf(stderr, "fuzz_rails (%s): gate closed: %s\n",
 			kinds[p->kind], why);
@@ -842,7 +763,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!pairs[kind])
 		pairs[kind] = pair_open(kind);
 	struct rpair *p = pairs[kind];
-	while (size > 0 && !closed(p)) {
+	while (size > 0 && !fuzz_closed(p->e)) {
 		size_t n = size >= 2 ? (size_t)data[0] | (size_t)data[1] << 8 : 0;
 		size_t hdr = size >= 2 ? 2 : size;
 		data += hdr;
@@ -852,7 +773,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n == 0) {
 			if (size == 0)
 				break;
-			progress(p, 4); /* an empty operation: time passes */
+			fuzz_progress(p->e, 4); /* an empty operation: time passes */
 			reap(p);
 			continue;
 		}
@@ -904,14 +825,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		data += n;
 		size -= n;
-		progress(p, 2);
+		fuzz_progress(p->e, 2);
 		reap(p);
 	}
-	if (!closed(p))
+	if (!fuzz_closed(p->e))
 		drain(p);
-	progress(p, 8);
+	fuzz_progress(p->e, 8);
 	reap(p);
-	if (closed(p)) {
+	if (fuzz_closed(p->e)) {
 		pair_check_closed(p);
 		pair_free(p);
 		pairs[kind] = NULL;
