@@ -35,6 +35,15 @@
  *  - Stacks are committed on demand: a task costs the pages its stack
  *    touched. A task that overflows its stack is reported (task id, stack
  *    size) and the process aborts; see canal_run_options.stack_size.
+ *  - Signal handlers: each loop thread (and the thread that runs detached
+ *    tasks) has an alternate signal stack of 64 KiB (sigaltstack), where
+ *    the runtime's SIGSEGV handler and any handler installed with
+ *    SA_ONSTACK run, with an inaccessible guard page below it. A handler
+ *    that runs off its bottom is reported ("overflowed the alternate
+ *    signal stack") and the process aborts; nothing below it is written.
+ *    Handlers without SA_ONSTACK run on the task's stack (a task's stack
+ *    with no room left for the signal's frame is reported as its
+ *    overflow).
  */
 #ifndef CANAL_TASK_H
 #define CANAL_TASK_H

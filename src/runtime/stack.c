@@ -897,8 +897,24 @@ static uintptr_t fault_sp(const void *uc)
  * kernel's AT_MINSIGSTKSZ, its red zone and alignment): set at install. */
 static uintptr_t sigframe_room = 8192;
 
+/* This thread's alternate signal stack's guard page, [alt_guard,
+ * alt_guard_end) (canal__altstack_setup), or NULL. */
+static _Thread_local char *alt_guard, *alt_guard_end;
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
+	/* A handler that ran off the bottom of this thread's alternate
+	 * stack (this one runs on it again: the kernel, the stack pointer
+	 * being off the alternate stack, starts a new frame at its top). */
+	char *fault = si->si_addr;
+	if (alt_guard && fault >= alt_guard && fault < alt_guard_end) {
+		static const char msg[] =
+			"canal: a signal handler overflowed the alternate signal "
+			"stack of its thread (64 KiB, fault in its guard page)\n";
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+			abort();
+		abort();
+	}
 	/* The call, not canal__this_loop()'s inline asm: the asm names the
 	 * loop's TLS variable where the linker's LTO pass does not see it,
 	 * and a program that uses the stack pool alone (a test) then lacked
@@ -988,19 +1004,34 @@ void canal__overflow_handler_remove(void)
  * which may have its own): put back at teardown. */
 static _Thread_local stack_t old_altstack;
 
+/* The mapping is [guard page][ALTSTACK_BYTES]: a handler that overflows
+ * the stack faults in the guard page (reported by segv_handler) instead of
+ * writing into the mapping below. *mem: the mapping's start. */
 int canal__altstack_setup(void **mem)
 {
 	*mem = NULL;
 #ifndef CANAL_RUNTIME_SANITIZED
-	void *m = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, page + ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
-	stack_t ss = {.ss_sp = m, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
-	if (sigaltstack(&ss, &old_altstack) != 0) {
-		munmap(m, ALTSTACK_BYTES);
-		return -errno;
+	/* A guard region (Linux 6.13: no mapping split), else a page made
+	 * inaccessible. */
+	if (madvise(m, page, MADV_GUARD_INSTALL) != 0 &&
+	    mprotect(m, page, PROT_NONE) != 0) {
+		munmap(m, page + ALTSTACK_BYTES);
+		return -ENOMEM;
 	}
+	stack_t ss = {.ss_sp = m + page, .ss_size = ALTSTACK_BYTES,
+		      .ss_flags = 0};
+	if (sigaltstack(&ss, &old_altstack) != 0) {
+		int err = -errno;
+		munmap(m, page + ALTSTACK_BYTES);
+		return err;
+	}
+	alt_guard = m;
+	alt_guard_end = m + page;
 	*mem = m;
 #endif
 	return 0;
@@ -1017,5 +1048,8 @@ void canal__altstack_teardown(void *mem)
 	} else {
 		sigaltstack(&old_altstack, NULL);
 	}
-	munmap(mem, ALTSTACK_BYTES);
+#ifndef CANAL_RUNTIME_SANITIZED
+	alt_guard = NULL;
+	munmap(mem, (size_t)sysconf(_SC_PAGESIZE) + ALTSTACK_BYTES);
+#endif
 }
