@@ -35,6 +35,19 @@
  *  - Stacks are committed on demand: a task costs the pages its stack
  *    touched. A task that overflows its stack is reported (task id, stack
  *    size) and the process aborts; see canal_run_options.stack_size.
+ *  - What catches an overflow: one inaccessible guard page (the page size,
+ *    4 KiB on x86-64) below each task's stack; the first access to it is
+ *    reported. (Where the kernel cannot give every stack a guard page,
+ *    Linux before 6.13 with very many tasks, the stacks beyond a budget
+ *    have a canary instead, checked at each switch.) A function whose
+ *    frame is larger than a page (big local arrays, alloca, VLAs) may move
+ *    the stack pointer past the guard page without touching it and write
+ *    into the stack of the task below, silently (a canary is missed the
+ *    same way), unless its code probes each page it takes: canal, its
+ *    tests and examples are built with -fstack-clash-protection where the
+ *    compiler has it, and code that runs in tasks should be too (GCC >= 8,
+ *    Clang >= 11), or keep its frames under a page. Frames of up to a
+ *    page are caught either way.
  *  - Signal handlers: each loop thread (and the thread that runs detached
  *    tasks) has an alternate signal stack of 64 KiB (sigaltstack), where
  *    the runtime's SIGSEGV handler and any handler installed with
