@@ -249,6 +249,8 @@ static void flush_backlog(struct loop *l)
 		for (unsigned k = 0; k < need && i < l->nback; k++)
 			*io_uring_get_sqe(&l->ring) = l->backlog[i++];
 	}
+	if (i == 0)
+		return; /* (backlog NULL while it never grew) */
 	l->nback -= i;
 	memmove(l->backlog, l->backlog + i, l->nback * sizeof *l->backlog);
 }
