@@ -4,18 +4,8 @@
 # and addresses come from PMIx (issue 16). Skips (77) without mpirun or
 # without PMIx support in canal.  Usage: test_engine_mpirun.sh JOB_BINARY
 job="$1"
-if ! command -v mpirun >/dev/null 2>&1; then
-	echo "test_engine_mpirun: SKIP: no mpirun (apt install openmpi-bin)"
-	exit 77
-fi
-if [ "$CANAL_HAVE_PMIX" != 1 ]; then
-	echo "test_engine_mpirun: SKIP: canal built without PMIx (apt install libpmix-dev)"
-	exit 77
-fi
-root=""
-[ "$(id -u)" = 0 ] && root="--allow-run-as-root"
-drivers="shm tcp"
-[ "$CANAL_HAVE_UCX" = 1 ] && drivers="$drivers ucx"
+. "$(dirname "$0")/mpirun_env.sh"
+mpirun_prelude test_engine_mpirun
 for d in $drivers; do
 	# TCP binds by subnet, as a job across hosts would (one setting for
 	# every host: transfer/ifaddr.h).
