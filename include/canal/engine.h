@@ -367,6 +367,9 @@ int canal_engine_gate_error(const struct canal_engine *e, int gate,
  * request for all of it (wait or test it once).
  * Returns 0, or -EINVAL (bad arguments, gate, tag or flags; more than 1024
  * pieces), -ENOMEM, or the gate's error (pack_end; the pack is freed).
+ * When pack_end fails (-ENOMEM, the gate's error) nothing of the message
+ * is sent and no request is made: later messages on (gate, tag) go as if
+ * the pack had not been made.
  * A piece of 4 GiB or more fails the whole message before any of it is
  * sent: pack_end returns 0 and its request reports -EMSGSIZE; later
  * messages on (gate, tag) go as if the pack had not been made.

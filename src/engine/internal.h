@@ -253,6 +253,9 @@ struct canal_engine {
 	 * (gate, tag) stays busy), free_session() frees them. Linked by
 	 * their link; initialised at open. */
 	struct canal__list remote_zombies;
+	/* pack.c's test hook (canal__engine_pack_fail_pieces): bit i set,
+	 * piece i of the next pack_end gets no request. */
+	uint64_t pack_faults;
 };
 
 /* The session lock (progress.c), taken by every public call that touches
@@ -458,6 +461,12 @@ void canal__remote_hub_rounds(struct canal_remote_hub *hub,
  * were). */
 uint64_t canal__remote_hub_fail_posts(struct canal_remote_hub *hub,
 				      uint64_t sends, uint64_t recvs);
+/* pack.c, for tests: from now on, piece i (counted from 0, in packing
+ * order) of a pack_end finds no memory for its request if bit i of
+ * pieces is set; each fault is met once. Returns the faults of the
+ * previous mask not yet met (0: all were). */
+uint64_t canal__engine_pack_fail_pieces(struct canal_engine *e,
+					uint64_t pieces);
 /* remote.c: free the session's list of FINs owed (free_session()). */
 struct canal__remote_owed;
 void canal__remote_owed_free(struct canal__remote_owed *list);

@@ -18,6 +18,7 @@
 #include "collect.h"
 
 #include "../schedule/schedule.h"
+#include "../transfer/lazy.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -120,6 +121,27 @@ EXPORT int canal_engine_pack(struct canal_engine_pack *p, const void *buf,
 
 static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req);
 
+uint64_t canal__engine_pack_fail_pieces(struct canal_engine *e,
+					uint64_t pieces)
+{
+	canal__engine_lock(e);
+	uint64_t left = e->pack_faults;
+	e->pack_faults = pieces;
+	canal__engine_unlock(e);
+	return left;
+}
+
+/* A send request for piece i of a pack; NULL: no memory (or the test
+ * hook's fault). */
+static struct canal_engine_req *piece_req_new(struct canal_engine *e, int i)
+{
+	if (i < 64 && (e->pack_faults >> i & 1)) {
+		e->pack_faults &= ~((uint64_t)1 << i);
+		return NULL;
+	}
+	return canal__req_new(e, REQ_SEND);
+}
+
 EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 				 struct canal_engine_req **req)
 {
@@ -141,10 +163,19 @@ EXPORT int canal_engine_pack_end(struct canal_engine_pack *p,
 static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 {
 	struct canal_engine *e = p->e;
-	int gerr = e->gates[p->gate].error;
-	if (gerr) {
+	struct canal__gate *g = &e->gates[p->gate];
+	int err = g->error;
+	/* Whatever can fail is done before any sequence number is taken: a
+	 * number taken and never sent leaves a hole in the flow, and every
+	 * later message of (gate, tag) waits behind it for ever (a hostile
+	 * review; test_rev_pack_hole, test_revpack_nomem). So: the lazy
+	 * connection, the pieces' sizes, a request for every piece (in
+	 * p->req, as many slots as pieces); a failure then sends nothing. */
+	if (!err && !e->native && !g->drv)
+		err = canal__lazy_connect(e, p->gate);
+	if (err) {
 		pack_free(p);
-		return gerr;
+		return err;
 	}
 	struct canal_engine_req *parent = canal__req_new(e, REQ_PACK);
 	if (!parent) {
@@ -154,9 +185,8 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 	parent->gate = p->gate;
 	parent->tag = p->tag;
 	/* A piece no packet header can describe (4 GiB or more) fails the
-	 * whole pack before any sequence number is taken: taken and never
-	 * sent, its number left a hole in the flow, and every later message
-	 * of (gate, tag) waited behind it for ever (a hostile review). */
+	 * whole message: pack_end returns 0, its request says -EMSGSIZE
+	 * (engine.h). */
 	for (int i = 0; i < p->n; i++) {
 		if (p->piece[i].len > UINT32_MAX) {
 			pack_free(p);
@@ -166,14 +196,25 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 			return 0;
 		}
 	}
+	for (int i = 0; i < p->n; i++) {
+		p->req[i] = piece_req_new(e, i);
+		if (!p->req[i]) {
+			while (i-- > 0)
+				canal__req_free(p->req[i]);
+			canal__req_free(parent);
+			pack_free(p);
+			return -ENOMEM;
+		}
+	}
 	/* Sequence numbers in packing order; queueing order: ordered pieces
-	 * first, reorderable ones after (they give way). What remains: a
-	 * piece that fails later (no memory for its request, a gate that
-	 * fails while the pack is queued) leaves its number unsent. */
-	struct canal__gate *g = &e->gates[p->gate];
+	 * first, reorderable ones after (they give way). With the driver in
+	 * place canal__sched_send cannot fail (a bulk start that fails
+	 * fails the gate, and 0 is returned); UCX's matching has no
+	 * sequence numbers (UCX keeps the order), and a send it refuses
+	 * fails the gate (canal_engine_pack_end). */
 	uint32_t seq0 = g->send_next[p->tag];
 	g->send_next[p->tag] += (uint32_t)p->n;
-	int err = 0;
+	int sent = 0;
 	parent->children_left = 1; /* held until every piece is queued */
 	for (int pass = 0; pass < 2 && !err; pass++) {
 		for (int i = 0; i < p->n && !err; i++) {
@@ -183,11 +224,8 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 				       (p->piece[i].flags & CANAL_ENGINE_REORDER);
 			if (reorder != (pass == 1))
 				continue;
-			struct canal_engine_req *r = canal__req_new(e, REQ_SEND);
-			if (!r) {
-				err = -ENOMEM;
-				break;
-			}
+			struct canal_engine_req *r = p->req[i];
+			p->req[i] = NULL;
 			r->gate = p->gate;
 			r->tag = p->tag;
 			r->flags = p->piece[i].flags;
@@ -201,16 +239,27 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 			r->internal = true;
 			r->parent = parent;
 			parent->children_left++;
-			err = r->len > UINT32_MAX ? -EMSGSIZE
-			      : e->native ? canal__collect_native_send(e, r)
-					  : canal__sched_send(e, p->gate, r);
+			err = e->native ? canal__collect_native_send(e, r)
+					: canal__sched_send(e, p->gate, r);
 			if (err) {
 				parent->children_left--;
 				canal__req_free(r);
+			} else {
+				sent++;
 			}
 		}
 	}
+	/* The requests of the pieces not handed over (after a failure). */
+	for (int i = 0; i < p->n; i++)
+		if (p->req[i])
+			canal__req_free(p->req[i]);
 	pack_free(p);
+	if (err && sent == 0) {
+		/* Nothing left: the numbers go back, as an isend's. */
+		g->send_next[parent->tag] = seq0;
+		canal__req_free(parent);
+		return err;
+	}
 	if (err) {
 		/* Pieces already queued still go; the request reports err. */
 		parent->error = err;
