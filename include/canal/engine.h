@@ -235,7 +235,9 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *               or (ucx) $CANAL_UCX_ERR_MODE;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
  *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
- *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr);
+ *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr), or a
+ *               peer's published UCX address is malformed or corrupted
+ *               (refused before UCX sees it);
  *   -EACCES     key_file readable by others or not this user's;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms (open
  *               returns then, about connect_timeout_ms after it began);

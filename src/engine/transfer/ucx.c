@@ -28,11 +28,15 @@
  * packet out once that receive has completed. A message longer than
  * UCX_MAX_PACKET is -EPROTO.
  *
- * Addresses: each rank puts "pid host mode <hex worker address>" under
- * "ucx" (exchange.h: files in the launch directory or PMIx; mode 'n' when
- * the session's messages go by UCX's matching, ucx_native.c, else 'p':
- * every rank must agree, or open fails with -EPROTO), fences, and creates
- * an endpoint to each peer's address.
+ * Addresses: each rank puts "pid host mode len sum <hex worker address>"
+ * under "ucx" (exchange.h: files in the launch directory or PMIx; mode 'n'
+ * when the session's messages go by UCX's matching, ucx_native.c, else
+ * 'p': every rank must agree, or open fails with -EPROTO; len: the
+ * address's bytes, sum: their FNV-1a in 8 hex digits), fences, and
+ * creates an endpoint to each peer's address. A value that does not
+ * parse, or whose address does not match its len and sum, fails open
+ * with -EPROTO before UCX sees it (UCX aborts the process on an address
+ * it cannot unpack: test_revucx_bad_address).
  *
  * Peer failure: an endpoint to a peer on another host (another hostname)
  * asks for UCX's failure detection (UCP_ERR_HANDLING_MODE_PEER): its
@@ -89,6 +93,10 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+
+/* The longest worker address published: its hex and the value's prefix
+ * (pid, host token, mode, len, sum: under 300 bytes) fit CANAL__XCHG_MAX. */
+#define UCX_ADDR_MAX ((CANAL__XCHG_MAX - 301) / 2)
 
 struct canal__ucx_api canal__ucx_api;
 static pthread_once_t ucx_once = PTHREAD_ONCE_INIT;
@@ -748,6 +756,16 @@ static int err_mode_choice(int rank, enum ucx_err_choice *out)
 	return 0;
 }
 
+/* The check published with a worker address (FNV-1a, 32 bits): a value
+ * corrupted on its way is refused before UCX unpacks it. */
+static unsigned addr_sum(const unsigned char *a, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ a[i]) * 16777619u;
+	return h;
+}
+
 static int hexval(int ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -790,7 +808,10 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 {
 	int pid, pos = 0;
 	char host[256], how = 0;
-	if (sscanf(value, "%d %255s %c %n", &pid, host, &how, &pos) != 3 ||
+	size_t alen = 0;
+	unsigned sum = 0;
+	if (sscanf(value, "%d %255s %c %zu %8x %n", &pid, host, &how, &alen,
+		   &sum, &pos) != 5 ||
 	    pos == 0 || (how != 'n' && how != 'p'))
 		return -EPROTO;
 	if ((how == 'n') != c->native) {
@@ -805,7 +826,10 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	const char *me = c->host;
 	const char *hex = value + pos;
 	size_t hl = strlen(hex);
-	if (hl == 0 || hl % 2)
+	/* What canal can check before UCX sees the address (UCX aborts the
+	 * process on one it cannot unpack): the length and checksum its
+	 * publisher put before it, the hex. */
+	if (alen == 0 || alen > UCX_ADDR_MAX || hl != 2 * alen)
 		return -EPROTO;
 	unsigned char *addr = malloc(hl / 2);
 	if (!addr)
@@ -817,6 +841,10 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 			return -EPROTO;
 		}
 		addr[i] = (unsigned char)(a << 4 | b);
+	}
+	if (addr_sum(addr, alen) != sum) {
+		free(addr);
+		return -EPROTO;
 	}
 	struct ucx_driver *d = calloc(1, sizeof *d);
 	if (d)
@@ -897,13 +925,14 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 	val = malloc(CANAL__XCHG_MAX);
 	host_token(c->host, sizeof c->host);
 	const char *me = c->host;
-	if (!val || 300 + 2 * alen >= CANAL__XCHG_MAX) {
+	if (!val || alen > UCX_ADDR_MAX) {
 		ucp_worker_release_address(c->worker, addr);
 		err = val ? -E2BIG : -ENOMEM;
 		goto out;
 	}
-	int pos = snprintf(val, 300, "%d %s %c ", (int)getpid(), me,
-			   native ? 'n' : 'p');
+	int pos = snprintf(val, 300, "%d %s %c %zu %08x ", (int)getpid(), me,
+			   native ? 'n' : 'p', alen,
+			   addr_sum((const unsigned char *)addr, alen));
 	for (size_t i = 0; i < alen; i++)
 		pos += snprintf(val + pos, 3, "%02x", ((unsigned char *)addr)[i]);
 	ucp_worker_release_address(c->worker, addr);
