@@ -241,6 +241,12 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *   -EACCES     key_file readable by others or not this user's;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms (open
  *               returns then, about connect_timeout_ms after it began);
+ *   -ECONNRESET (PMIx launch) a peer ended (exited, or its open failed)
+ *               without joining the address exchange;
+ *   -EIO        (PMIx launch) the PMIx server failed the exchange;
+ *   -E2BIG      driver "ucx": this process's UCX worker address is too
+ *               long to publish (above about 1.9 KB: many transports;
+ *               narrow them with UCX_TLS or UCX_NET_DEVICES);
  *   -ENOMEM, or the errno of a failed socket/mmap/open call.
  * Blocks until every peer is connected (lazy: has opened). Thread-safe
  * (different sessions). A gate connected lazily that cannot be (its

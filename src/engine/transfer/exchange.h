@@ -42,7 +42,9 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
 /* Collective under PMIx (see above): returns once every rank has put its
  * values, or -ETIMEDOUT at deadline_ms (CLOCK_MONOTONIC milliseconds,
  * rounded up to PMIx's whole seconds, at least 1) when a rank has not
- * reached its fence by then (the open's connect timeout), or -EIO. */
+ * reached its fence by then (the open's connect timeout), -ECONNRESET
+ * when a rank ended without reaching it (PMIx's partial success), or -EIO
+ * (PMIx failed otherwise). */
 int canal__xchg_fence(const struct canal__xchg *x, uint64_t deadline_ms);
 /* The value rank put under key, into buf[cap]: 0, -ETIMEDOUT past
  * deadline_ms (CLOCK_MONOTONIC milliseconds), -EPROTO when too long or,

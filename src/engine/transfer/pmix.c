@@ -119,7 +119,29 @@ int canal__pmix_fence(const struct canal__xchg *x, uint64_t deadline_ms)
 			x->rank);
 		return -ETIMEDOUT;
 	}
-	return rc == PMIX_SUCCESS ? 0 : -EIO;
+	if (rc == PMIX_SUCCESS)
+		return 0;
+	/* A peer that ended (finalized, exited, aborted) without joining:
+	 * PMIx's partial success or lost peer. engine.h's error for a peer
+	 * that is gone is -ECONNRESET; -EIO stays for a PMIx that failed
+	 * (test_revpmix_exit_peer). */
+	bool gone = rc == PMIX_ERR_PARTIAL_SUCCESS ||
+		    rc == PMIX_ERR_LOST_CONNECTION ||
+		    rc == PMIX_ERR_UNREACH
+#ifdef PMIX_ERR_PROC_TERM_WO_SYNC
+		    || rc == PMIX_ERR_PROC_TERM_WO_SYNC
+#endif
+#ifdef PMIX_ERR_PROC_ABORTED
+		    || rc == PMIX_ERR_PROC_ABORTED
+#endif
+#ifdef PMIX_ERR_LOST_PEER_CONNECTION
+		    || rc == PMIX_ERR_LOST_PEER_CONNECTION
+#endif
+		    ;
+	fprintf(stderr, "canal engine: rank %d: PMIx fence: %s%s\n", x->rank,
+		PMIx_Error_string(rc),
+		gone ? " (a peer ended without opening)" : "");
+	return gone ? -ECONNRESET : -EIO;
 }
 
 int canal__pmix_get(const struct canal__xchg *x, int rank, const char *key,
