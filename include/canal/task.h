@@ -322,7 +322,12 @@ int canal_cond_broadcast(struct canal_cond *c);
  * connect's try is a connect that does not block, in a task or not: 0
  * if it completed at once, its error if it failed at once, else
  * -ETIMEDOUT: nothing started (a Unix listener's full backlog), or under
- * way in the kernel (TCP: see above).
+ * way in the kernel (TCP: see above). A read, write, readv or writev of
+ * 0 bytes, and a readv or writev of a count of parts out of range (< 0,
+ * > IOV_MAX), is answered at once, as the system call answers it (0;
+ * -EINVAL), not after a wait for readiness, whatever the timeout, on both
+ * backends, in a task or not (but for a file that refuses RWF_NOWAIT,
+ * below: once poll(2) says it will not block).
  *
  * A socket's mode (O_NONBLOCK) belongs to its open file description,
  * shared by every thread, dup and forked child. io_uring's connect never

@@ -386,12 +386,48 @@ static int connect_blocking(const struct canal__io *op, int64_t timeout_ns)
 	return -err;
 }
 
+/*
+ * A read or write that the system call answers without waiting for
+ * anything: 0 bytes (read, write: 0; readv, writev: 0 parts, or parts all
+ * empty), a count of parts out of range (-EINVAL, readv(2)'s first
+ * check). It is made at once, as the try (canal__io_try, ready), never
+ * after a wait for a readiness it does not need: the epoll backend and a call outside a
+ * task with a timeout waited for an empty pipe's POLLIN (a full one's
+ * POLLOUT) and said -ETIMEDOUT, or waited for ever, where the system
+ * call and io_uring answered at once (test_revdoc_zero_len).
+ */
+static bool io_cannot_wait(const struct canal__io *op)
+{
+	switch (op->kind) {
+	case IO_READ:
+	case IO_WRITE:
+		return op->len == 0;
+	case IO_READV:
+	case IO_WRITEV:
+		if (op->iovcnt <= 0 || op->iovcnt > IOV_MAX)
+			return true;
+		for (int i = 0; i < op->iovcnt; i++)
+			if (op->iov[i].iov_len != 0)
+				return false;
+		return true; /* every part empty: readv(2) says 0 */
+	default:
+		return false;
+	}
+}
+
 static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 {
 	if (op->kind == IO_SQE)
 		return -EPERM;
 	if (op->kind == IO_CONNECT)
 		return connect_blocking(op, timeout_ns);
+	if (io_cannot_wait(op)) {
+		int r = canal__io_try(op, true);
+		if (r != -EAGAIN)
+			return r;
+		/* (A file that refuses RWF_NOWAIT and is not ready: as
+		 * below.) */
+	}
 	/* No readiness to wait for on a negative fd (poll(2) skips it: the
 	 * call waited out its timeout, then said -ETIMEDOUT): the call
 	 * itself says -EBADF, as in a task and without a timeout. */
@@ -567,19 +603,21 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	/* A timeout of 0 always tries: the shortcut's skips (try_first)
 	 * and CANAL_RUN_NO_SYNC_SHORTCUT change the cost, never the
 	 * outcome, and a poll that does not look could never succeed. */
+	bool must_try = timeout_ns == 0 || io_cannot_wait(op);
 	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
 	    !uring_connect0 &&
-	    (timeout_ns == 0 ||
+	    (must_try ||
 	     (!(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
 	      try_first(l, t, op)))) {
-		/* ready: with timeout 0 this try is the whole operation, so
+		/* ready: with timeout 0 (or for a call that cannot wait,
+		 * io_cannot_wait) this try is the whole operation, so
 		 * it must look even where it otherwise waits for readiness
 		 * first (a blocking listener: made non-blocking for the
 		 * accept; a file refusing RWF_NOWAIT: poll(2), then read),
 		 * or a connection waiting in the backlog, a byte in a pty,
 		 * was -ETIMEDOUT (a hostile review). (A connect's try, with
 		 * a timeout, is -EAGAIN: the backend starts it.) */
-		int r = canal__io_try(op, timeout_ns == 0);
+		int r = canal__io_try(op, must_try);
 		try_outcome(t, op, r);
 		if (r != -EAGAIN) {
 			op->result = r; /* (the op's own: canal__io_recv_stream) */
