@@ -364,7 +364,9 @@ int canal_cond_broadcast(struct canal_cond *c);
  * 32 ms), until the timeout, the condvar or SO_SNDTIMEO (above).
  *
  * Outside a task (a plain thread or a detached task) the call blocks the
- * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored.
+ * thread; timeout_ns applies to readiness (poll(2)), cancel is ignored;
+ * an accept on a descriptor that does not listen says accept(2)'s error
+ * at once (-ENOTSOCK, -EINVAL, -EOPNOTSUPP), as in a task.
  * A connect there with timeout_ns >= 0, or on a socket in non-blocking
  * mode, is started without blocking and waited for (poll(2), then
  * SO_ERROR) until timeout_ns (-ETIMEDOUT: as above, it may go on); a full

@@ -415,6 +415,15 @@ static bool io_cannot_wait(const struct canal__io *op)
 	}
 }
 
+/* fd is a listening socket (SO_ACCEPTCONN; as backend_epoll.c asks). */
+static bool is_listener(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 &&
+	       on != 0;
+}
+
 static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 {
 	if (op->kind == IO_SQE)
@@ -430,7 +439,13 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 	}
 	/* No readiness to wait for on a negative fd (poll(2) skips it: the
 	 * call waited out its timeout, then said -ETIMEDOUT): the call
-	 * itself says -EBADF, as in a task and without a timeout. */
+	 * itself says -EBADF, as in a task and without a timeout. Nor for
+	 * an accept on a descriptor that does not listen (a pipe, a
+	 * connected or datagram socket): accept4(2) fails at once (-ENOTSOCK,
+	 * -EINVAL, -EOPNOTSUPP), never blocks; with a timeout the call
+	 * waited it out and said -ETIMEDOUT (test_revdoc_accept_outside). */
+	if (op->kind == IO_ACCEPT && !is_listener(op->fd))
+		return ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
 	if (timeout_ns >= 0 && op->kind != IO_CLOSE && op->fd >= 0) {
 		int r = poll_until(op->fd, poll_events(op),
 				   canal__deadline_from_timeout(timeout_ns));
