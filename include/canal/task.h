@@ -412,7 +412,13 @@ int canal_io_close(int fd);
  * (IOSQE_CQE_SKIP_SUCCESS) or select a provided buffer
  * (IOSQE_BUFFER_SELECT: the loop's buffers are its receive streams'),
  * or it is a multishot accept (each further completion would be a
- * connection nobody sees); these checks come first, whatever timeout_ns;
+ * connection nobody sees), or an operation on other requests or rings:
+ * IORING_OP_ASYNC_CANCEL (by user_data, by fd, ANY, ALL),
+ * IORING_OP_POLL_REMOVE, IORING_OP_TIMEOUT_REMOVE (they would cancel or
+ * change other tasks' operations or the loop's own; the caller's
+ * operation has canal's user_data and no other in flight) and
+ * IORING_OP_MSG_RING (its CQE, in a loop's ring, would be taken for one of
+ * canal's); these checks come first, whatever timeout_ns;
  * -EPERM outside a task; -EOPNOTSUPP on the
  * epoll backend (readiness cannot express an arbitrary operation); -EBUSY
  * the submission queue is full.
@@ -455,8 +461,10 @@ int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,
  * above (IOSQE_IO_LINK, IOSQE_IO_HARDLINK, IOSQE_IO_DRAIN,
  * IOSQE_CQE_SKIP_SUCCESS, IOSQE_BUFFER_SELECT; IORING_OP_SEND_ZC,
  * IORING_OP_SENDMSG_ZC; the
- * multishot flags of POLL_ADD, RECV, RECVMSG, ACCEPT, TIMEOUT; an opcode
- * newer than the liburing canal was built with); -EPERM outside a task
+ * multishot flags of POLL_ADD, RECV, RECVMSG, ACCEPT, TIMEOUT; the
+ * opcodes on other requests or rings refused by canal_io_submit,
+ * ASYNC_CANCEL, POLL_REMOVE, TIMEOUT_REMOVE, MSG_RING; an opcode newer
+ * than the liburing canal was built with); -EPERM outside a task
  * (or in a detached one); -EOPNOTSUPP on the epoll backend; -EBUSY the
  * submission queue has no room for n SQEs at once.
  */

@@ -316,6 +316,28 @@ static void ur_wake(struct canal__loop *l)
 	(IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN |                \
 	 IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT)
 
+/* Opcodes that act on other requests of the ring or on another ring:
+ * ASYNC_CANCEL (by user_data, by fd, ANY, ALL), POLL_REMOVE and
+ * TIMEOUT_REMOVE (by user_data; also their updates) would cancel or
+ * change other tasks' operations (which then end -ECANCELED with no
+ * condvar of theirs signalled), a receive stream's receive or the loop's
+ * wake-up read; the caller cannot name an operation of its own (its
+ * user_data is canal's, and it has none in flight). MSG_RING posts a CQE
+ * with the caller's user_data into a ring, possibly a loop's, whose
+ * reaping would take it for a canal__io (test_revuring_foreign_cancel). */
+static bool targets_others(const struct io_uring_sqe *sqe)
+{
+	switch (sqe->opcode) {
+	case IORING_OP_ASYNC_CANCEL:
+	case IORING_OP_POLL_REMOVE:
+	case IORING_OP_TIMEOUT_REMOVE:
+	case IORING_OP_MSG_RING:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* A multishot accept is refused too: each completion after the first
  * is a connection nobody would ever see, its descriptor open for good (a
  * hostile review: 2 of 3 connections leaked). Other multishot forms own
@@ -323,7 +345,7 @@ static void ur_wake(struct canal__loop *l)
 static int ur_sqe_check(const void *sqe_)
 {
 	const struct io_uring_sqe *sqe = sqe_;
-	if (sqe->flags & REFUSED_FLAGS)
+	if ((sqe->flags & REFUSED_FLAGS) || targets_others(sqe))
 		return -EINVAL;
 	if (sqe->opcode == IORING_OP_ACCEPT &&
 	    (sqe->ioprio & IORING_ACCEPT_MULTISHOT))
@@ -434,7 +456,7 @@ static bool link_refused(const struct io_uring_sqe *sqe, bool links_ok)
 	unsigned refused = REFUSED_FLAGS;
 	if (links_ok)
 		refused &= ~(unsigned)(IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
-	if (sqe->flags & refused)
+	if ((sqe->flags & refused) || targets_others(sqe))
 		return true;
 	switch (sqe->opcode) {
 	case IORING_OP_SEND_ZC:
