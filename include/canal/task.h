@@ -48,8 +48,9 @@
  *    compiler has it, and code that runs in tasks should be too (GCC >= 8,
  *    Clang >= 11), or keep its frames under a page. Frames of up to a
  *    page are caught either way.
- *  - Signal handlers: each loop thread (and the thread that runs detached
- *    tasks) has an alternate signal stack of 64 KiB (sigaltstack), where
+ *  - Signal handlers: each loop thread (and each thread that runs detached
+ *    tasks) has an alternate signal stack of 64 KiB (sigaltstack; canal_run
+ *    fails, running nothing, if one cannot be set up), where
  *    the runtime's SIGSEGV handler and any handler installed with
  *    SA_ONSTACK run, with an inaccessible guard page below it. A handler
  *    that runs off its bottom is reported ("overflowed the alternate
@@ -165,7 +166,11 @@ enum {
  *            available (io_uring_setup refused: ENOSYS, EPERM, ...);
  *   -ENOMEM, -EAGAIN, -EMFILE, -ENFILE  the loops, threads or rings could
  *            not be created (nothing was run; io_uring asked for and its
- *            probe short of these resources, too).
+ *            probe short of these resources, too); -ENOMEM also when a
+ *            loop thread's or detach thread's alternate signal stack
+ *            (below) could not be mapped or installed (sigaltstack);
+ *   -EPERM   the calling thread runs on its alternate signal stack (a
+ *            signal handler's), which sigaltstack cannot replace.
  * Blocks the calling thread, which runs one of the loops, until the end.
  * Thread-safe: concurrent calls get -EBUSY but one.
  *

@@ -31,6 +31,12 @@ struct canal__detach_pool {
 	bool stop;
 	unsigned nthreads;
 	struct canal__loop *threads; /* pseudo-loops */
+	/* Start-up (canal__detach_start waits for it): threads that set up
+	 * their alternate signal stack or failed, and the first error.
+	 * Under lock; started_cond signals a change. */
+	unsigned started;
+	int start_error;
+	pthread_cond_t started_cond;
 };
 
 void canal__detach_push(struct canal__runtime *rt, struct canal__task *t)
@@ -62,14 +68,23 @@ static void *pool_thread(void *arg)
 	self->thread_stack_bottom = addr;
 	self->thread_stack_size = size;
 	self->tsan_fiber = san_fiber_current();
-	/* An alternate signal stack, as a loop's (loop.c loop_main): the
+	/* An alternate signal stack, as a loop's (loop.c loop_thread): the
 	 * SIGSEGV handler that reports a task's stack overflow runs on it
 	 * (stack.c), the task's own stack being the one that overflowed.
 	 * Without it a detached task's overflow killed the process with a
 	 * bare SIGSEGV (the kernel could not push the signal frame). None
-	 * (ENOMEM): such an overflow is a bare SIGSEGV, as before. */
+	 * (ENOMEM): reported to canal__detach_start, which fails canal_run;
+	 * the thread ends. */
 	void *alt = NULL;
-	canal__altstack_setup(&alt);
+	int r = canal__altstack_setup(&alt);
+	pthread_mutex_lock(&p->lock);
+	if (r && !p->start_error)
+		p->start_error = r;
+	p->started++;
+	pthread_cond_signal(&p->started_cond);
+	pthread_mutex_unlock(&p->lock);
+	if (r)
+		return NULL;
 	canal__set_this_loop(self);
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
@@ -114,6 +129,7 @@ int canal__detach_start(struct canal__runtime *rt)
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
+	pthread_cond_init(&p->started_cond, NULL);
 	rt->detach = p;
 	for (; p->nthreads < n; p->nthreads++) {
 		struct canal__loop *self = &p->threads[p->nthreads];
@@ -125,6 +141,15 @@ int canal__detach_start(struct canal__runtime *rt)
 			canal__detach_stop(rt);
 			return -r;
 		}
+	}
+	pthread_mutex_lock(&p->lock);
+	while (p->started < p->nthreads)
+		pthread_cond_wait(&p->started_cond, &p->lock);
+	int err = p->start_error;
+	pthread_mutex_unlock(&p->lock);
+	if (err) {
+		canal__detach_stop(rt); /* (the failed threads have ended) */
+		return err;
 	}
 	return 0;
 }
@@ -141,6 +166,7 @@ void canal__detach_stop(struct canal__runtime *rt)
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i].thread, NULL);
 	pthread_cond_destroy(&p->cond);
+	pthread_cond_destroy(&p->started_cond);
 	pthread_mutex_destroy(&p->lock);
 	free(p->threads);
 	free(p);

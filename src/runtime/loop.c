@@ -787,14 +787,15 @@ static void loop_thread_stack(struct canal__loop *l)
 	l->thread_stack_size = size;
 }
 
-/* Run loop l on the calling thread until the runtime stops. */
-static void loop_main(struct canal__loop *l)
+/* Run loop l on the calling thread until the runtime stops. alt: the
+ * thread's alternate signal stack (canal__altstack_setup, made before the
+ * loop started: a loop runs none of its tasks without one), taken down at
+ * the end. */
+static void loop_main(struct canal__loop *l, void *alt)
 {
-	void *alt = NULL;
 	this_loop = l;
 	loop_thread_stack(l);
 	l->tsan_fiber = san_fiber_current();
-	canal__altstack_setup(&alt);
 	canal__parker_install(&task_parker_template);
 	loop_schedule(l);
 	canal__parker_install(NULL);
@@ -805,7 +806,8 @@ static void loop_main(struct canal__loop *l)
 }
 
 /* Threads other than the caller's: init the backend on the thread (a
- * SINGLE_ISSUER ring belongs to the thread that made it), report. */
+ * SINGLE_ISSUER ring belongs to the thread that made it) and its
+ * alternate signal stack, report. */
 struct loop_start {
 	struct canal__loop *l;
 	pthread_mutex_t lock;
@@ -817,7 +819,10 @@ static void *loop_thread(void *arg)
 {
 	struct loop_start *s = arg;
 	struct canal__loop *l = s->l;
+	void *alt = NULL;
 	int r = l->rt->backend->init(l);
+	if (r == 0 && (r = canal__altstack_setup(&alt)) != 0)
+		l->rt->backend->fini(l);
 	pthread_mutex_lock(&s->lock);
 	s->error = r;
 	s->done = 1;
@@ -825,7 +830,7 @@ static void *loop_thread(void *arg)
 	pthread_mutex_unlock(&s->lock);
 	if (r)
 		return NULL;
-	loop_main(l);
+	loop_main(l, alt);
 	/* The backend stays until canal_run has joined every loop: the last
 	 * task's end may still be waking this loop from another. */
 	return NULL;
@@ -1006,18 +1011,29 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	canal__compact_configure(rt);
 
 	struct canal__loop *l0 = &rt->loops[0];
+	void *alt0 = NULL;
 	if ((r = rt->backend->init(l0)) != 0)
 		goto fail;
+	/* The caller's thread's alternate signal stack (task.h: every loop
+	 * thread has one, for the overflow report), before anything runs;
+	 * the other loops' and the detach threads' are made on their
+	 * threads, which report an error the same way. */
+	if ((r = canal__altstack_setup(&alt0)) != 0) {
+		rt->backend->fini(l0);
+		goto fail;
+	}
 	/* The first task exists before any loop runs, so that no loop sees
 	 * live == 0 and stops. */
 	struct canal__task *first;
 	atomic_store(&rt->live, 1);
 	if ((r = canal__task_create(rt, main_task, arg, l0, &first)) != 0) {
+		canal__altstack_teardown(alt0);
 		rt->backend->fini(l0);
 		goto fail;
 	}
 	if ((r = canal__detach_start(rt)) != 0) {
 		canal__task_free(first);
+		canal__altstack_teardown(alt0);
 		rt->backend->fini(l0);
 		goto fail;
 	}
@@ -1043,13 +1059,14 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 		canal__overflow_handler_remove();
 		canal__detach_stop(rt);
 		canal__task_free(first);
+		canal__altstack_teardown(alt0);
 		rt->backend->fini(l0);
 		goto fail;
 	}
 	canal__spin_lock(&l0->lock);
 	queue_append(l0, first);
 	canal__spin_unlock(&l0->lock);
-	loop_main(l0);
+	loop_main(l0, alt0);
 	for (unsigned i = 1; i < rt->nloops; i++)
 		pthread_join(rt->loops[i].thread, NULL);
 	/* The pool's threads too (a task that ended detached may still be
