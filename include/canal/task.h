@@ -98,8 +98,11 @@ struct canal_run_options {
 	 * variable CANAL_BACKEND ("io_uring" or "epoll") and otherwise takes
 	 * io_uring when io_uring_setup works, else epoll. A refusal (ENOSYS,
 	 * EPERM: no io_uring in this kernel, or forbidden) is kept for the
-	 * process's life; a failure for want of resources (EMFILE, ENFILE,
-	 * ENOMEM, EAGAIN) only for that canal_run. */
+	 * process's life, also one that comes after io_uring worked (a
+	 * loop's ring refused: that canal_run falls back to epoll, or says
+	 * -ENOSYS if io_uring was asked for); a failure for want of
+	 * resources (EMFILE, ENFILE, ENOMEM, EAGAIN) only for that
+	 * canal_run. */
 	int backend;
 	/* Native threads for canal_detach() (0: 4). At most 1024. */
 	unsigned detach_threads;

@@ -83,5 +83,8 @@ extern const struct canal__backend_ops canal__backend_epoll;
  * resources (EMFILE, ENFILE, ENOMEM, EAGAIN), which says nothing of
  * io_uring and is not kept: the next call probes again. */
 int canal__uring_probe(void);
+/* A loop's ring was refused (EPERM, ...) after the probe said yes: the
+ * probe says -ENOSYS from now on, as it would have. */
+void canal__uring_refused(void);
 
 #endif /* CANAL_RUNTIME_BACKEND_H */

@@ -92,9 +92,15 @@ struct uring_backend {
  * process had no free descriptor take io_uring away for good: -ENOSYS
  * for every later run that asked for it, epoll for the automatic ones
  * (test_revlife_uring_probe). */
+static _Atomic int known; /* canal__uring_probe: 0 unknown, 1 yes, 2 no */
+
+void canal__uring_refused(void)
+{
+	atomic_store_explicit(&known, 2, memory_order_relaxed);
+}
+
 int canal__uring_probe(void)
 {
-	static _Atomic int known; /* 0 unknown, 1 yes, 2 no */
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
 	if (k)
 		return k == 1 ? 0 : -ENOSYS;

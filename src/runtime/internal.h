@@ -306,6 +306,7 @@ struct canal__runtime {
 	_Atomic uint32_t stop;	    /* every task ended: loops return */
 	_Atomic uint32_t spinning;  /* loops in their idle spin (loop.c) */
 	uint64_t io_spin_ns;	    /* io_spin's bound (loop.c) */
+	bool ring_refused;	    /* a loop's io_uring_setup refused (loop.c) */
 	struct canal__stack_pool *pool;
 	struct canal__detach_pool *detach;
 };

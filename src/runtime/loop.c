@@ -805,6 +805,26 @@ static void loop_main(struct canal__loop *l, void *alt)
 	this_loop = NULL;
 }
 
+/* A refusal of io_uring_setup (not a shortage of resources, which the
+ * next canal_run may not meet) after the probe said yes: kernel.
+ * io_uring_disabled set meanwhile, a seccomp filter. */
+static bool ring_refused(int r)
+{
+	return r < 0 && r != -EMFILE && r != -ENFILE && r != -ENOMEM &&
+	       r != -EAGAIN;
+}
+
+/* l's backend, on l's thread. A ring refused is noted in rt->ring_refused
+ * (written before the loop's start-up report, or on canal_run's thread:
+ * read by canal_run after it, under loop_start.lock). */
+static int backend_init(struct canal__loop *l)
+{
+	int r = l->rt->backend->init(l);
+	if (l->rt->backend == &canal__backend_uring && ring_refused(r))
+		l->rt->ring_refused = true;
+	return r;
+}
+
 /* Threads other than the caller's: init the backend on the thread (a
  * SINGLE_ISSUER ring belongs to the thread that made it) and its
  * alternate signal stack, report. */
@@ -820,7 +840,7 @@ static void *loop_thread(void *arg)
 	struct loop_start *s = arg;
 	struct canal__loop *l = s->l;
 	void *alt = NULL;
-	int r = l->rt->backend->init(l);
+	int r = backend_init(l);
 	if (r == 0 && (r = canal__altstack_setup(&alt)) != 0)
 		l->rt->backend->fini(l);
 	pthread_mutex_lock(&s->lock);
@@ -892,7 +912,8 @@ static void runtime_register_atfork(void)
 	pthread_atfork(NULL, NULL, runtime_fork_child);
 }
 
-static int choose_backend(int want, const struct canal__backend_ops **out)
+static int choose_backend(int want, const struct canal__backend_ops **out,
+			  bool *automatic)
 {
 	if (want == CANAL_BACKEND_AUTO) {
 		const char *e = getenv("CANAL_BACKEND");
@@ -901,6 +922,7 @@ static int choose_backend(int want, const struct canal__backend_ops **out)
 		else if (e && strcmp(e, "io_uring") == 0)
 			want = CANAL_BACKEND_IO_URING;
 	}
+	*automatic = want == CANAL_BACKEND_AUTO;
 	if (want == CANAL_BACKEND_EPOLL) {
 		*out = &canal__backend_epoll;
 		return 0;
@@ -960,6 +982,13 @@ static void runtime_free(struct canal__runtime *rt)
 	free(rt);
 }
 
+/* One run on backend be (runtime_busy held): 0 once every task ended,
+ * or the error that stopped its start (nothing run); *refused: a loop's
+ * ring was refused (ring_refused). */
+static int run_on(void (*main_task)(void *), void *arg,
+		  const struct canal_run_options *opts,
+		  const struct canal__backend_ops *be, bool *refused);
+
 EXPORT int canal_run(void (*main_task)(void *), void *arg,
 		     const struct canal_run_options *opts)
 {
@@ -974,12 +1003,34 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	int busy = 0;
 	if (!atomic_compare_exchange_strong(&runtime_busy, &busy, 1))
 		return -EBUSY;
-
-	struct canal__runtime *rt = calloc(1, sizeof(*rt));
-	if (!rt) {
-		atomic_store(&runtime_busy, 0);
-		return -ENOMEM;
+	const struct canal__backend_ops *be;
+	bool automatic = false, refused = false;
+	if ((r = choose_backend(o.backend, &be, &automatic)) == 0) {
+		r = run_on(main_task, arg, &o, be, &refused);
+		/* io_uring refused after the probe said yes: kept as the
+		 * probe's refusal is (task.h): -ENOSYS when asked for,
+		 * epoll when automatic (nothing was run). */
+		if (refused) {
+			canal__uring_refused();
+			r = -ENOSYS;
+			if (automatic)
+				r = run_on(main_task, arg, &o,
+					   &canal__backend_epoll, &refused);
+		}
 	}
+	atomic_store(&runtime_busy, 0);
+	return r;
+}
+
+static int run_on(void (*main_task)(void *), void *arg,
+		  const struct canal_run_options *opts,
+		  const struct canal__backend_ops *be, bool *refused)
+{
+	struct canal_run_options o = *opts;
+	int r;
+	struct canal__runtime *rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
 	rt->opts = o;
 	rt->nloops = o.loops;
 	atomic_init(&rt->next_id, 1);
@@ -994,8 +1045,7 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 		    rt->nloops > (unsigned)CPU_COUNT(&set))
 			rt->io_spin_ns = 0;
 	}
-	if ((r = choose_backend(o.backend, &rt->backend)) != 0)
-		goto fail;
+	rt->backend = be;
 	r = -ENOMEM;
 	rt->loops = calloc(rt->nloops, sizeof(*rt->loops));
 	if (!rt->loops)
@@ -1012,7 +1062,7 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 
 	struct canal__loop *l0 = &rt->loops[0];
 	void *alt0 = NULL;
-	if ((r = rt->backend->init(l0)) != 0)
+	if ((r = backend_init(l0)) != 0)
 		goto fail;
 	/* The caller's thread's alternate signal stack (task.h: every loop
 	 * thread has one, for the overflow report), before anything runs;
@@ -1082,10 +1132,9 @@ EXPORT int canal_run(void (*main_task)(void *), void *arg,
 	canal__overflow_handler_remove();
 	rt->backend->fini(l0);
 	runtime_free(rt);
-	atomic_store(&runtime_busy, 0);
 	return 0;
 fail:
+	*refused = rt->ring_refused;
 	runtime_free(rt);
-	atomic_store(&runtime_busy, 0);
 	return r;
 }
