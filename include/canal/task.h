@@ -354,7 +354,11 @@ int canal_cond_broadcast(struct canal_cond *c);
  * Epoll backend: operations wait for readiness and then run; one reading
  * and one writing operation may wait on a given fd per loop at a time
  * (another gets -EBUSY); files that epoll cannot watch (regular files)
- * are read and written synchronously. canal_io_close of an fd on which
+ * are read and written synchronously. An operation that must wait on a
+ * descriptor the loop cannot watch returns -ENOMEM, nothing done: no
+ * memory for the loop's table of descriptors or for the kernel's
+ * registration, or the user's limit of epoll watches
+ * (fs.epoll.max_user_watches, epoll_ctl's ENOSPC) reached. canal_io_close of an fd on which
  * tasks of the same loop wait ends their operations with -EBADF (on
  * io_uring it does not: the kernel holds the file for the operations
  * already submitted, which end as the file's other end decides, or by

@@ -307,7 +307,12 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 		*slot = NULL;
 		if (fd_sync(b, op->fd) != 0)
 			w->events = 0;
-		return r;
+		/* The fd cannot be watched: no memory (the table above, the
+		 * kernel's) or the user's limit of watches reached
+		 * (max_user_watches: ENOSPC, which a write would pass for a
+		 * full device): -ENOMEM, task.h (test_revepoll_watch_limit).
+		 * EPERM (not pollable) is io.c's to handle. */
+		return r == -ENOSPC ? -ENOMEM : r;
 	}
 	return 0;
 }
