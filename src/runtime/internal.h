@@ -394,11 +394,16 @@ void canal__task_switch_out(struct canal__task *t);
 /* Arming also enters PARKING: a waker may win between the registration
  * and the switch out (then it finds PARKING and leaves the push to the
  * scheduler). These stores are published by whatever publishes the
- * registration (a bucket or condvar lock, an SQE submission). */
+ * registration (a bucket or condvar lock, an SQE submission); and the
+ * wake's store is a release, paired with canal__task_win's acquire CAS:
+ * a waker that wins ARMED sees PARKING, even where nothing publishes the
+ * arm (a kept condvar waiter, cond.h, taken between two parks: its
+ * signaller would otherwise read a stale sched on a weakly ordered CPU,
+ * skip the push and leave the task parked; a plain store on x86). */
 static inline void canal__task_arm(struct canal__task *t)
 {
 	atomic_store_explicit(&t->sched, TASK_PARKING, memory_order_relaxed);
-	atomic_store_explicit(&t->wake, WAKE_ARMED, memory_order_relaxed);
+	atomic_store_explicit(&t->wake, WAKE_ARMED, memory_order_release);
 }
 /* Take an armed wake back without parking: true if no source had won it
  * (the task goes on running); false if one did, and then the task must
