@@ -568,12 +568,12 @@ static bool interrupted(int32_t res)
 	return res == -EINTR || (res <= -512 && res >= -516);
 }
 
-/* A connect's kept registration (io_run_until) ends: unregistered. */
-static void keep_end(struct canal_cond *cancel, struct canal__cond_waiter *kw,
+/* A connect's kept registration (io_run_until) ends: unregistered. True
+ * if a signal had taken it (that signal counted this connect). */
+static bool keep_end(struct canal_cond *cancel, struct canal__cond_waiter *kw,
 		     bool kept)
 {
-	if (kept)
-		(void)canal__cond_unregister_keep(cancel, kw);
+	return kept && canal__cond_unregister_keep(cancel, kw);
 }
 
 /* A connect's kept registration was taken by a signal (or one won the
@@ -664,11 +664,11 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		if (!canal__task_disarm(t))
 			return keep_cancelled(t, cancel, &kw);
 		if (r == -EPERM && op->kind != IO_SQE) {
-			keep_end(cancel, &kw, kept);
+			(void)keep_end(cancel, &kw, kept);
 			return io_blocking(op, timeout_ns); /* not pollable */
 		}
 		if (r != -EAGAIN || op->kind != IO_CONNECT) {
-			keep_end(cancel, &kw, kept);
+			(void)keep_end(cancel, &kw, kept);
 			return r;
 		}
 		/* A connect the backend could neither complete nor wait
@@ -684,7 +684,11 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		if (!give_up)
 			give_up = sndtimeo_deadline(op->fd, now);
 		if (now >= deadline || now >= give_up) {
-			keep_end(cancel, &kw, kept);
+			/* A signal that took the registration since the
+			 * last look (it returned 1, counting this connect)
+			 * cancels it, rather than the timeout (a review). */
+			if (keep_end(cancel, &kw, kept))
+				return -ECANCELED;
 			return now >= deadline ? -ETIMEDOUT : -EAGAIN;
 		}
 		uint64_t end = give_up < deadline ? give_up : deadline;
@@ -699,7 +703,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		if (kept && canal__cond_keep_taken(&kw))
 			return keep_cancelled(t, cancel, &kw);
 		if (canal__task_park(t, until) == WAKE_CANCELED) {
-			keep_end(cancel, &kw, kept);
+			(void)keep_end(cancel, &kw, kept);
 			return -ECANCELED;
 		}
 		l = canal__this_loop(); /* (it may have moved meanwhile) */
