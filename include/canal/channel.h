@@ -172,8 +172,10 @@ int canal_try_recv(struct canal_chan *ch, void *elt);
 /*
  * canal_close - close the channel: later sends fail with -EPIPE, receivers
  * drain what is left then get -EPIPE, and every blocked sender and receiver
- * is woken. Returns 0, or -EPIPE if the channel was already closed.
- * Never blocks; thread-safe (exactly one of concurrent closes returns 0).
+ * is woken. Returns 0, -EPIPE if the channel was already closed, or, on a
+ * shared channel whose segment was cut short, -EBADMSG (the close reaches
+ * no peer). Never blocks; thread-safe (exactly one of concurrent closes
+ * returns 0).
  */
 int canal_close(struct canal_chan *ch);
 

@@ -405,9 +405,16 @@ CANAL_EXPORT int canal_close(struct canal_chan *ch)
 {
 	if (unlikely(!ch))
 		return -EINVAL;
+	/* A damaged handle's mapping is private zeros (sigbus.c): a close
+	 * there reaches no peer. Asked again after the fetch_or, which may
+	 * be the access that found the cut (test_revdoc3_close_damaged). */
+	if (chan_damaged(ch))
+		return -EBADMSG;
 	/* seq_cst: the "N1" of every waiter's condition (they all read tail). */
 	uint64_t old = atomic_fetch_or_explicit(&ch->st->tail, TAIL_CLOSED,
 						memory_order_seq_cst);
+	if (chan_damaged(ch))
+		return -EBADMSG;
 	if (old & TAIL_CLOSED)
 		return -EPIPE;
 	/* After tail: a try_recv that sees the hint finds CLOSED in tail. */
