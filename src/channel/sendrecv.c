@@ -393,7 +393,11 @@ CANAL_EXPORT size_t canal_chan_len(const struct canal_chan *ch)
 {
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_seq_cst);
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
-	return tail_position(t) > h ? (size_t)(tail_position(t) - h) : 0;
+	uint64_t n = tail_position(t) > h ? tail_position(t) - h : 0;
+	/* At most the ring (I1): a shared header's indices are a peer's to
+	 * write, and the count is not to be trusted beyond what the channel
+	 * can hold (test_revdoc3_len_hostile). */
+	return (size_t)(n < ch->ring ? n : ch->ring);
 }
 
 CANAL_EXPORT int canal_chan_is_closed(const struct canal_chan *ch)
