@@ -365,8 +365,9 @@ int canal_chan_create_named(const char *name, size_t elt_size,
  * The segment is validated before use: a foreign, truncated or corrupted
  * segment is refused, never trusted. Returns 0 and *out, or
  *   -ENOENT no such name;
- *   -EACCES permission denied (the file's mode; or, open_fd, a descriptor
- *           not open for writing, or a file sealed against writing);
+ *   -EACCES permission denied (the file's mode; or, open_fd and
+ *           recv_handle, a descriptor not open for both reading and
+ *           writing, or a file sealed against writing);
  *   -EINVAL bad name or flags;
  *   -ERANGE the element size or capacity differs from the channel's;
  *   -EBADMSG not a canal channel (a zero header included; or not a

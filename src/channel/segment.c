@@ -122,8 +122,12 @@ static int check_segment(int fd, size_t elt_size, size_t capacity,
 	 * a read then comes back short where a mapped access would raise
 	 * SIGBUS before any guard is in place. */
 	ssize_t got = pread(fd, copy, sizeof(*copy), 0);
+	/* EBADF after fstat succeeded: fd is open, but not for reading
+	 * (O_WRONLY, O_PATH): as a read-only one, a descriptor the channel
+	 * cannot be used through, -EACCES; -EBADF says "not open"
+	 * (channel.h, test_revdoc3_open_fd_mode). */
 	if (got < 0)
-		return -errno;
+		return errno == EBADF ? -EACCES : -errno;
 	if ((size_t)got != sizeof(*copy))
 		return -EBADMSG;
 	return validate(copy, (uint64_t)sb->st_size, elt_size, capacity);
