@@ -143,9 +143,9 @@ static int make_named_in_place(const char *path, size_t elt_size,
 	return fd;
 }
 
-CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
-					 size_t capacity, unsigned flags,
-					 unsigned mode, struct canal_chan **out)
+static int create_named_impl(const char *name, size_t elt_size, size_t capacity,
+			     unsigned flags, unsigned mode,
+			     struct canal_chan **out)
 {
 	char path[NAME_MAX_LEN + 2];
 	struct chan_geometry g;
@@ -199,8 +199,8 @@ CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
 	return err;
 }
 
-CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capacity,
-			   unsigned flags, struct canal_chan **out)
+static int open_impl(const char *name, size_t elt_size, size_t capacity,
+		     unsigned flags, struct canal_chan **out)
 {
 	char path[NAME_MAX_LEN + 2];
 	int err;
@@ -225,7 +225,7 @@ CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size, size_t capac
 	return canal__chan_open_segment(fd, true, elt_size, capacity, out);
 }
 
-CANAL_EXPORT int canal_chan_unlink(const char *name)
+static int unlink_impl(const char *name)
 {
 	char path[NAME_MAX_LEN + 2];
 	int err = shm_path(name, path, sizeof(path));
@@ -241,7 +241,7 @@ CANAL_EXPORT int canal_chan_fd(const struct canal_chan *ch)
 	return ch->fd;
 }
 
-CANAL_EXPORT int canal_chan_send_handle(int sock, const struct canal_chan *ch)
+static int send_handle_impl(int sock, const struct canal_chan *ch)
 {
 	int fd = canal_chan_fd(ch);
 	if (fd < 0)
@@ -276,8 +276,8 @@ CANAL_EXPORT int canal_chan_send_handle(int sock, const struct canal_chan *ch)
 	return errno == EPIPE ? -ECONNRESET : -errno;
 }
 
-CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capacity,
-				  unsigned flags, struct canal_chan **out)
+static int recv_handle_impl(int sock, size_t elt_size, size_t capacity,
+			    unsigned flags, struct canal_chan **out)
 {
 	if (!out)
 		return -EINVAL;
@@ -333,4 +333,50 @@ CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size, size_t capaci
 	/* The descriptor received becomes the handle's (closing it would
 	 * drop this process's record locks on the file, if any). */
 	return canal__chan_open_segment(fd, true, elt_size, capacity, out);
+}
+
+CANAL_EXPORT int canal_chan_create_named(const char *name, size_t elt_size,
+					 size_t capacity, unsigned flags,
+					 unsigned mode, struct canal_chan **out)
+{
+	int saved = errno; /* channel.h: errno is not touched */
+	int r = create_named_impl(name, elt_size, capacity, flags, mode, out);
+	errno = saved;
+	return r;
+}
+
+CANAL_EXPORT int canal_chan_open(const char *name, size_t elt_size,
+				 size_t capacity, unsigned flags,
+				 struct canal_chan **out)
+{
+	int saved = errno; /* channel.h: errno is not touched */
+	int r = open_impl(name, elt_size, capacity, flags, out);
+	errno = saved;
+	return r;
+}
+
+CANAL_EXPORT int canal_chan_unlink(const char *name)
+{
+	int saved = errno; /* channel.h: errno is not touched */
+	int r = unlink_impl(name);
+	errno = saved;
+	return r;
+}
+
+CANAL_EXPORT int canal_chan_send_handle(int sock, const struct canal_chan *ch)
+{
+	int saved = errno; /* channel.h: errno is not touched */
+	int r = send_handle_impl(sock, ch);
+	errno = saved;
+	return r;
+}
+
+CANAL_EXPORT int canal_chan_recv_handle(int sock, size_t elt_size,
+					size_t capacity, unsigned flags,
+					struct canal_chan **out)
+{
+	int saved = errno; /* channel.h: errno is not touched */
+	int r = recv_handle_impl(sock, elt_size, capacity, flags, out);
+	errno = saved;
+	return r;
 }

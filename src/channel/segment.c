@@ -133,8 +133,8 @@ static int check_segment(int fd, size_t elt_size, size_t capacity,
 	return validate(copy, (uint64_t)sb->st_size, elt_size, capacity);
 }
 
-CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
-			      unsigned flags, struct canal_chan **out)
+static int open_fd_impl(int fd, size_t elt_size, size_t capacity,
+			unsigned flags, struct canal_chan **out)
 {
 	if (!out || fd < 0 || flags != CANAL_SHARED)
 		return -EINVAL;
@@ -199,4 +199,13 @@ int canal__chan_open_segment(int fd, bool own, size_t elt_size,
 	}
 	*out = ch;
 	return 0;
+}
+
+CANAL_EXPORT int canal_chan_open_fd(int fd, size_t elt_size, size_t capacity,
+				 unsigned flags, struct canal_chan **out)
+{
+	int saved = errno; /* channel.h: errno is not touched */
+	int r = open_fd_impl(fd, elt_size, capacity, flags, out);
+	errno = saved;
+	return r;
 }
