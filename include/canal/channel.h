@@ -460,10 +460,14 @@ enum {
  *   -ENOENT     every case has a NULL channel and timeout_ns < 0 (it would
  *               block forever).
  * Thread-safe. Operations on synchronous channels take part: a receive case
- * makes the thread count as a waiting receiver while it waits. If the select
- * then completes another case, an element that a sender handed over in that
- * instant stays in the channel for the next receiver (the sender's blocking
- * send still returns only once it is taken).
+ * makes the thread count as a waiting receiver while it waits. Such a case
+ * waits for a hand-over as the single receives do: with timeout_ns == 0,
+ * as canal_try_recv (up to 3 ms for a sender it met); with a timeout, as
+ * canal_recv_timeout (up to 2 ms past it for an element a sender took its
+ * demand for). If the select then completes another case, an element that
+ * a sender handed over in that instant stays in the channel for the next
+ * receiver (the sender's blocking send still returns only once it is
+ * taken).
  */
 int canal_select(struct canal_case *cases, size_t n, int64_t timeout_ns,
 		 unsigned flags);
