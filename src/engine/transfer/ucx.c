@@ -149,6 +149,13 @@ void canal__ucx_ctx_unref(struct ucx_ctx *c)
 		return;
 	if (c->worker)
 		ucp_worker_destroy(c->worker);
+	/* The worker is gone: UCX reads none of them any more. */
+	while (c->orphans) {
+		struct ucx_orphan *o = c->orphans;
+		c->orphans = o->next;
+		free(o->buf);
+		free(o);
+	}
 	if (c->ctx)
 		ucp_cleanup(c->ctx);
 	free(c);
@@ -432,16 +439,33 @@ static int ucx_health(struct canal__driver *d_)
 	return 0;
 }
 
-static void wait_req(struct ucx_ctx *c, void *r, uint64_t deadline)
+/* Progress until r completes or the deadline: true once it has (r
+ * freed), false when it is still under way (left to the worker's
+ * destruction: UCX may still use its buffer until then). */
+static bool wait_req(struct ucx_ctx *c, void *r, uint64_t deadline)
 {
 	if (!r || UCS_PTR_IS_ERR(r))
-		return;
+		return true;
 	while (ucp_request_check_status(r) == UCS_INPROGRESS &&
 	       canal__now_ms() < deadline)
 		ucp_worker_progress(c->worker);
-	if (ucp_request_check_status(r) != UCS_INPROGRESS)
-		ucp_request_free(r);
-	/* else: left to the worker's destruction */
+	if (ucp_request_check_status(r) == UCS_INPROGRESS)
+		return false;
+	ucp_request_free(r);
+	return true;
+}
+
+/* buf stays allocated until the worker is destroyed (struct ucx_orphan).
+ * Without memory for the list entry it is never freed: a leak rather
+ * than UCX reading freed memory. */
+static void orphan(struct ucx_ctx *c, void *buf)
+{
+	struct ucx_orphan *o = malloc(sizeof *o);
+	if (!o)
+		return;
+	o->buf = buf;
+	o->next = c->orphans;
+	c->orphans = o;
 }
 
 static void ucx_close(struct canal__driver *d_)
@@ -458,9 +482,15 @@ static void ucx_close(struct canal__driver *d_)
 		 * it, which would write into d after the free below. */
 		ucp_request_free(d->rreq);
 	}
+	/* A send still under way at the deadline keeps its buffer: UCX
+	 * sends from it whenever the peer resumes and the worker runs
+	 * (another driver of the session): orphaned, not freed. */
 	for (int i = 0; i < UCX_SLOTS; i++) {
-		if (d->slot[i].req)
-			wait_req(d->c, d->slot[i].req, deadline);
+		if (d->slot[i].req &&
+		    !wait_req(d->c, d->slot[i].req, deadline)) {
+			orphan(d->c, d->slot[i].buf);
+			d->slot[i].buf = NULL;
+		}
 	}
 	if (d->ep) {
 		ucp_request_param_t p = {

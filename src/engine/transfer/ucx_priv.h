@@ -108,9 +108,20 @@ enum ucx_err_choice {
 	UCX_ERR_NONE,    /* "none": no peer */
 };
 
+/* A buffer a closed driver left to UCX: a send request of it was still
+ * in flight when the close gave up (UCX_CLOSE_MS; a peer that stalls),
+ * and UCX may still read it whenever the worker progresses (another
+ * driver of the session, its close). Freed after the worker is
+ * destroyed (canal__ucx_ctx_unref). */
+struct ucx_orphan {
+	struct ucx_orphan *next;
+	void *buf;
+};
+
 struct ucx_ctx {
 	ucp_context_h ctx;
 	ucp_worker_h worker;
+	struct ucx_orphan *orphans; /* freed after ucp_worker_destroy */
 	int refs;
 	int rank;
 	bool bulk;  /* our rendezvous threshold is in force */
@@ -156,7 +167,7 @@ struct ucx_driver {
 };
 
 /* Drop a reference to c (the drivers' and the native object's): the last
- * one destroys the worker and the context. */
+ * one destroys the worker, frees the orphans, then the context. */
 void canal__ucx_ctx_unref(struct ucx_ctx *c);
 
 /* Progress c's worker until it has nothing left to do (at most
