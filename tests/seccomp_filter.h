@@ -1,8 +1,10 @@
 /* seccomp_filter.h - the part of a test's seccomp filter that every one
- * repeats: the architecture check and the load of the syscall number, and
- * the install. */
+ * repeats: the architecture check and the load of the syscall number, the
+ * install, and the forked child that installs it and runs the checks. */
 #ifndef CANAL_TEST_SECCOMP_FILTER_H
 #define CANAL_TEST_SECCOMP_FILTER_H
+
+#include "check.h"
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -10,6 +12,8 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* This build's architecture for seccomp_data.arch; 0: one these tests do
  * not know (no filter is installed). */
@@ -37,6 +41,30 @@ static inline int seccomp_test_install(struct sock_filter *f, size_t n)
 	struct sock_fprog prog = { (unsigned short)n, f };
 	return SECCOMP_TEST_ARCH && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
 	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* Run child(arg) in a forked child (the filter stays there), which exits
+ * with what it returns: 0 when its checks passed, 77 when it could not
+ * install its filter, anything else when a check failed. 1: the child
+ * passed; 0: it had no filter, and "<name>: no seccomp filter here:
+ * skipped" is printed (the test is skipped). Any other end of the child
+ * fails the test (CHECK). */
+static inline int seccomp_test_child(const char *name, int (*child)(int),
+				     int arg)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(child(arg));
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77) {
+		printf("%s: no seccomp filter here: skipped\n", name);
+		return 0;
+	}
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	return 1;
 }
 
 #endif

@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/epoll.h>
-#include <sys/wait.h>
 
 #define FD_NO 900
 
@@ -49,8 +48,9 @@ static void main_task(void *arg)
 	wr_res = canal_io_write(wr_fd, buf, sizeof buf, 1000000, NULL);
 }
 
-static int child(void)
+static int child(int arg)
 {
+	(void)arg;
 	int a[2], b[2];
 	if (pipe2(a, O_CLOEXEC) || pipe2(b, O_CLOEXEC | O_NONBLOCK))
 		return 2;
@@ -87,18 +87,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(60); /* hang guard */
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(child());
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77) {
-		printf("test_revepoll_watch_limit: no seccomp filter here: "
-		       "skipped\n");
+	if (!seccomp_test_child("test_revepoll_watch_limit", child, 0))
 		return 0;
-	}
-	CHECK_EQ(WEXITSTATUS(st), 0);
 	TEST_DONE("test_revepoll_watch_limit");
 }

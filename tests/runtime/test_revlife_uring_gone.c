@@ -28,7 +28,6 @@
 #include <canal/task.h>
 
 #include <liburing.h>
-#include <sys/wait.h>
 
 static int ran, submitted;
 
@@ -92,20 +91,9 @@ int main(void)
 	}
 	CHECK_EQ(r, 0);
 	CHECK_EQ(submitted, 0);
-	for (int asked_first = 0; asked_first < 2; asked_first++) {
-		pid_t pid = fork();
-		CHECK(pid >= 0);
-		if (pid == 0)
-			_exit(child(asked_first));
-		int st;
-		CHECK_EQ(waitpid(pid, &st, 0), pid);
-		CHECK(WIFEXITED(st));
-		if (WEXITSTATUS(st) == 77) {
-			printf("test_revlife_uring_gone: no seccomp filter "
-			       "here: skipped\n");
+	for (int asked_first = 0; asked_first < 2; asked_first++)
+		if (!seccomp_test_child("test_revlife_uring_gone", child,
+					asked_first))
 			return 0;
-		}
-		CHECK_EQ(WEXITSTATUS(st), 0);
-	}
 	TEST_DONE("test_revlife_uring_gone");
 }

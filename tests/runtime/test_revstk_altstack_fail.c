@@ -22,8 +22,6 @@
 
 #include <canal/task.h>
 
-#include <sys/wait.h>
-
 static int ran;
 
 static void main_task(void *arg)
@@ -32,8 +30,9 @@ static void main_task(void *arg)
 	ran++;
 }
 
-static int child(void)
+static int child(int arg)
 {
+	(void)arg;
 	struct sock_filter f[] = {
 		SECCOMP_TEST_PROLOGUE,
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sigaltstack, 0, 1),
@@ -62,19 +61,8 @@ int main(void)
 	       "stack of canal's: skipped\n");
 	return 0;
 #endif
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(child());
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77) {
-		printf("test_revstk_altstack_fail: no seccomp filter here: "
-		       "skipped\n");
+	if (!seccomp_test_child("test_revstk_altstack_fail", child, 0))
 		return 0;
-	}
-	CHECK_EQ(WEXITSTATUS(st), 0);
 	struct canal_run_options o = {.loops = 2};
 	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
 	CHECK_EQ(ran, 1);
