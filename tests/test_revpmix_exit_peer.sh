@@ -5,18 +5,8 @@
 # PMIx fence), not with PMIx's partial success as -EIO. Skips (77)
 # without mpirun or PMIx. Usage: test_revpmix_exit_peer.sh JOB_BINARY
 job="$1"
-if ! command -v mpirun >/dev/null 2>&1; then
-	echo "test_revpmix_exit_peer: SKIP: no mpirun"
-	exit 77
-fi
-if [ "$CANAL_HAVE_PMIX" != 1 ]; then
-	echo "test_revpmix_exit_peer: SKIP: canal built without PMIx"
-	exit 77
-fi
-root=""
-[ "$(id -u)" = 0 ] && root="--allow-run-as-root"
-drivers="shm tcp"
-[ "$CANAL_HAVE_UCX" = 1 ] && drivers="$drivers ucx"
+. "$(dirname "$0")/mpirun_env.sh"
+mpirun_prelude test_revpmix_exit_peer
 for d in $drivers; do
 	out=$(env -u CANAL_RANK -u CANAL_SIZE -u CANAL_LAUNCH_DIR \
 		OMPI_MCA_rmaps_base_oversubscribe=1 \
