@@ -13,16 +13,27 @@
 
 static int expect_failures;
 
-static inline void expect_value(const char *what, long got, long want)
+/* The check of a call made in a context (a task, a plain thread, ...)
+ * that the report names first ("ctx: what: got, want"); ctx NULL: none. */
+static inline void expect_value_in(const char *ctx, const char *what,
+				   long got, long want)
 {
 	if (got == want)
 		return;
-	fprintf(stderr, "%s: %ld (%s), want %ld (%s)\n", what, got,
-		strerror((int)-got), want, strerror((int)-want));
+	fprintf(stderr, "%s%s%s: %ld (%s), want %ld (%s)\n", ctx ? ctx : "",
+		ctx ? ": " : "", what, got, strerror((int)-got), want,
+		strerror((int)-want));
 	expect_failures++;
+}
+
+static inline void expect_value(const char *what, long got, long want)
+{
+	expect_value_in(NULL, what, got, want);
 }
 
 #define EXPECT(call, want) expect_value(#call, (long)(call), (long)(want))
 #define EXPECT_V(what, got, want) expect_value(what, (long)(got), (long)(want))
+#define EXPECT_IN(ctx, call, want)                                           \
+	expect_value_in(ctx, #call, (long)(call), (long)(want))
 
 #endif

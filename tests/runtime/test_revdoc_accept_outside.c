@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE 1
 #include "check.h"
+#include "expect.h"
 
 #include <canal/task.h>
 
@@ -22,30 +23,19 @@
 #define WAIT_NS 1000000000
 
 static int pipe_fds[2], pair[2], dgram;
-static int failures;
-
-static void expect(const char *ctx, const char *what, long got, long want)
-{
-	if (got == want)
-		return;
-	fprintf(stderr, "%s: %s: %ld (%s), want %ld (%s)\n", ctx, what, got,
-		strerror((int)-got), want, strerror((int)-want));
-	failures++;
-}
-
-#define EXPECT(ctx, call, want) expect(ctx, #call, (long)(call), (long)(want))
 
 static void calls(const char *ctx)
 {
-	EXPECT(ctx, canal_io_accept(pipe_fds[0], NULL, NULL, 0, WAIT_NS, NULL),
-	       -ENOTSOCK);
-	EXPECT(ctx, canal_io_accept(pair[0], NULL, NULL, 0, WAIT_NS, NULL),
-	       -EINVAL);
-	EXPECT(ctx, canal_io_accept(dgram, NULL, NULL, 0, WAIT_NS, NULL),
-	       -EOPNOTSUPP);
+	EXPECT_IN(ctx,
+		  canal_io_accept(pipe_fds[0], NULL, NULL, 0, WAIT_NS, NULL),
+		  -ENOTSOCK);
+	EXPECT_IN(ctx, canal_io_accept(pair[0], NULL, NULL, 0, WAIT_NS, NULL),
+		  -EINVAL);
+	EXPECT_IN(ctx, canal_io_accept(dgram, NULL, NULL, 0, WAIT_NS, NULL),
+		  -EOPNOTSUPP);
 	/* No timeout: accept4(2) itself. */
-	EXPECT(ctx, canal_io_accept(pipe_fds[0], NULL, NULL, 0, -1, NULL),
-	       -ENOTSOCK);
+	EXPECT_IN(ctx, canal_io_accept(pipe_fds[0], NULL, NULL, 0, -1, NULL),
+		  -ENOTSOCK);
 }
 
 static void detached(void *arg)
@@ -65,6 +55,6 @@ int main(void)
 	calls("plain thread");
 	struct canal_run_options o = {.loops = 1};
 	CHECK_EQ(canal_run(detached, NULL, &o), 0);
-	CHECK_EQ(failures, 0);
+	CHECK_EQ(expect_failures, 0);
 	TEST_DONE("test_revdoc_accept_outside");
 }

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE 1
 #include "check.h"
+#include "expect.h"
 
 #include <canal/task.h>
 
@@ -30,38 +31,28 @@
 #define WAIT_NS 1000000000
 
 static int empty[2], full[2];
-static int failures;
-
-static void expect(const char *ctx, const char *what, long got, long want)
-{
-	if (got == want)
-		return;
-	fprintf(stderr, "%s: %s: %ld (%s), want %ld (%s)\n", ctx, what, got,
-		strerror((int)-got), want, strerror((int)-want));
-	failures++;
-}
-
-#define EXPECT(ctx, call, want) expect(ctx, #call, (long)(call), (long)(want))
 
 static void calls(const char *ctx)
 {
 	char buf[8];
 	struct iovec iov = {buf, sizeof buf};
-	EXPECT(ctx, canal_io_read(empty[0], buf, 0, WAIT_NS, NULL), 0);
+	EXPECT_IN(ctx, canal_io_read(empty[0], buf, 0, WAIT_NS, NULL), 0);
 	struct iovec none[2] = {{buf, 0}, {buf + 1, 0}};
-	EXPECT(ctx, canal_io_readv(empty[0], &iov, 0, WAIT_NS, NULL), 0);
-	EXPECT(ctx, canal_io_readv(empty[0], none, 2, WAIT_NS, NULL), 0);
-	EXPECT(ctx, canal_io_readv(empty[0], &iov, -1, WAIT_NS, NULL),
-	       -EINVAL);
-	EXPECT(ctx, canal_io_readv(empty[0], &iov, IOV_MAX + 1, WAIT_NS, NULL),
-	       -EINVAL);
-	EXPECT(ctx, canal_io_write(full[1], buf, 0, WAIT_NS, NULL), 0);
-	EXPECT(ctx, canal_io_writev(full[1], &iov, 0, WAIT_NS, NULL), 0);
-	EXPECT(ctx, canal_io_writev(full[1], none, 2, WAIT_NS, NULL), 0);
-	EXPECT(ctx, canal_io_writev(full[1], &iov, -1, WAIT_NS, NULL),
-	       -EINVAL);
-	EXPECT(ctx, canal_io_writev(full[1], &iov, IOV_MAX + 1, WAIT_NS, NULL),
-	       -EINVAL);
+	EXPECT_IN(ctx, canal_io_readv(empty[0], &iov, 0, WAIT_NS, NULL), 0);
+	EXPECT_IN(ctx, canal_io_readv(empty[0], none, 2, WAIT_NS, NULL), 0);
+	EXPECT_IN(ctx, canal_io_readv(empty[0], &iov, -1, WAIT_NS, NULL),
+		  -EINVAL);
+	EXPECT_IN(ctx,
+		  canal_io_readv(empty[0], &iov, IOV_MAX + 1, WAIT_NS, NULL),
+		  -EINVAL);
+	EXPECT_IN(ctx, canal_io_write(full[1], buf, 0, WAIT_NS, NULL), 0);
+	EXPECT_IN(ctx, canal_io_writev(full[1], &iov, 0, WAIT_NS, NULL), 0);
+	EXPECT_IN(ctx, canal_io_writev(full[1], none, 2, WAIT_NS, NULL), 0);
+	EXPECT_IN(ctx, canal_io_writev(full[1], &iov, -1, WAIT_NS, NULL),
+		  -EINVAL);
+	EXPECT_IN(ctx,
+		  canal_io_writev(full[1], &iov, IOV_MAX + 1, WAIT_NS, NULL),
+		  -EINVAL);
 }
 
 static void task_calls(void *arg)
@@ -74,15 +65,17 @@ static void task_calls(void *arg)
 	char buf[8];
 	struct iovec iov = {buf, sizeof buf};
 	for (int i = 0; i < 2; i++) {
-		EXPECT(ctx, canal_io_read(empty[0], buf, 1, 1000, NULL),
-		       -ETIMEDOUT);
-		EXPECT(ctx, canal_io_read(empty[0], buf, 0, WAIT_NS, NULL), 0);
-		EXPECT(ctx, canal_io_readv(empty[0], &iov, 1, 1000, NULL),
-		       -ETIMEDOUT);
-		EXPECT(ctx, canal_io_readv(empty[0], &iov, 0, WAIT_NS, NULL),
-		       0);
-		EXPECT(ctx, canal_io_readv(empty[0], &iov, -1, WAIT_NS, NULL),
-		       -EINVAL);
+		EXPECT_IN(ctx, canal_io_read(empty[0], buf, 1, 1000, NULL),
+			  -ETIMEDOUT);
+		EXPECT_IN(ctx, canal_io_read(empty[0], buf, 0, WAIT_NS, NULL),
+			  0);
+		EXPECT_IN(ctx, canal_io_readv(empty[0], &iov, 1, 1000, NULL),
+			  -ETIMEDOUT);
+		EXPECT_IN(ctx, canal_io_readv(empty[0], &iov, 0, WAIT_NS, NULL),
+			  0);
+		EXPECT_IN(ctx,
+			  canal_io_readv(empty[0], &iov, -1, WAIT_NS, NULL),
+			  -EINVAL);
 	}
 }
 
@@ -105,6 +98,6 @@ int main(void)
 	CHECK_EQ(canal_run(task_calls, "task, no sync shortcut", &o), 0);
 	calls("outside a task");
 
-	CHECK_EQ(failures, 0);
+	CHECK_EQ(expect_failures, 0);
 	TEST_DONE("test_revdoc_zero_len");
 }
