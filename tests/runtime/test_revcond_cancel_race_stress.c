@@ -14,16 +14,15 @@
 #define _GNU_SOURCE 1
 #include "check.h"
 #include "full_backlog.h"
+#include "trial_pace.h"
 
 #include <canal/task.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 
 #ifdef SANITIZED
 #define TRIALS 400
@@ -44,28 +43,13 @@ static struct sockaddr_un laddr;
 static int conn_fd = -1;   /* K_ACCEPT's connecting socket */
 static bool uring;
 
-static void spin_us(unsigned us)
-{
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		if ((b.tv_sec - a.tv_sec) * 1000000 +
-			    (b.tv_nsec - a.tv_nsec) / 1000 >=
-		    us)
-			return;
-	}
-}
-
 static void *signaller(void *arg)
 {
 	uint64_t seed = 0x1234567ull;
 	(void)arg;
 	for (int trial = 0; trial < TRIALS; trial++) {
-		while (atomic_load(&trial_go) != trial + 1)
-			sched_yield();
+		trial_pace(&trial_go, trial, &seed, 400);
 		struct canal_cond *c = atomic_load(&trial_cond);
-		spin_us((unsigned)(check_rand64(&seed) % 400));
 		int n = 0;
 		while (!atomic_load(&op_ended)) {
 			n = trial & 1 ? canal_cond_broadcast(c)
@@ -87,9 +71,7 @@ static void *putter(void *arg)
 	uint64_t seed = 0x7654321ull;
 	(void)arg;
 	for (int trial = 0; trial < TRIALS; trial++) {
-		while (atomic_load(&trial_go) != trial + 1)
-			sched_yield();
-		spin_us((unsigned)(check_rand64(&seed) % 400));
+		trial_pace(&trial_go, trial, &seed, 400);
 		if (kind_of[trial] == K_ACCEPT) {
 			conn_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 			CHECK(conn_fd >= 0);

@@ -15,11 +15,10 @@
 #define _GNU_SOURCE 1
 #include "check.h"
 #include "full_backlog.h"
+#include "trial_pace.h"
 
 #include <canal/task.h>
-#include <sched.h>
 #include <stdbool.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -37,27 +36,12 @@ static _Atomic int conn_r, wait_r, ended;
 static int counts[TRIALS];
 static uint64_t seed = 0x9e3779b97f4a7c15ull;
 
-static void spin_us(unsigned us)
-{
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		if ((b.tv_sec - a.tv_sec) * 1000000 +
-			    (b.tv_nsec - a.tv_nsec) / 1000 >=
-		    us)
-			return;
-	}
-}
-
 static void *signaller(void *arg)
 {
 	(void)arg;
 	for (int trial = 0; trial < TRIALS; trial++) {
-		while (atomic_load(&trial_go) != trial + 1)
-			sched_yield();
+		trial_pace(&trial_go, trial, &seed, 4000);
 		struct canal_cond *c = atomic_load(&trial_cond);
-		spin_us((unsigned)(check_rand64(&seed) % 4000));
 		int sum = 0;
 		bool bcast = trial % 3 == 2;
 		while (sum < 2) {
