@@ -95,8 +95,12 @@ enum {
  *   EINVAL  flags has unknown bits, capacity > CANAL_CAPACITY_MAX,
  *           elt_size > CANAL_ELT_SIZE_MAX, or the buffer size overflows;
  *   ENOMEM  the memory could not be allocated;
+ *   EAGAIN  the ring is mapped (CANAL_SHARED, or a thread channel
+ *           larger than 256 KiB) while mlockall(MCL_FUTURE) is in force,
+ *           and it would pass RLIMIT_MEMLOCK;
  *   EMFILE, ENFILE  (CANAL_SHARED) no file descriptor left for its memory
- *           file; other errors of memfd_create/mmap as their errno.
+ *           file; other errors of memfd_create/mmap as their errno (EPERM:
+ *           a security module refused the mapping).
  * Never blocks. Thread-safe.
  */
 struct canal_chan *canal_chan_create(size_t elt_size, size_t capacity,

@@ -130,16 +130,23 @@ CANAL_EXPORT struct canal_chan *canal_chan_create(size_t elt_size, size_t capaci
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	} else {
 		st = aligned_alloc(CANAL_CACHELINE, g.map_size);
-		if (st)
+		if (st) {
 			memset(st, 0, g.map_size);
-		else
+		} else {
 			st = MAP_FAILED;
+			errno = ENOMEM; /* (aligned_alloc need not set it) */
+		}
 	}
 	if (st == MAP_FAILED) {
+		/* mmap's own errno (channel.h), not ENOMEM whatever the
+		 * cause: EAGAIN (mlockall(MCL_FUTURE) and RLIMIT_MEMLOCK),
+		 * EPERM (a security module) are no lack of memory
+		 * (test_errmap_chan_mmap). close() must not change it. */
+		int e = errno;
 		if (fd >= 0)
 			close(fd);
 		free(ch);
-		errno = ENOMEM;
+		errno = e;
 		return NULL;
 	}
 	canal__chan_state_init(st, elt_size, capacity, flags, &g);
