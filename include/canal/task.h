@@ -358,7 +358,20 @@ int canal_cond_broadcast(struct canal_cond *c);
  * descriptor the loop cannot watch returns -ENOMEM, nothing done: no
  * memory for the loop's table of descriptors or for the kernel's
  * registration, or the user's limit of epoll watches
- * (fs.epoll.max_user_watches, epoll_ctl's ENOSPC) reached. canal_io_close of an fd on which
+ * (fs.epoll.max_user_watches, epoll_ctl's ENOSPC) reached. An epoll
+ * descriptor that the loop's set cannot watch (its own set holds the
+ * loop's: epoll_ctl's ELOOP; it is the loop's: EINVAL) gets the call's
+ * own answer at once: -EINVAL for read, write, readv and writev,
+ * -ENOTSOCK for recv and send (io_uring's too for recv and send; its
+ * read or write of an epoll descriptor waits for the descriptor's
+ * readiness first under CANAL_RUN_NO_SYNC_SHORTCUT). Where no try comes
+ * first (CANAL_RUN_NO_SYNC_SHORTCUT, or a skipped input try, above), an
+ * operation that fails whatever the readiness still waits for it on
+ * epoll, where io_uring fails at once: recv or send of a descriptor that
+ * is no socket (a pipe) says -ENOTSOCK once it is ready, a write to a
+ * descriptor not open for writing (a pipe's read end) or a read of one
+ * not open for reading waits for a readiness that may never come
+ * (-ETIMEDOUT, or for ever), where io_uring says -EBADF. canal_io_close of an fd on which
  * tasks of the same loop wait ends their operations with -EBADF (on
  * io_uring it does not: the kernel holds the file for the operations
  * already submitted, which end as the file's other end decides, or by

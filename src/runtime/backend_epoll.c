@@ -307,6 +307,20 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 		*slot = NULL;
 		if (fd_sync(b, op->fd) != 0)
 			w->events = 0;
+		/* An epoll file: ELOOP (its set holds this loop's, or nests
+		 * too deep), EINVAL (this loop's set itself). Not the
+		 * operation's errors: an epoll file has no read, write or
+		 * socket side, so the call fails at once without waiting
+		 * (read(2): EINVAL, recv(2): ENOTSOCK), and that is its
+		 * answer, as io_uring's for recv and send
+		 * (test_errmap_epoll_ctl). */
+		if (r == -ELOOP || r == -EINVAL) {
+			int res = canal__io_try(op, true);
+			if (res != -EAGAIN) {
+				canal__io_complete(op, res);
+				return 0;
+			}
+		}
 		/* The fd cannot be watched: no memory (the table above, the
 		 * kernel's) or the user's limit of watches reached
 		 * (max_user_watches: ENOSPC, which a write would pass for a
