@@ -52,7 +52,7 @@ static inline int seccomp_test_install(struct sock_filter *f, size_t n)
 static inline int seccomp_test_child(const char *name, int (*child)(int),
 				     int arg)
 {
-	pid_t pid = fork();
+	pid_t pid = test_fork();
 	CHECK(pid >= 0);
 	if (pid == 0)
 		_exit(child(arg));

@@ -24,14 +24,14 @@
 #include <canal/channel.h>
 
 #include <sys/mman.h>
-#include <sys/wait.h>
 
 #define PRIVATE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE)
 
 /* 0: both failures carry the forced errno; 1: one does not; 77: no
  * seccomp filter here. */
-static int child(void)
+static int child(int unused)
 {
+	(void)unused;
 	/* mmap(_, _, PROT_READ | PROT_WRITE, MAP_SHARED, _, _): EPERM;
 	 * mmap(_, _, PROT_READ | PROT_WRITE, PRIVATE_FLAGS, _, _): EAGAIN. */
 	struct sock_filter f[] = {
@@ -84,18 +84,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(60); /* hang guard */
-	pid_t pid = test_fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(child());
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77) {
-		printf("test_errmap_chan_mmap: no seccomp filter here: "
-		       "skipped\n");
+	if (!seccomp_test_child("test_errmap_chan_mmap", child, 0))
 		return 77;
-	}
-	CHECK_EQ(WEXITSTATUS(st), 0);
 	TEST_DONE("test_errmap_chan_mmap");
 }
