@@ -39,8 +39,16 @@
  *
  * Waiting and timeouts: a try operation returns at once and a timed one by
  * its deadline, whatever another thread or process does (even one holding a
- * lent slot, or writing garbage into a shared segment). Called from a task
- * of canal's runtime, a blocking operation parks the task, not its thread.
+ * lent slot, or writing garbage into a shared segment). A try operation
+ * whose claim of a position keeps failing because the channel's indices
+ * move under it (a peer rewriting a shared segment's indices without
+ * pause) gives up after a bounded number of attempts with -EAGAIN, as when
+ * the channel is full (empty): nothing was sent or received; a timed one
+ * then ends by its deadline with -ETIMEDOUT, and a blocking one keeps
+ * trying. Between live parties each failed attempt is another party's
+ * successful claim, and the bound is a thousand of them in one call.
+ * Called from a task of canal's runtime, a blocking operation parks the
+ * task, not its thread.
  */
 #ifndef CANAL_CHANNEL_H
 #define CANAL_CHANNEL_H
@@ -156,17 +164,20 @@ int canal_recv(struct canal_chan *ch, void *elt);
 
 /*
  * canal_try_send - like canal_send() but never blocks: returns -EAGAIN when
- * the channel is full (capacity 0: when no receiver is waiting), -EPIPE when
- * closed, 0 when sent. With capacity 0, a 0 return means the element was
- * handed to a waiting receiver; the call does not wait for it to be copied.
+ * the channel is full (capacity 0: when no receiver is waiting) or its
+ * indices kept moving under the call (see "Waiting and timeouts" above),
+ * -EPIPE when closed, 0 when sent. With capacity 0, a 0 return means the
+ * element was handed to a waiting receiver; the call does not wait for it
+ * to be copied.
  */
 int canal_try_send(struct canal_chan *ch, const void *elt);
 
 /*
  * canal_try_recv - like canal_recv() but never blocks: -EAGAIN when the
- * channel is empty and open, -EPIPE when closed and drained, 0 when an
- * element was received. On a synchronous channel it succeeds only when a
- * sender is waiting or has an element ready; it may then wait up to 1 ms
+ * channel is empty and open (or its indices kept moving under the call, as
+ * canal_try_send), -EPIPE when closed and drained, 0 when an element was
+ * received. On a synchronous channel it succeeds only when a sender is
+ * waiting or has an element ready; it may then wait up to 1 ms
  * for that sender to hand its element over, and 2 ms more when that
  * sender still holds its slot (a reserve not yet committed: its element
  * then goes to the next receiver). It never waits otherwise.

@@ -36,6 +36,12 @@
  *     on a synchronous channel (p,1) -> (p,3) -> (p+ring,0) when a
  *     receiver takes the element, or (p,1) -> (p,2) when a timed sender
  *     withdraws it at its deadline (both CASes: exactly one wins).
+ *  I4 A claim's retries are bounded by its deadline (ring.c, claim_retry):
+ *     a try (deadline 0) retries at most CLAIM_TRY_RETRIES times, then
+ *     returns -EAGAIN having claimed nothing; a timed one ends by its
+ *     deadline; only a blocking one retries for as long as it takes. A
+ *     peer rewriting a shared ring's indices cannot keep a try or timed
+ *     call inside a claim loop.
  *
  * Memory ordering:
  *  - Sender: CAS tail (seq_cst) ... write data ... store stamp (p,1)
@@ -467,8 +473,9 @@ struct canal__held_wait {
 #define CANAL__HELD_WAIT_INIT { CANAL__SNOOZE_INIT, UINT64_MAX, 0, 0 }
 
 /* Ring primitives (ring.c). Return counts > 0, or -EAGAIN (full, empty;
- * or, with deadline 0, a slot held by the other side), -ETIMEDOUT (held
- * past the deadline), -EPIPE (closed), -EBADMSG (damaged ring). try_only
+ * or, with deadline 0, a slot held by the other side, or indices that kept
+ * moving under the claim: I4), -ETIMEDOUT (held, or retrying, past the
+ * deadline), -EPIPE (closed), -EBADMSG (damaged ring). try_only
  * (receive): -EAGAIN for a position claimed but not yet published, without
  * reading tail. hw: the caller's held wait, or NULL (one of the call's
  * own). give_up_held (send): -EBUSY for a slot held by the other side

@@ -267,6 +267,52 @@ static inline void lost_race(unsigned *ck, bool may_switch)
 		canal__pause_exp(ck);
 }
 
+/*
+ * Bounded claims. A claim looks again when what it read moved under it: its
+ * CAS of the index lost, its copy of the index was stale, or the slot at
+ * its (new) position was held. Between live parties every such retry is
+ * another claim's success (the ring is lock-free), but a peer that
+ * rewrites a shared channel's indices and stamps without pause, with
+ * plausible values, can make every look a new one for ever: the CAS always
+ * loses, and the held wait's pause phase (which ends a try, wait_held)
+ * starts afresh at each new position (test_revclaim_hostile_spin).
+ * Invariant I4 (internal.h): a try claim (deadline 0) retries at most
+ * CLAIM_TRY_RETRIES times, then returns -EAGAIN (would block; nothing was
+ * claimed, so nothing is lost); a timed claim reads the clock every
+ * CLAIM_CLOCK_EVERY retries and returns -ETIMEDOUT once past its deadline;
+ * a blocking claim (CANAL_NO_DEADLINE) retries as long as it takes (it may
+ * wait; between live parties some claim always succeeds). Not -EBADMSG:
+ * each state such a peer shows is one live parties could show, and the
+ * damage checks before the retries still report the impossible ones.
+ * Counted on the retry paths only: a claim whose first look and CAS
+ * succeed never touches the count.
+ * CLAIM_TRY_RETRIES is far above what live contention makes: each retry
+ * there follows a pause (lost_race, the snooze) and means that another
+ * party claimed meanwhile (or that a weak CAS failed spuriously), so a
+ * try that gives up has seen about a thousand other claims succeed during
+ * its call. Measured (2 vCPUs, loaded): at most 9 retries in one try call
+ * of test_review_ebadmsg_stress (also with CANAL_STRESS=1),
+ * test_revmodel_chan_stress and test_stress. Under a hostile peer, a try
+ * so spends at most 1024 pauses of at most 64 PAUSE instructions each (a
+ * few milliseconds), plus whatever preemption adds.
+ */
+#define CLAIM_TRY_RETRIES 1024u
+#define CLAIM_CLOCK_EVERY 16u
+
+/* A claim is about to look again: 0 to go on, or -EAGAIN (try) or
+ * -ETIMEDOUT (timed) to give up (I4). */
+static inline int claim_retry(unsigned *retries, uint64_t deadline)
+{
+	if (deadline == CANAL_NO_DEADLINE)
+		return 0;
+	++*retries;
+	if (deadline == 0)
+		return *retries > CLAIM_TRY_RETRIES ? -EAGAIN : 0;
+	if (*retries % CLAIM_CLOCK_EVERY == 0 && canal_now_ns() >= deadline)
+		return -ETIMEDOUT;
+	return 0;
+}
+
 long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 			    uint64_t deadline, struct canal__held_wait *hw,
 			    bool give_up_held)
@@ -274,7 +320,8 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 	struct canal__held_wait own = CANAL__HELD_WAIT_INIT;
 	if (!hw)
 		hw = &own;
-	unsigned ck = 0;
+	unsigned ck = 0, retries = 0;
+	int give_up;
 	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
 
@@ -306,6 +353,8 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				return (long)k;
 			}
 			lost_race(&ck, deadline != 0 && !give_up_held);
+			if ((give_up = claim_retry(&retries, deadline)))
+				return give_up;
 			continue;
 		}
 		uint64_t sp = stamp_position(ch, pos, st);
@@ -313,6 +362,8 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 						   memory_order_seq_cst);
 		if (t2 != t) {
 			t = t2; /* our tail was stale */
+			if ((give_up = claim_retry(&retries, deadline)))
+				return give_up;
 			continue;
 		}
 		/* A stamp for pos or later was written after pos was claimed
@@ -333,6 +384,8 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 				return -EBADMSG;
 			t = atomic_load_explicit(&ch->st->tail,
 						 memory_order_relaxed);
+			if ((give_up = claim_retry(&retries, deadline)))
+				return give_up;
 			continue;
 		}
 		if (pos - h >= ch->ring)
@@ -342,7 +395,7 @@ long canal__ring_claim_send(struct canal_chan *ch, size_t n, uint64_t *pos_out,
 		if (give_up_held && !canal__snooze_spinning(&hw->snooze))
 			return -EBUSY;
 		int w = wait_held(ch, true, hw, pos, st, deadline);
-		if (w)
+		if (w || (w = claim_retry(&retries, deadline)))
 			return w;
 		t = atomic_load_explicit(&ch->st->tail, memory_order_relaxed);
 	}
@@ -355,7 +408,8 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 	struct canal__held_wait own = CANAL__HELD_WAIT_INIT;
 	if (!hw)
 		hw = &own;
-	unsigned ck = 0;
+	unsigned ck = 0, retries = 0;
+	int give_up;
 	uint32_t id = unlikely(ch->shared) ? canal__self_id(ch) : 0;
 	uint64_t h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
 
@@ -386,6 +440,8 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 				return (long)k;
 			}
 			lost_race(&ck, !try_only && deadline != 0);
+			if ((give_up = claim_retry(&retries, deadline)))
+				return give_up;
 			continue;
 		}
 		/* Position h is not published yet. A try operation on an open
@@ -408,6 +464,8 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 						   memory_order_seq_cst);
 		if (h2 != h) {
 			h = h2; /* our head was stale */
+			if ((give_up = claim_retry(&retries, deadline)))
+				return give_up;
 			continue;
 		}
 		/* A stamp past h was released by h's receiver (acquire: its
@@ -423,7 +481,7 @@ long canal__ring_claim_recv(struct canal_chan *ch, size_t max,
 		/* A sender claimed h and is copying in, or holds it
 		 * reserved. */
 		int w = wait_held(ch, false, hw, h, st, deadline);
-		if (w)
+		if (w || (w = claim_retry(&retries, deadline)))
 			return w;
 		h = atomic_load_explicit(&ch->st->head, memory_order_relaxed);
 	}
