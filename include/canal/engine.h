@@ -42,7 +42,9 @@
  *    its session"; on TCP as the connection's end) or sends a
  *    malformed frame, its gate is closed: its pending requests complete with
  *    -ECONNRESET (peer gone) or -EPROTO (malformed input), later operations
- *    on it return the same error at once, and canal_engine_gate_error()
+ *    on it return the same error at once (but receives, probes and unpacks
+ *    still take the messages up to the eager size that had arrived whole
+ *    before it closed: a peer's last words), and canal_engine_gate_error()
  *    tells which peer failed and why. Other gates go on unaffected.
  *    Any-gate receives fail (with the last gate's error) only once every
  *    gate is closed.

@@ -40,6 +40,11 @@ void canal__collect_gate_free(struct canal__gate *g);
 int canal__collect_arrive(struct canal_engine *e, int g,
 			  const struct canal__piece_hdr *h,
 			  const unsigned char *payload);
+/* What a receive posted now on gate (a peer, not any gate) and tag would
+ * meet: 0 while the gate is open, or when it is closed but the flow's next
+ * message arrived whole before (a closed gate still hands those out, as
+ * irecv does); else the gate's error. */
+int canal__collect_recv_error(struct canal_engine *e, int gate, unsigned tag);
 /* Take receive r off its posted table or list (r->posted: true). */
 void canal__collect_unpost(struct canal_engine_req *r);
 /* isend without pushing: the request is queued (for pack_end). Not for

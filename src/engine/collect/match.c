@@ -257,6 +257,21 @@ static bool deliverable(struct canal__gate *g, unsigned tag)
 	return u && u->h.kind == PIECE_EAGER;
 }
 
+int canal__collect_recv_error(struct canal_engine *e, int gate, unsigned tag)
+{
+	int err = e->gates[gate].error;
+	if (!err)
+		return 0;
+	if (e->native) {
+		/* What UCX holds whole from the closed gate (native_irecv). */
+		canal__ucx_native_drain(e->native);
+		return canal__ucx_native_probe(e->native, gate, tag, NULL) == 1
+			       ? 0
+			       : err;
+	}
+	return deliverable(&e->gates[gate], tag) ? 0 : err;
+}
+
 static int check_tag_gate(struct canal_engine *e, int gate, unsigned tag,
 			  bool any_ok)
 {

@@ -80,8 +80,11 @@ static int begin(struct canal_engine *e, int gate, unsigned tag, bool unpack,
 	if (!(unpack && gate == CANAL_ENGINE_ANY_GATE)) {
 		if (!canal__gate_valid(e, gate))
 			return -EINVAL;
+		/* An unpack takes, as irecv, what a closed gate had delivered
+		 * whole before it closed (test_revapi_unpack_closed). */
 		canal__engine_lock(e);
-		int gerr = e->gates[gate].error;
+		int gerr = unpack ? canal__collect_recv_error(e, gate, tag)
+				  : e->gates[gate].error;
 		canal__engine_unlock(e);
 		if (gerr)
 			return gerr;
