@@ -135,8 +135,9 @@ enum {
  * remote channels of session e. From now on the hub owns the session
  * (see "The session" above) until canal_remote_hub_stop(). One hub per
  * session. Returns 0 and *out, or -EINVAL (NULL argument, or a session
- * opened with a progress thread: the hub is its progress), -ENOMEM,
- * -EAGAIN (no thread could be created). Never blocks.
+ * opened with a progress thread: the hub is its progress), -EBUSY (the
+ * session has a hub already, not stopped), -ENOMEM, -EAGAIN (no thread
+ * could be created). Never blocks.
  */
 int canal_remote_hub_start(struct canal_engine *e,
 			   struct canal_remote_hub **out);

@@ -253,6 +253,13 @@ struct canal_engine {
 	 * (gate, tag) stays busy), free_session() frees them. Linked by
 	 * their link; initialised at open. */
 	struct canal__list remote_zombies;
+	/* remote.c's: the hub that drives the session, NULL when none (one
+	 * hub per session: a second one is refused). Set by
+	 * canal_remote_hub_start() before its thread is made, cleared by
+	 * canal_remote_hub_stop() after the join: only the session's owner
+	 * touches it, between its own calls (engine.h, one thread at a
+	 * time). */
+	struct canal_remote_hub *hub;
 	/* pack.c's test hook (canal__engine_pack_fail_pieces): bit i set,
 	 * piece i of the next pack_end gets no request. */
 	uint64_t pack_faults;

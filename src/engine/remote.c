@@ -1060,6 +1060,11 @@ EXPORT int canal_remote_hub_start(struct canal_engine *e,
 	 * requests' state between its own calls): no progress thread. */
 	if (!e || !out || e->pt)
 		return -EINVAL;
+	/* One hub per session: a second one's thread would drive the
+	 * session beside the first's, under another mutex
+	 * (test_revapi_hub_twice). */
+	if (e->hub)
+		return -EBUSY;
 	struct canal_remote_hub *hub = calloc(1, sizeof *hub);
 	if (!hub)
 		return -ENOMEM;
@@ -1084,8 +1089,10 @@ EXPORT int canal_remote_hub_start(struct canal_engine *e,
 	/* Ends an earlier hub of the session left unfinished (hub_stop) are
 	 * this one's to finish: their (gate, tag) stays busy until then. */
 	move_ends(&e->remote_zombies, &hub->chans, hub);
+	e->hub = hub;
 	int err = pthread_create(&hub->thread, NULL, hub_main, hub);
 	if (err) {
+		e->hub = NULL;
 		move_ends(&hub->chans, &e->remote_zombies, NULL);
 		pthread_mutex_destroy(&hub->lock);
 		free(hub);
@@ -1130,6 +1137,7 @@ EXPORT int canal_remote_hub_stop(struct canal_remote_hub *hub)
 	 * session keeps them, for its next hub to finish their exchange
 	 * (their (gate, tag) busy meanwhile) or for its close to free. */
 	move_ends(&hub->chans, &hub->e->remote_zombies, NULL);
+	hub->e->hub = NULL;
 	pthread_mutex_destroy(&hub->lock);
 	free(hub);
 	return 0;
