@@ -143,8 +143,10 @@ enum {
 
 /* Options of canal_engine_open(). Zeroed fields take the defaults named. */
 struct canal_engine_options {
-	int rank;             /* this process; -1: $CANAL_RANK */
-	int size;             /* number of processes; 0: $CANAL_SIZE */
+	int rank;             /* this process; -1: $CANAL_RANK (below -1:
+			       * -EINVAL) */
+	int size;             /* number of processes; 0: $CANAL_SIZE
+			       * (negative: -EINVAL) */
 	const char *dir;      /* rendezvous directory shared by the processes
 			       * (addresses, shm segments); NULL:
 			       * $CANAL_LAUNCH_DIR */

@@ -301,7 +301,9 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		o = *opt;
 	else
 		canal_engine_options_init(&o);
-	if (!out)
+	/* -1 and 0 name the environment's rank and size; other negative
+	 * values are bad ones, not defaults (test_revapi_open_bad_rank). */
+	if (!out || o.rank < -1 || o.size < 0)
 		return -EINVAL;
 	int rank = o.rank >= 0 ? o.rank : env_int("CANAL_RANK", -1);
 	int size = o.size > 0 ? o.size : env_int("CANAL_SIZE", 1);
