@@ -283,8 +283,9 @@ int canal_engine_close(struct canal_engine *e);
 int canal_engine_rank(const struct canal_engine *e);
 int canal_engine_size(const struct canal_engine *e);
 
-/* canal_engine_driver, canal_engine_strategy - names in use ("shm", "tcp";
- * "default", "aggregate"). Never block. */
+/* canal_engine_driver, canal_engine_strategy - names in use (the driver
+ * as given: "shm", "tcp", "ucx" or kinds joined, "shm+tcp"; "default",
+ * "aggregate"). Never block. */
 const char *canal_engine_driver(const struct canal_engine *e);
 const char *canal_engine_strategy(const struct canal_engine *e);
 
@@ -295,7 +296,9 @@ const char *canal_engine_strategy(const struct canal_engine *e);
  * canal_engine_test() exactly once.
  * Returns 0, or -EINVAL (bad gate, tag, flags, NULL req, or buf NULL with
  * len > 0), -EMSGSIZE (len >= 4 GiB), -ENOMEM, or the gate's error if it is
- * closed (-ECONNRESET, -EPROTO). Never blocks (the message is queued).
+ * closed (-ECONNRESET, -EPROTO; a gate connected lazily whose segment
+ * could not be made: that errno, see canal_engine_open()). Never blocks
+ * (the message is queued).
  */
 int canal_engine_isend(struct canal_engine *e, int gate, unsigned tag,
 		       const void *buf, size_t len, unsigned flags,
@@ -318,8 +321,10 @@ int canal_engine_irecv(struct canal_engine *e, int gate, unsigned tag,
  * canal_engine_wait - make progress until req completes, then free it.
  * st (may be NULL) receives the gate, tag and length (receives).
  * Returns 0, or the request's error: -ECONNRESET / -EPROTO (its gate
- * failed), -EMSGSIZE (message longer than the receive buffer).
- * Blocks (polling) until completion.
+ * failed; or the gate's error as canal_engine_isend() says),
+ * -EMSGSIZE (message longer than the receive buffer; a pack's, see
+ * canal_engine_pack_end()); or -EINVAL (NULL e or req, or req not of
+ * session e: nothing is freed). Blocks (polling) until completion.
  */
 int canal_engine_wait(struct canal_engine *e, struct canal_engine_req *req,
 		      struct canal_engine_status *st);
@@ -327,7 +332,8 @@ int canal_engine_wait(struct canal_engine *e, struct canal_engine_req *req,
 /*
  * canal_engine_test - make progress once; if req has completed, free it and
  * return 1 (st filled as by canal_engine_wait()), or its error; 0 when
- * still pending (req stays valid). Never blocks.
+ * still pending (req stays valid); -EINVAL as canal_engine_wait(). Never
+ * blocks.
  */
 int canal_engine_test(struct canal_engine *e, struct canal_engine_req *req,
 		      struct canal_engine_status *st);
@@ -344,8 +350,8 @@ int canal_engine_probe(struct canal_engine *e, int gate, unsigned tag,
 /*
  * canal_engine_progress - make progress once on every gate (send what the
  * window allows, take what arrived). Returns the number of events handled
- * (0: nothing happened). Never blocks. This is the hook for an external
- * progress loop.
+ * (0: nothing happened), or -EINVAL for a NULL session. Never blocks.
+ * This is the hook for an external progress loop.
  */
 int canal_engine_progress(struct canal_engine *e);
 
