@@ -382,7 +382,8 @@ int canal_engine_gate_error(const struct canal_engine *e, int gate,
  * the same order; CANAL_ENGINE_EXPRESS and CANAL_ENGINE_REORDER say how the
  * strategy may schedule them. pack_end hands the whole message to the
  * scheduler (which may aggregate its pieces in one packet) and returns one
- * request for all of it (wait or test it once).
+ * request for all of it (wait or test it once). A pack of no piece is sent
+ * as one empty piece (the receiver's first unpack gets 0 bytes).
  * Returns 0, or -EINVAL (bad arguments, gate, tag or flags; more than 1024
  * pieces), -ENOMEM, or the gate's error (pack_end; the pack is freed).
  * When pack_end fails (-ENOMEM, the gate's error) nothing of the message
@@ -408,7 +409,8 @@ int canal_engine_pack_end(struct canal_engine_pack *pack,
  * with CANAL_ENGINE_EXPRESS waits until that piece has arrived; otherwise it
  * only posts the receive. unpack_end waits for every piece, then takes and
  * drops the pieces of the message that were not unpacked (after an error,
- * or when fewer unpacks were made than pieces packed): the next receive of
+ * or when fewer unpacks were made than pieces packed, none included: then
+ * it waits for the message and drops it whole): the next receive of
  * (gate, tag) gets the message sent after the pack. It frees the pack; st
  * (may be NULL) gets the gate, tag and total length (of the whole message,
  * dropped pieces included).
