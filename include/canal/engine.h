@@ -268,9 +268,11 @@ int canal_engine_open(const struct canal_engine_options *opt,
  * peer sent something this process never read; a peer that takes nothing
  * for that whole second may still lose what its host had not taken when
  * it sends again: a receiver that may stall that long waits for its
- * messages before its peer closes, e.g. with a reply), then frees everything, including requests not waited for. No other call
- * on the session may run or follow. NULL is accepted. Returns 0, or -EBUSY when
- * requests were still pending (they are freed all the same). A send still
+ * messages before its peer closes, e.g. with a reply), then frees
+ * everything, including requests not waited for and packs not ended
+ * (pack_begin, unpack_begin: their handles are then invalid). No other
+ * call on the session may run or follow. NULL is accepted. Returns 0, or
+ * -EBUSY when requests were still pending (they are freed all the same). A send still
  * pending then whose data goes by rendezvous (messages above the driver's
  * eager size: shm's process_vm_readv, UCX's bulk transfers) may still be
  * read by a living peer that receives it later: keep its buffer intact

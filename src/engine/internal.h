@@ -200,6 +200,7 @@ struct canal_engine {
 	const struct canal__strategy *strategy;
 	struct canal__gate *gates;       /* size entries; gates[rank] unused */
 	struct canal__list any_posted;   /* any-gate receives, posting order */
+	struct canal__list packs;        /* packs begun, not ended (pack.c) */
 	int any_next;                    /* round robin start for any-gate */
 	/* Live requests not yet complete. Kept away from the table's other
 	 * counters: GCC's vectorizer turned reqlive++ and undone++, side by

@@ -109,6 +109,7 @@ static void free_session(struct canal_engine *e)
 		canal__pmix_fini(&x);
 	}
 	canal__lazy_close(e->lazy);
+	canal__collect_packs_free(e);
 	canal__remote_owed_free(e->remote_owed);
 	canal__remote_zombies_free(e);
 	if (e->pmix_dir)
@@ -444,6 +445,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	xchg.dir = dir;
 	xchg.launch_addr = launch_addr;
 	canal__list_init(&e->any_posted);
+	canal__list_init(&e->packs);
 	canal__list_init(&e->remote_zombies);
 	e->gates = calloc((size_t)size, sizeof *e->gates);
 	if (!err && !e->gates)

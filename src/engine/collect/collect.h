@@ -45,6 +45,9 @@ int canal__collect_arrive(struct canal_engine *e, int g,
  * message arrived whole before (a closed gate still hands those out, as
  * irecv does); else the gate's error. */
 int canal__collect_recv_error(struct canal_engine *e, int gate, unsigned tag);
+/* Free the packs of e begun and not ended (free_session(): their
+ * requests are the session's, freed with it). */
+void canal__collect_packs_free(struct canal_engine *e);
 /* Take receive r off its posted table or list (r->posted: true). */
 void canal__collect_unpost(struct canal_engine_req *r);
 /* isend without pushing: the request is queued (for pack_end). Not for

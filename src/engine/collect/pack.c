@@ -30,6 +30,7 @@
 #define PIECE_TAKEN (1u << 30)
 
 struct canal_engine_pack {
+	struct canal__list link; /* on e->packs, under the session lock */
 	struct canal_engine *e;
 	int gate;
 	unsigned tag;
@@ -45,8 +46,10 @@ struct canal_engine_pack {
 	struct canal_engine_req **req; /* unpack: not yet waited */
 };
 
+/* Off the session's list (the caller holds the session lock) and freed. */
 static void pack_free(struct canal_engine_pack *p)
 {
+	canal__list_remove(&p->link);
 	free(p->piece);
 	free(p->req);
 	free(p);
@@ -96,8 +99,20 @@ static int begin(struct canal_engine *e, int gate, unsigned tag, bool unpack,
 	p->gate = gate;
 	p->tag = tag;
 	p->unpack = unpack;
+	/* The session's, so that its close frees it if it is never ended
+	 * (test_revapi_close_packs). */
+	canal__engine_lock(e);
+	canal__list_append(&e->packs, &p->link);
+	canal__engine_unlock(e);
 	*out = p;
 	return 0;
+}
+
+void canal__collect_packs_free(struct canal_engine *e)
+{
+	while (e->packs.next && !canal__list_empty(&e->packs))
+		pack_free(canal__container_of(e->packs.next,
+					      struct canal_engine_pack, link));
 }
 
 EXPORT int canal_engine_pack_begin(struct canal_engine *e, int gate,
@@ -409,6 +424,9 @@ EXPORT int canal_engine_unpack_end(struct canal_engine_pack *p,
 		st->len = p->total;
 	}
 	int err = p->first_error;
+	struct canal_engine *e = p->e;
+	canal__engine_lock(e);
 	pack_free(p);
+	canal__engine_unlock(e);
 	return err;
 }
