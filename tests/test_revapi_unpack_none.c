@@ -17,7 +17,8 @@
  * Rank 1 sends, on tag T: a pack "ab" + "cd", "next", an empty pack,
  * "after". Rank 0: unpack_begin + unpack_end (no unpack): 0, length 6;
  * a receive: "next"; unpack_begin + unpack_end for the empty pack: 0,
- * length 0; a receive: "after". shm and TCP; UCX's matching where built.
+ * length 0; a receive: "after". shm and TCP; UCX's matching where built;
+ * each with caller progress and with a progress thread.
  * Bounded by the job's alarm. */
 #include "engine_job.h"
 
@@ -88,6 +89,12 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 	return bad;
 }
 
+static void progress_thread(int rank)
+{
+	(void)rank;
+	setenv("CANAL_ENGINE_PROGRESS", "thread", 1);
+}
+
 int main(void)
 {
 	const char *drivers[] = { "shm", "tcp", "ucx" };
@@ -95,10 +102,15 @@ int main(void)
 	for (int i = 0; i < 3; i++) {
 		if (i == 2 && !have_ucx)
 			continue;
-		struct job j = { 2, drivers[i], "default", 60, -1, NULL };
-		if (job_run(&j, body, NULL)) {
-			fprintf(stderr, "driver %s failed\n", drivers[i]);
-			CHECK(0);
+		/* caller progress, then a progress thread (the session lock) */
+		for (int t = 0; t < 2; t++) {
+			struct job j = { 2, drivers[i], "default", 60, -1,
+					 t ? progress_thread : NULL };
+			if (job_run(&j, body, NULL)) {
+				fprintf(stderr, "driver %s, progress %s failed\n",
+					drivers[i], t ? "thread" : "caller");
+				CHECK(0);
+			}
 		}
 	}
 	TEST_DONE("test_revapi_unpack_none");
