@@ -482,5 +482,9 @@ void canal__remote_owed_free(struct canal__remote_owed *list);
  * the session is left (free_session()): those with a DATA send under way
  * (a peer may still read its buffer by rendezvous) are left allocated. */
 void canal__remote_zombies_free(struct canal_engine *e);
+/* remote.c: how many requests of the ends in e->remote_zombies are not
+ * complete (the hub's, not the application's: canal_engine_close() does
+ * not count them as pending). */
+unsigned canal__remote_zombies_pending(const struct canal_engine *e);
 
 #endif /* CANAL_ENGINE_INTERNAL_H */

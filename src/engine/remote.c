@@ -1041,6 +1041,29 @@ static void move_ends(struct canal__list *from, struct canal__list *to,
 	}
 }
 
+/* A request of an unfinished end still under way (not complete). */
+static unsigned pending(const struct canal_engine_req *q)
+{
+	return q && !q->done ? 1u : 0u;
+}
+
+unsigned canal__remote_zombies_pending(const struct canal_engine *e)
+{
+	unsigned n = 0;
+	const struct canal__list *l;
+	for (l = e->remote_zombies.next; l && l != &e->remote_zombies;
+	     l = l->next) {
+		const struct canal_remote *r =
+			canal__container_of(l, struct canal_remote, link);
+		n += pending(r->rreq);
+		for (unsigned i = 0; i < r->ctrl_count; i++)
+			n += pending(r->ctrl[(r->ctrl_head + i) % CTRL_SLOTS].req);
+		for (unsigned i = 0; i < r->data_count; i++)
+			n += pending(r->data[(r->data_head + i) % DATA_SLOTS].req);
+	}
+	return n;
+}
+
 void canal__remote_zombies_free(struct canal_engine *e)
 {
 	struct canal__list *l = &e->remote_zombies;
