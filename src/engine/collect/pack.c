@@ -247,6 +247,15 @@ static int pack_end(struct canal_engine_pack *p, struct canal_engine_req **req)
 				       (p->piece[i].flags & CANAL_ENGINE_REORDER);
 			if (reorder != (pass == 1))
 				continue;
+			/* The gate failed while an earlier piece was handed
+			 * over (a bulk start: window.c): it completed the
+			 * pieces it had; the others go nowhere (queued on the
+			 * closed gate they would never complete, nor would
+			 * the pack: test_revapi_pack_gate_fail). */
+			if (g->error) {
+				err = g->error;
+				break;
+			}
 			struct canal_engine_req *r = p->req[i];
 			p->req[i] = NULL;
 			r->gate = p->gate;
