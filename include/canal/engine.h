@@ -181,12 +181,14 @@ struct canal_engine_options {
 				 * the peers nor open: each is closed and
 				 * logged when its opening fails, 10 s
 				 * after it came, or when open returns.
-				 * 0: 30000 */
+				 * 0 (or negative): 30000 */
 	int tcp_timeout_ms;   /* TCP: a peer that leaves data unacknowledged,
 			       * or answers no keepalive probe, this long is
 			       * declared dead (TCP_USER_TIMEOUT and keepalive
-			       * every second); 0: $CANAL_ENGINE_TCP_TIMEOUT_MS,
-			       * else the kernel's defaults (minutes) */
+			       * every second); 0 (or negative):
+			       * $CANAL_ENGINE_TCP_TIMEOUT_MS (a value other
+			       * than 0 to 1048576 ms is ignored), else the
+			       * kernel's defaults (minutes) */
 	const char *key_file; /* TCP: a file of 16 to 4096 secret bytes that
 			       * only this user can read (chmod 600), the same
 			       * on every rank: connections between ranks must
@@ -236,7 +238,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *   -EINVAL     bad rank/size, unknown driver, strategy, connect or
  *               progress mode, no directory, a bad bind list, a bad
  *               $CANAL_ENGINE_UCX_NATIVE, (shm) $CANAL_ENGINE_SHM_RNDV
- *               or (ucx) $CANAL_UCX_ERR_MODE;
+ *               or (ucx) $CANAL_UCX_ERR_MODE, (tcp) a key_file not
+ *               of 16 to 4096 bytes;
  *   -ENOTSUP    driver "ucx" without UCX (not built, or libucp missing);
  *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
  *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr), or a
@@ -248,6 +251,7 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *   -ECONNRESET (PMIx launch) a peer ended (exited, or its open failed)
  *               without joining the address exchange;
  *   -EIO        (PMIx launch) the PMIx server failed the exchange;
+ *               (tcp, key_file) libsodium failed to initialise;
  *   -E2BIG      driver "ucx": this process's UCX worker address is too
  *               long to publish (above about 1.9 KB: many transports;
  *               narrow them with UCX_TLS or UCX_NET_DEVICES);
