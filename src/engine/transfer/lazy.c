@@ -21,7 +21,8 @@
  * owner has already taken is harmless (attaching finds its driver there).
  *
  * Death before connection: the peers' pids come from their inboxes;
- * canal__lazy_health() watches the unconnected ones through pidfds, so an
+ * canal__lazy_health() watches the unconnected ones through pidfds (where
+ * pidfd_open() failed: kill(pid, 0) and /proc, pid_gone()), so an
  * any-gate receive still fails once every peer is gone.
  *
  * Close: a session's close marks its inbox closed (release), after its
@@ -44,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +245,32 @@ int canal__lazy_poll(struct canal_engine *e)
 	return n;
 }
 
+/* Without a pidfd (pidfd_open() failed: a kernel before 5.3, a seccomp
+ * profile that denies it, or a peer already gone when its inbox was
+ * mapped): whether pid has ended, by kill(pid, 0) and, since an exited
+ * process not yet reaped by its parent still takes signals, its state in
+ * /proc (Z or X). Without either, such a peer's death was never seen and
+ * receives from it waited for ever (test_revapi_lazy_nopidfd). */
+static bool pid_gone(pid_t pid)
+{
+	if (kill(pid, 0) < 0)
+		return errno == ESRCH;
+	char path[64], stat[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	ssize_t n = read(fd, stat, sizeof stat - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	stat[n] = 0;
+	/* "pid (comm) S ...": the state follows the last ')' (comm may
+	 * hold one). */
+	const char *p = strrchr(stat, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 void canal__lazy_health(struct canal_engine *e)
 {
 	struct canal__lazy *z = e->lazy;
@@ -266,11 +294,15 @@ void canal__lazy_health(struct canal_engine *e)
 			continue;
 		}
 		if (!closed) {
-			if (z->pidfd[gi] < 0)
-				continue;
-			struct pollfd p = { .fd = z->pidfd[gi], .events = POLLIN };
-			if (poll(&p, 1, 0) <= 0)
-				continue;
+			if (z->pidfd[gi] < 0) {
+				if (!pid_gone((pid_t)z->box[gi]->pid))
+					continue;
+			} else {
+				struct pollfd p = { .fd = z->pidfd[gi],
+						    .events = POLLIN };
+				if (poll(&p, 1, 0) <= 0)
+					continue;
+			}
 		}
 		/* It may have rung and sent its last words before dying (or
 		 * closing): then attach, and the driver's own health drains
