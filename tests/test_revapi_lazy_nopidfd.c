@@ -10,9 +10,13 @@
  * it, as container runtimes' did; or a peer already gone when its inbox
  * was mapped) the gate was never checked at all: a receive from that
  * peer, or an any-gate one, waited for ever. The shm driver falls back
- * on kill(pid, 0) there. Here rank 0 denies itself pidfd_open (seccomp,
- * ENOSYS) before it opens; rank 1 opens and exits at once without
- * sending. Expected: rank 0's receive from rank 1 fails with
+ * on kill(pid, 0) there, which an exited process that its parent has
+ * not reaped yet still passes: a gate connected before its peer died was
+ * not seen dead either until the parent reaped it. Here rank 0 denies
+ * itself pidfd_open (seccomp, ENOSYS) before it opens; rank 1 opens and
+ * exits at once, without sending (case 0) or after sending a message
+ * that rank 0 receives (case 1); the test's process reaps rank 1 only
+ * after rank 0. Expected: rank 0's (next) receive from rank 1 fails with
  * -ECONNRESET (a pending one is reported after 8 s). Skipped (77) where
  * no seccomp filter can be installed. */
 #include "engine_job.h"
@@ -50,11 +54,21 @@ static void before_open(int rank)
 static int body(struct canal_engine *e, int rank, int size, void *arg)
 {
 	(void)size;
-	(void)arg;
-	if (rank == 1)
-		_exit(0); /* dies with its session open, nothing sent */
+	int sent = *(int *)arg;
 	char buf[8];
 	struct canal_engine_req *q;
+	if (rank == 1) {
+		if (sent) {
+			CHECK_EQ(canal_engine_isend(e, 0, 3, "last", 5, 0, &q), 0);
+			CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+		}
+		_exit(0); /* dies with its session open */
+	}
+	if (sent) { /* its last words first */
+		CHECK_EQ(canal_engine_irecv(e, 1, 3, buf, sizeof buf, &q), 0);
+		CHECK_EQ(canal_engine_wait(e, q, NULL), 0);
+		CHECK(!strcmp(buf, "last"));
+	}
 	CHECK_EQ(canal_engine_irecv(e, 1, 3, buf, sizeof buf, &q), 0);
 	uint64_t deadline = canal_now_ns() + 8000000000ull;
 	int t;
@@ -75,7 +89,11 @@ int main(void)
 {
 	if (!seccomp_test_child("test_revapi_lazy_nopidfd", probe_child, 0))
 		return 77;
-	struct job j = { 2, "shm", "default", 60, -1, before_open };
-	CHECK_EQ(job_run(&j, body, NULL), 0);
+	/* 0: nothing sent, no segment; 1: a message first (the gate's
+	 * segment made: the shm driver's own watch) */
+	for (int sent = 0; sent < 2; sent++) {
+		struct job j = { 2, "shm", "default", 60, -1, before_open };
+		CHECK_EQ(job_run(&j, body, &sent), 0);
+	}
 	TEST_DONE("test_revapi_lazy_nopidfd");
 }

@@ -138,6 +138,13 @@ struct canal__driver {
 	char why[96];            /* reason of the last error, for messages */
 };
 
+/* lazy.c: without a pidfd (pidfd_open() failed: a kernel before 5.3, a
+ * seccomp profile that denies it, a process already gone), whether pid
+ * has ended: kill(pid, 0) says ESRCH, or, since an exited process that
+ * its parent has not reaped yet still takes signals, its state in /proc
+ * is Z or X. */
+bool canal__pid_gone(pid_t pid);
+
 /* shm.c: how shm moves a message above its eager size
  * (CANAL_ENGINE_SHM_RNDV): 0 through the ring, 1 by process_vm_readv from
  * the sender's buffer, -EINVAL for a value other than auto, ring, read. */

@@ -22,7 +22,7 @@
  *
  * Death before connection: the peers' pids come from their inboxes;
  * canal__lazy_health() watches the unconnected ones through pidfds (where
- * pidfd_open() failed: kill(pid, 0) and /proc, pid_gone()), so an
+ * pidfd_open() failed: kill(pid, 0) and /proc, canal__pid_gone()), so an
  * any-gate receive still fails once every peer is gone.
  *
  * Close: a session's close marks its inbox closed (release), after its
@@ -245,13 +245,10 @@ int canal__lazy_poll(struct canal_engine *e)
 	return n;
 }
 
-/* Without a pidfd (pidfd_open() failed: a kernel before 5.3, a seccomp
- * profile that denies it, or a peer already gone when its inbox was
- * mapped): whether pid has ended, by kill(pid, 0) and, since an exited
- * process not yet reaped by its parent still takes signals, its state in
- * /proc (Z or X). Without either, such a peer's death was never seen and
- * receives from it waited for ever (test_revapi_lazy_nopidfd). */
-static bool pid_gone(pid_t pid)
+/* driver.h. Without either check, such a peer's death was never seen
+ * (a gate not connected) or not until its parent reaped it (kill alone),
+ * and receives from it waited (test_revapi_lazy_nopidfd). */
+bool canal__pid_gone(pid_t pid)
 {
 	if (kill(pid, 0) < 0)
 		return errno == ESRCH;
@@ -295,7 +292,7 @@ void canal__lazy_health(struct canal_engine *e)
 		}
 		if (!closed) {
 			if (z->pidfd[gi] < 0) {
-				if (!pid_gone((pid_t)z->box[gi]->pid))
+				if (!canal__pid_gone((pid_t)z->box[gi]->pid))
 					continue;
 			} else {
 				struct pollfd p = { .fd = z->pidfd[gi],
