@@ -278,7 +278,9 @@ int canal_engine_open(const struct canal_engine_options *opt,
  * call on the session may run or follow. NULL is accepted. Returns 0, or
  * -EBUSY when requests of the application were still pending (they are
  * freed all the same; those of remote channels a stopped hub left
- * unfinished, <canal/remote.h>, are not counted). A send still
+ * unfinished, <canal/remote.h>, are not counted), or -EINVAL when a
+ * remote hub still drives the session (canal_remote_hub_start(): nothing
+ * is done, the session stays open; stop the hub, then close). A send still
  * pending then whose data goes by rendezvous (messages above the driver's
  * eager size: shm's process_vm_readv, UCX's bulk transfers) may still be
  * read by a living peer that receives it later: keep its buffer intact

@@ -133,7 +133,8 @@ enum {
 /*
  * canal_remote_hub_start - start the progress thread that carries the
  * remote channels of session e. From now on the hub owns the session
- * (see "The session" above) until canal_remote_hub_stop(). One hub per
+ * (see "The session" above) until canal_remote_hub_stop();
+ * canal_engine_close() refuses the session meanwhile (-EINVAL). One hub per
  * session. Returns 0 and *out, or -EINVAL (NULL argument, or a session
  * opened with a progress thread: the hub is its progress), -EBUSY (the
  * session has a hub already, not stopped), -ENOMEM, -EAGAIN (no thread

@@ -740,6 +740,12 @@ EXPORT int canal_engine_close(struct canal_engine *e)
 {
 	if (!e)
 		return 0;
+	/* A running hub owns the session (remote.h) and its thread is in it
+	 * now: freeing the session under it is a use after free. Refused,
+	 * the session untouched, until canal_remote_hub_stop() (e->hub is
+	 * set and cleared by the caller's thread, never by the hub's). */
+	if (e->hub)
+		return -EINVAL;
 	canal__progress_stop(e); /* the flush below is the caller's */
 	uint64_t deadline = canal_now_ns() + CLOSE_FLUSH_NS;
 	while (!flushed(e) && canal_now_ns() < deadline) {
