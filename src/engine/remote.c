@@ -1227,7 +1227,9 @@ EXPORT int canal_remote_open(struct canal_remote_hub *hub, int gate,
 	r->tag = tag;
 	r->end = end;
 	r->elt_size = elt_size;
-	r->capacity = capacity;
+	/* The effective capacity, sent in the hello and compared with the
+	 * peer's: 1 and 2 are the same channel (test_revapi_remote_cap1). */
+	r->capacity = effective;
 	r->window = window;
 	r->batch = batch;
 	r->hub = hub;
