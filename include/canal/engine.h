@@ -252,6 +252,8 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *               without joining the address exchange;
  *   -EIO        (PMIx launch) the PMIx server failed the exchange;
  *               (tcp, key_file) libsodium failed to initialise;
+ *               (tcp) the key_file could not be read (or read's
+ *               other errno);
  *   -E2BIG      driver "ucx": this process's UCX worker address is too
  *               long to publish (above about 1.9 KB: many transports;
  *               narrow them with UCX_TLS or UCX_NET_DEVICES);

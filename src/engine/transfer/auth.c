@@ -43,6 +43,25 @@ _Static_assert(crypto_auth_BYTES == CANAL__MAC_BYTES,
 	       "HMAC-SHA-512-256 is 32 bytes");
 _Static_assert(crypto_auth_KEYBYTES == CANAL__KEY_BYTES, "key size");
 
+/* Read fd to its end or len bytes, whichever comes first (a read may
+ * return less than the file holds: a signal, a file system's choice):
+ * the count, or read's negative errno. */
+static ssize_t read_all(int fd, unsigned char *buf, size_t len)
+{
+	size_t have = 0;
+	while (have < len) {
+		ssize_t k = read(fd, buf + have, len - have);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		have += (size_t)k;
+	}
+	return (ssize_t)have;
+}
+
 int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		     char *why, size_t whylen)
 {
@@ -69,7 +88,13 @@ int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		snprintf(why, whylen,
 			 "key file %s must be a regular file owned by this user "
 			 "and readable by it only (chmod 600)", path);
-	} else if ((n = read(fd, buf, sizeof buf)) < 16 || n > 4096) {
+	} else if ((n = read_all(fd, buf, sizeof buf)) < 0) {
+		/* read's own error, not the file's size: a key that cannot
+		 * be read is not a key of the wrong size
+		 * (test_revapi_key_read_error) */
+		err = (int)n;
+		snprintf(why, whylen, "key file %s: %s", path, strerror(-err));
+	} else if (n < 16 || n > 4096) {
 		err = -EINVAL;
 		snprintf(why, whylen, "key file %s must hold 16 to 4096 bytes",
 			 path);
