@@ -455,7 +455,8 @@ static bool wait_req(struct ucx_ctx *c, void *r, uint64_t deadline)
 	return true;
 }
 
-/* buf stays allocated until the worker is destroyed (struct ucx_orphan).
+/* buf stays allocated until the worker is destroyed (struct ucx_orphan):
+ * a send's slot, a receive's in[], a bulk receive's iov and scratch.
  * Without memory for the list entry it is never freed: a leak rather
  * than UCX reading freed memory. */
 static void orphan(struct ucx_ctx *c, void *buf)
@@ -481,6 +482,15 @@ static void ucx_close(struct canal__driver *d_)
 		/* Freed whatever its state: UCX then calls no callback for
 		 * it, which would write into d after the free below. */
 		ucp_request_free(d->rreq);
+		/* Still under way at the deadline: matched to a rendezvous
+		 * of a peer that stalls (no cancel ends it), so UCX writes
+		 * the packet into in[] whenever the peer resumes and the
+		 * worker runs (another driver of the session): orphaned,
+		 * not freed, as a slot's buffer below. */
+		if (!d->rdone) {
+			orphan(d->c, d->in);
+			d->in = NULL;
+		}
 	}
 	/* A send still under way at the deadline keeps its buffer: UCX
 	 * sends from it whenever the peer resumes and the worker runs
@@ -685,6 +695,18 @@ static void ucx_bulk_cancel(struct canal__driver *d_, void *h)
 		uint64_t deadline = canal__now_ms() + UCX_CLOSE_MS;
 		while (!b->done && canal__now_ms() < deadline)
 			ucp_worker_progress(d->c->worker);
+		/* Still under way: UCX reads the iov and writes the bytes
+		 * beyond the user's buffer into the scratch buffer whenever
+		 * the peer resumes and the worker runs (ucx_close, in[]):
+		 * both orphaned, not freed; a later bulk gets a new
+		 * scratch buffer. */
+		if (!b->done && b->iov) {
+			orphan(d->c, b->iov);
+			b->iov = NULL;
+			if (d->scratch)
+				orphan(d->c, d->scratch);
+			d->scratch = NULL;
+		}
 	}
 	/* Once freed, UCX calls no callback for it (ucp_request_free): b
 	 * goes too. */

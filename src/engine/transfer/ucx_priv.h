@@ -108,10 +108,12 @@ enum ucx_err_choice {
 	UCX_ERR_NONE,    /* "none": no peer */
 };
 
-/* A buffer a closed driver left to UCX: a send request of it was still
- * in flight when the close gave up (UCX_CLOSE_MS; a peer that stalls),
- * and UCX may still read it whenever the worker progresses (another
- * driver of the session, its close). Freed after the worker is
+/* A buffer a closed driver left to UCX: a request of it was still in
+ * flight when the close (or a bulk receive's cancel) gave up
+ * (UCX_CLOSE_MS; a peer that stalls), and UCX may still read it (a
+ * send's slot, a bulk receive's iov) or write it (the posted receive's
+ * in[], a bulk receive's scratch) whenever the worker progresses
+ * (another driver of the session, its close). Freed after the worker is
  * destroyed (canal__ucx_ctx_unref). */
 struct ucx_orphan {
 	struct ucx_orphan *next;
