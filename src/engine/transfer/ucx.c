@@ -439,9 +439,14 @@ static int ucx_health(struct canal__driver *d_)
 	return 0;
 }
 
-/* Progress until r completes or the deadline: true once it has (r
- * freed), false when it is still under way (left to the worker's
- * destruction: UCX may still use its buffer until then). */
+/* Progress until r completes or the deadline, then free r whatever its
+ * state: true when it had completed, false when it is still under way
+ * (UCX may still use its buffer until the worker's destruction: the
+ * caller orphans it). A request left unfreed is one UCX's worker
+ * destruction asserts on (an endpoint's close still flushing towards a
+ * stalled peer: ucp_ep.c, "UCP_REQUEST_FLAG_RELEASED"; seen under TSan
+ * in test_revucx_close_recv); freed, UCX completes it internally and
+ * calls no callback for it. */
 static bool wait_req(struct ucx_ctx *c, void *r, uint64_t deadline)
 {
 	if (!r || UCS_PTR_IS_ERR(r))
@@ -449,10 +454,9 @@ static bool wait_req(struct ucx_ctx *c, void *r, uint64_t deadline)
 	while (ucp_request_check_status(r) == UCS_INPROGRESS &&
 	       canal__now_ms() < deadline)
 		ucp_worker_progress(c->worker);
-	if (ucp_request_check_status(r) == UCS_INPROGRESS)
-		return false;
+	bool done = ucp_request_check_status(r) != UCS_INPROGRESS;
 	ucp_request_free(r);
-	return true;
+	return done;
 }
 
 /* buf stays allocated until the worker is destroyed (struct ucx_orphan):
