@@ -141,12 +141,20 @@ enum {
 	CANAL_ENGINE_REORDER = 1u << 1,
 };
 
+/* The largest session (ranks); larger ones are refused (-EINVAL). A
+ * session reserves half a MiB of address space per peer at open (the
+ * next sequence number of each tag, each way: 32 GiB at this bound),
+ * resident only for the tags in use: 58 MB for a session of 65 536
+ * opened on x86-64, about 0.9 KB per peer. */
+#define CANAL_ENGINE_SIZE_MAX 65536
+
 /* Options of canal_engine_open(). Zeroed fields take the defaults named. */
 struct canal_engine_options {
 	int rank;             /* this process; -1: $CANAL_RANK (below -1:
 			       * -EINVAL) */
-	int size;             /* number of processes; 0: $CANAL_SIZE
-			       * (negative: -EINVAL) */
+	int size;             /* number of processes, at most
+			       * CANAL_ENGINE_SIZE_MAX; 0: $CANAL_SIZE
+			       * (negative or above it: -EINVAL) */
 	const char *dir;      /* rendezvous directory shared by the processes
 			       * (addresses, shm segments); NULL:
 			       * $CANAL_LAUNCH_DIR */
@@ -235,7 +243,9 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  * nor $CANAL_RANK set, rank, size and addresses come from PMIx).
  * opt may be NULL (all defaults: the environment canal-launch sets).
  * Returns 0 and *out, or:
- *   -EINVAL     bad rank/size, unknown driver, strategy, connect or
+ *   -EINVAL     bad rank/size (a size above CANAL_ENGINE_SIZE_MAX,
+ *               whether given, from the environment or from PMIx),
+ *               unknown driver, strategy, connect or
  *               progress mode, no directory, a bad bind list, a bad
  *               $CANAL_ENGINE_UCX_NATIVE, (shm) $CANAL_ENGINE_SHM_RNDV
  *               or (ucx) $CANAL_UCX_ERR_MODE, (tcp) a key_file not

@@ -199,6 +199,9 @@ struct canal_engine {
 	char driver_name[16]; /* "shm", ..., or kinds joined: "shm+ucx+tcp" */
 	const struct canal__strategy *strategy;
 	struct canal__gate *gates;       /* size entries; gates[rank] unused */
+	uint32_t *seq;                   /* every gate's sequence numbers, one
+					  * mapping (collect.h); NULL if none */
+	size_t seq_bytes;
 	struct canal__list any_posted;   /* any-gate receives, posting order */
 	struct canal__list packs;        /* packs begun, not ended (pack.c) */
 	int any_next;                    /* round robin start for any-gate */

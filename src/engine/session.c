@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define HEALTH_EVERY 256
@@ -104,6 +105,8 @@ static void free_session(struct canal_engine *e)
 		}
 	}
 	free(e->gates);
+	if (e->seq)
+		munmap(e->seq, e->seq_bytes);
 	if (e->pmix) {
 		struct canal__xchg x = { .pmix = e->pmix };
 		canal__pmix_fini(&x);
@@ -356,7 +359,11 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	 * gate of the session, lazy ones included, keeps it. */
 	int shm_mode = shm ? canal__shm_rndv_mode() : 0;
 	bool shm_read = shm_mode == 1;
-	if (rank < 0 || size < 1 || rank >= size || (need_dir && !dir && !pm) ||
+	/* Bounded before the per-gate tables are sized by it: 2^20 + 1
+	 * from opt.size took 24 GB and the OOM killer
+	 * (test_revapi_open_size_max). */
+	if (rank < 0 || size < 1 || size > CANAL_ENGINE_SIZE_MAX ||
+	    rank >= size || (need_dir && !dir && !pm) ||
 	    (dir && strlen(dir) >= sizeof ((struct canal_engine *)0)->dir) ||
 	    kinds < 1 || !strat || (!threaded && strcmp(progress, "caller")) ||
 	    (!lazy && strcmp(connect, "eager")) ||
@@ -450,11 +457,28 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	e->gates = calloc((size_t)size, sizeof *e->gates);
 	if (!err && !e->gates)
 		err = -ENOMEM;
+	if (!err) {
+		/* One mapping, not the heap: resident only where a tag is
+		 * used (collect.h). size <= CANAL_ENGINE_SIZE_MAX: no
+		 * overflow. */
+		size_t bytes = (size_t)size * CANAL__COLLECT_SEQ_WORDS *
+			       sizeof(uint32_t);
+		void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			       0);
+		if (m == MAP_FAILED) {
+			err = -ENOMEM;
+		} else {
+			e->seq = m;
+			e->seq_bytes = bytes;
+		}
+	}
 	for (int gi = 0; gi < size && !err; gi++) {
 		struct canal__gate *g = &e->gates[gi];
 		g->rank = gi;
 		canal__sched_gate_init(g);
-		err = canal__collect_gate_init(g);
+		err = canal__collect_gate_init(
+			g, e->seq + (size_t)gi * CANAL__COLLECT_SEQ_WORDS);
 	}
 	if (!err && size > 1) {
 		struct canal__driver **drv = calloc((size_t)size, sizeof *drv);

@@ -34,7 +34,18 @@
 #include "../internal.h"
 #include "../wire.h"
 
-int canal__collect_gate_init(struct canal__gate *g);
+/* A gate's sequence numbers: the next one of each tag, sent then
+ * received (2 * (CANAL_ENGINE_TAG_MAX + 1) words, 512 KiB). The session
+ * holds every gate's in one anonymous mapping (session.c), so that only
+ * the pages of the tags in use become resident: with two 256 KiB
+ * callocs per gate, past about 32 000 gates the mappings ran out
+ * (vm.max_map_count) and glibc zeroed the rest on its heap, 9.2 GB
+ * resident for a session of 65 536 (test_revapi_open_size_max). */
+#define CANAL__COLLECT_SEQ_WORDS (2 * ((size_t)CANAL_ENGINE_TAG_MAX + 1))
+
+/* seq: the gate's CANAL__COLLECT_SEQ_WORDS zeroed words, the session's;
+ * gate_free does not free them. */
+int canal__collect_gate_init(struct canal__gate *g, uint32_t *seq);
 void canal__collect_gate_free(struct canal__gate *g);
 /* The schedule layer's upcall: a piece (EAGER or RTS) arrived. */
 int canal__collect_arrive(struct canal_engine *e, int g,

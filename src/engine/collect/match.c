@@ -41,7 +41,7 @@ static void unexpected_key(const struct canal__list *l, unsigned *tag,
 	*seq = u->h.seq;
 }
 
-int canal__collect_gate_init(struct canal__gate *g)
+int canal__collect_gate_init(struct canal__gate *g, uint32_t *seq)
 {
 	g->unexpected_bytes = 0;
 	int err = canal__table_init(&g->posted);
@@ -49,9 +49,9 @@ int canal__collect_gate_init(struct canal__gate *g)
 		canal__table_free(&g->posted);
 	if (err)
 		return err;
-	g->send_next = calloc(TAGS, sizeof *g->send_next);
-	g->recv_next = calloc(TAGS, sizeof *g->recv_next);
-	return g->send_next && g->recv_next ? 0 : -ENOMEM;
+	g->send_next = seq;
+	g->recv_next = seq + TAGS;
+	return 0;
 }
 
 /* What an unexpected arrival counts against the cut-off below: the
@@ -98,9 +98,7 @@ void canal__collect_gate_free(struct canal__gate *g)
 	 * closing engine frees every request before its gates). */
 	canal__table_free(&g->unexpected);
 	canal__table_free(&g->posted);
-	free(g->send_next);
-	free(g->recv_next);
-	g->send_next = g->recv_next = NULL;
+	g->send_next = g->recv_next = NULL; /* the session's mapping */
 }
 
 /* Hand a matched arrival to receive r (already off every list). */
