@@ -474,9 +474,6 @@ int main(void)
 	/* The engine's own packets and bulk transfers over UCX, not UCX's
 	 * matching (test_engine_ucx runs both). */
 	setenv("CANAL_ENGINE_UCX_NATIVE", "0", 1);
-#ifdef __SANITIZE_THREAD__
-	setenv("UCX_MEM_EVENTS", "no", 0);
-#endif
 	rts_flood();
 	shm_noread();
 	bulk_rts_without_bulk("shm");

@@ -462,10 +462,6 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 
 int main(void)
 {
-#ifdef __SANITIZE_THREAD__
-	/* UCX's memory hooks (libucm) crash under ThreadSanitizer. */
-	setenv("UCX_MEM_EVENTS", "no", 0);
-#endif
 	const char *drivers[] = { "shm", "tcp", "ucx" };
 	int ndrivers = job_have_ucx() ? 3 : 2;
 	if (ndrivers == 2)

@@ -100,11 +100,6 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 
 int main(void)
 {
-#ifdef __SANITIZE_THREAD__
-	/* UCX's memory hooks and TSan's interceptors do not mix (as in
-	 * test_engine_ucx). */
-	setenv("UCX_MEM_EVENTS", "no", 0);
-#endif
 	const char *drivers[] = { "shm", "tcp" };
 	const char *strategies[] = { "default", "aggregate" };
 	int bad = 0;

@@ -106,9 +106,6 @@ static int run(bool native)
 
 int main(void)
 {
-#ifdef __SANITIZE_THREAD__
-	setenv("UCX_MEM_EVENTS", "no", 0);
-#endif
 	if (!job_have_ucx()) {
 		printf("test_revucx_bad_address: SKIP: no UCX\n");
 		return 0;

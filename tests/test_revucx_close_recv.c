@@ -29,13 +29,11 @@
  * driver). Ordered by pipes, no timing; the ranks' alarm is the hang
  * guard. */
 #define _GNU_SOURCE
-#include "engine_job.h"
+#include "ucx_close_job.h"
 
 #include <malloc.h>
 #include <poll.h>
 
-#include "../src/engine/internal.h"
-#include "../src/engine/transfer/driver.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* ASan keeps freed memory in quarantine, mapped: without it the freed
@@ -51,30 +49,6 @@ const char *__asan_default_options(void)
 #define IN ((size_t)1 << 20)    /* the driver's input buffer (UCX_MAX_PACKET) */
 
 static int ready[2], parked[2], go[2], verdict[2], done[2];
-
-static unsigned char pattern(size_t i)
-{
-	return (unsigned char)(i * 7 + 13 + (i >> 8));
-}
-
-static void put_byte(int fd, char c)
-{
-	CHECK_EQ(write(fd, &c, 1), 1);
-}
-
-static char get_byte(int fd)
-{
-	char c = 0;
-	CHECK_EQ(read(fd, &c, 1), 1);
-	return c;
-}
-
-static void until_handed_over(struct canal_engine *e, int gate)
-{
-	struct canal__driver *d = e->gates[gate].drv;
-	while (!d->ops->idle(d))
-		canal_engine_progress(e);
-}
 
 static unsigned char big[PKT];
 
@@ -218,9 +192,6 @@ static int job(struct canal_engine *e, int rank, int size, void *arg)
 
 int main(void)
 {
-#ifdef __SANITIZE_THREAD__
-	setenv("UCX_MEM_EVENTS", "no", 0);
-#endif
 	if (!job_have_ucx()) {
 		printf("test_revucx_close_recv: SKIP: no UCX\n");
 		return 0;
