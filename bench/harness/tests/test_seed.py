@@ -238,6 +238,28 @@ def test_headlines_compare_canal_with_the_fastest_peer():
     report.reset_headlines()
 
 
+def test_headlines_judge_processes_at_100_and_1000():
+    """Issue 11's target between processes is pipes at 100/100 and at
+    1000/1000: both are summary rows. (Failed before: the summary had the
+    100/100 row only, and 1000/1000, the configuration the target was
+    missed at, was in the seed tables alone.)"""
+    from canal_bench import report
+    report.reset_headlines()
+    runs = []
+    for cfg in ("100/100", "1000/1000"):
+        runs += [ok("canal-proc", cfg, x) for x in (0.25, 0.26, 0.30)]
+        runs += [ok("pipe-proc", cfg, x) for x in (0.24, 0.245, 0.27)]
+    try:
+        seed.headlines(seed.group_runs(runs))
+        rows = {h.workload: h for h in report.HEADLINES}
+    finally:
+        report.reset_headlines()
+    for cfg in ("100/100", "1000/1000"):
+        h = rows[f"fwd {cfg}, processes"]
+        assert h.peer_name == "pipe-proc" and h.ratio == pytest.approx(0.26 / 0.245)
+        assert h.met is False
+
+
 def test_a_configuration_that_timed_out_is_not_run_again(tmp_path, monkeypatch):
     """A configuration killed at its timeout is FAILED for good: the later
     repetitions must not each wait out the timeout again (30 s quick, 600 s
