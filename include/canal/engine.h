@@ -296,7 +296,21 @@ int canal_engine_open(const struct canal_engine_options *opt,
  * pending then whose data goes by rendezvous (messages above the driver's
  * eager size: shm's process_vm_readv, UCX's bulk transfers) may still be
  * read by a living peer that receives it later: keep its buffer intact
- * until that peer is done or gone.
+ * until that peer is done or gone. Likewise a receive still pending then
+ * whose data UCX moves into the application's buffer (UCX's bulk
+ * transfers and its native matching, above its eager size) may still be
+ * written by a living peer that sends it later, when UCX's rendezvous
+ * has that peer write (a put: UCX_RNDV_SCHEME=put_zcopy, or UCX's own
+ * choice of protocol; on one host through the kernel's
+ * process_vm_writev, which needs no registration that close could
+ * revoke): keep the buffer unused until that peer is done or gone, or
+ * wait for such receives before closing. The engine's own buffers that
+ * such a peer may still read or write (the UCX driver's copies of the
+ * packets it sends, its input and scratch buffers) are never reused:
+ * their memory is given back and their addresses stay reserved,
+ * inaccessible, for the process's life (a few MiB of address space per
+ * gate that had a transfer stalled at close), so that the peer's late
+ * access fails instead of touching memory put to another use.
  */
 int canal_engine_close(struct canal_engine *e);
 

@@ -89,6 +89,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -149,11 +150,15 @@ void canal__ucx_ctx_unref(struct ucx_ctx *c)
 		return;
 	if (c->worker)
 		ucp_worker_destroy(c->worker);
-	/* The worker is gone: UCX reads none of them any more. */
+	/* The worker is gone: this process's UCX touches none of them any
+	 * more; a peer still may (struct ucx_orphan). */
 	while (c->orphans) {
 		struct ucx_orphan *o = c->orphans;
 		c->orphans = o->next;
-		free(o->buf);
+		if (o->size)
+			canal__ucx_rbuf_retire(o->buf, o->size);
+		else
+			free(o->buf);
 		free(o);
 	}
 	if (c->ctx)
@@ -293,7 +298,7 @@ static int ucx_send(struct canal__driver *d_, const struct iovec *iov, int n,
 	}
 	if (s->cap < total) {
 		size_t cap = total < 4096 ? 4096 : total;
-		unsigned char *b = realloc(s->buf, cap);
+		unsigned char *b = canal__ucx_rbuf_grow(s->buf, s->cap, cap);
 		if (!b)
 			return -ENOMEM;
 		s->buf = b;
@@ -459,16 +464,18 @@ static bool wait_req(struct ucx_ctx *c, void *r, uint64_t deadline)
 	return done;
 }
 
-/* buf stays allocated until the worker is destroyed (struct ucx_orphan):
- * a send's slot, a receive's in[], a bulk receive's iov and scratch.
- * Without memory for the list entry it is never freed: a leak rather
- * than UCX reading freed memory. */
-static void orphan(struct ucx_ctx *c, void *buf)
+/* buf stays allocated until the worker is destroyed, then is retired
+ * (size > 0, ucx_rbuf_alloc's) or freed (size 0, malloc's) (struct
+ * ucx_orphan): a send's slot, a receive's in[], a bulk receive's iov and
+ * scratch. Without memory for the list entry it is never freed: a leak
+ * rather than UCX, or a peer, reading or writing freed memory. */
+static void orphan(struct ucx_ctx *c, void *buf, size_t size)
 {
 	struct ucx_orphan *o = malloc(sizeof *o);
 	if (!o)
 		return;
 	o->buf = buf;
+	o->size = size;
 	o->next = c->orphans;
 	c->orphans = o;
 }
@@ -492,7 +499,7 @@ static void ucx_close(struct canal__driver *d_)
 		 * worker runs (another driver of the session): orphaned,
 		 * not freed, as a slot's buffer below. */
 		if (!d->rdone) {
-			orphan(d->c, d->in);
+			orphan(d->c, d->in, UCX_MAX_PACKET);
 			d->in = NULL;
 		}
 	}
@@ -502,7 +509,7 @@ static void ucx_close(struct canal__driver *d_)
 	for (int i = 0; i < UCX_SLOTS; i++) {
 		if (d->slot[i].req &&
 		    !wait_req(d->c, d->slot[i].req, deadline)) {
-			orphan(d->c, d->slot[i].buf);
+			orphan(d->c, d->slot[i].buf, d->slot[i].cap);
 			d->slot[i].buf = NULL;
 		}
 	}
@@ -514,11 +521,11 @@ static void ucx_close(struct canal__driver *d_)
 		wait_req(d->c, ucp_ep_close_nbx(d->ep, &p), deadline);
 	}
 	for (int i = 0; i < UCX_SLOTS; i++)
-		free(d->slot[i].buf);
+		canal__ucx_rbuf_free(d->slot[i].buf, d->slot[i].cap);
 	if (d->pidfd >= 0)
 		close(d->pidfd);
-	free(d->in);
-	free(d->scratch);
+	canal__ucx_rbuf_free(d->in, UCX_MAX_PACKET);
+	canal__ucx_rbuf_free(d->scratch, UCX_SCRATCH);
 	canal__ucx_ctx_unref(d->c);
 	free(d);
 }
@@ -618,7 +625,6 @@ static int ucx_bulk_send(struct canal__driver *d_, uint64_t id,
  * as the engine promises for -EMSGSIZE (UCX writes nothing into a
  * rendezvous receive that is too small): the rest goes into the driver's
  * scratch buffer, the same one over and over (iov entries). */
-#define UCX_SCRATCH ((size_t)1 << 20)
 static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
 			 size_t cap, size_t len, void **h)
 {
@@ -636,7 +642,7 @@ static int ucx_bulk_recv(struct canal__driver *d_, uint64_t id, void *buf,
 		size_t rest = len - cap;
 		size_t n = 1 + (rest + UCX_SCRATCH - 1) / UCX_SCRATCH;
 		if (!d->scratch)
-			d->scratch = malloc(UCX_SCRATCH);
+			d->scratch = canal__ucx_rbuf_alloc(UCX_SCRATCH);
 		b->iov = calloc(n, sizeof *b->iov);
 		if (!d->scratch || !b->iov) {
 			free(b->iov);
@@ -705,10 +711,10 @@ static void ucx_bulk_cancel(struct canal__driver *d_, void *h)
 		 * both orphaned, not freed; a later bulk gets a new
 		 * scratch buffer. */
 		if (!b->done && b->iov) {
-			orphan(d->c, b->iov);
+			orphan(d->c, b->iov, 0);
 			b->iov = NULL;
 			if (d->scratch)
-				orphan(d->c, d->scratch);
+				orphan(d->c, d->scratch, UCX_SCRATCH);
 			d->scratch = NULL;
 		}
 	}
@@ -904,7 +910,7 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	}
 	struct ucx_driver *d = calloc(1, sizeof *d);
 	if (d)
-		d->in = malloc(UCX_MAX_PACKET);
+		d->in = canal__ucx_rbuf_alloc(UCX_MAX_PACKET);
 	if (!d || !d->in) {
 		if (d)
 			free(d);
@@ -949,7 +955,7 @@ static int driver_new(struct ucx_ctx *c, int peer, const char *value,
 	if (st != UCS_OK) {
 		if (d->pidfd >= 0)
 			close(d->pidfd);
-		free(d->in);
+		canal__ucx_rbuf_free(d->in, UCX_MAX_PACKET);
 		free(d);
 		return -ECONNREFUSED;
 	}

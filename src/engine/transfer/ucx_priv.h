@@ -90,6 +90,8 @@ extern struct canal__ucx_api canal__ucx_api;
 #define UCX_BULK_RANKS 32768
 #define UCX_BULK_ID_MASK (((ucp_tag_t)1 << 48) - 1)
 #define UCX_SLOTS 8
+/* A bulk receive's scratch buffer (ucx.c, ucx_bulk_recv). */
+#define UCX_SCRATCH ((size_t)1 << 20)
 #define UCX_IMM_MAX 8192 /* larger packets go straight to a slot */
 #define UCX_SHORT_MAX 1024 /* smaller ones are sent contiguous */
 #define UCX_MAX_IOV 64
@@ -113,17 +115,41 @@ enum ucx_err_choice {
  * (UCX_CLOSE_MS; a peer that stalls), and UCX may still read it (a
  * send's slot, a bulk receive's iov) or write it (the posted receive's
  * in[], a bulk receive's scratch) whenever the worker progresses
- * (another driver of the session, its close). Freed after the worker is
- * destroyed (canal__ucx_ctx_unref). */
+ * (another driver of the session, its close). After the worker is
+ * destroyed (canal__ucx_ctx_unref) this process's UCX touches none of
+ * them, but a peer may still: its rendezvous reads a send's slot, or
+ * writes a receive's in[] or scratch, through the kernel
+ * (process_vm_readv/writev: UCX's cma, which no deregistration revokes)
+ * once it resumes. So those buffers (size > 0: mapped on their own,
+ * ucx_rbuf_alloc) are retired, not freed: their pages go back to the
+ * kernel and their addresses stay reserved, unreadable and unwritable,
+ * so that the peer's late access fails (EFAULT) instead of reading or
+ * writing memory this process has since put to another use; the rest
+ * (size 0: the iov, which no peer sees) is freed. */
 struct ucx_orphan {
 	struct ucx_orphan *next;
 	void *buf;
+	size_t size; /* 0: malloc's (free); else ucx_rbuf_alloc's (retire) */
 };
+
+/* Buffers that a peer's UCX may read or write through the kernel (a
+ * send's slot, in[], scratch: struct ucx_orphan), each mapped on its
+ * own (ucx_rbuf.c) so that it can be retired. alloc: NULL without
+ * memory. grow: p (of old bytes, or NULL with old 0) moved or extended
+ * to size bytes keeping its bytes; NULL without memory, p then intact.
+ * free: munmap (p NULL: nothing). retire: the pages given back and the
+ * addresses kept reserved, inaccessible (PROT_NONE); never made
+ * available to another mapping; left as they are, a leak, if that
+ * fails. size: as given at alloc or grow. */
+void *canal__ucx_rbuf_alloc(size_t size);
+void *canal__ucx_rbuf_grow(void *p, size_t old, size_t size);
+void canal__ucx_rbuf_free(void *p, size_t size);
+void canal__ucx_rbuf_retire(void *p, size_t size);
 
 struct ucx_ctx {
 	ucp_context_h ctx;
 	ucp_worker_h worker;
-	struct ucx_orphan *orphans; /* freed after ucp_worker_destroy */
+	struct ucx_orphan *orphans; /* retired after ucp_worker_destroy */
 	int refs;
 	int rank;
 	bool bulk;  /* our rendezvous threshold is in force */
