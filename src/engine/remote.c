@@ -348,11 +348,17 @@ static bool send_fin(struct canal_remote *r, uint32_t reason)
  * given). Both directions stop; R's users first get what had arrived. A
  * protocol error is told to the peer by a FIN, and this end stops
  * receiving at once: if the peer's FIN had not come, it is owed (see
- * "Incarnations" above). A failed gate takes nothing more and carries
- * nothing more: no FIN, nothing owed. */
+ * "Incarnations" above). A failed gate carries nothing more: no FIN,
+ * nothing owed; but a receiving end still takes the peer's last words
+ * (engine.h: receives take the messages that had arrived whole before
+ * the gate closed; GUARANTEES.md: elements that had reached this process
+ * are still received): it keeps receiving, its local channel open, until
+ * a receive fails too (recv_failed()), unless it was skipping an earlier
+ * channel's messages (those are no one's). */
 static void fail(struct canal_remote *r, int err, const char *why)
 {
 	bool gate_failed = why == NULL;
+	bool skipping = r->skip_fins != 0;
 	if (r->error == 0) {
 		r->error = err;
 		if (why)
@@ -370,10 +376,13 @@ static void fail(struct canal_remote *r, int err, const char *why)
 		 * gate failure, which sets fin_sent: no loop.) */
 		send_fin(r, FIN_ERROR);
 	} else {
-		r->fin_received = true;
 		r->fin_sent = true;
 		r->peer_fin_owed = false;
 		r->skip_fins = 0;
+		if (r->end == CANAL_REMOTE_RECV && r->ch && !r->fin_received &&
+		    !skipping)
+			return; /* the last words first (recv_failed()) */
+		r->fin_received = true;
 	}
 	if (r->ch && r->pend_n) {
 		ssize_t k = canal_try_send_batch(
@@ -384,6 +393,15 @@ static void fail(struct canal_remote *r, int err, const char *why)
 	}
 	r->pend_n = 0;
 	close_local(r);
+}
+
+/* A receive of r failed with the gate's error (err): nothing more of the
+ * peer's is there to take, so a receiving end that was taking the last
+ * words (fail()) stops now. */
+static void recv_failed(struct canal_remote *r, int err)
+{
+	r->fin_received = true;
+	fail(r, err, NULL);
 }
 
 static void protocol_error(struct canal_remote *r, const char *what)
@@ -526,7 +544,9 @@ static void handle_message(struct canal_remote *r, size_t len)
 			return;
 		}
 		r->received += arg;
-		if (r->ch && !r->fin_sent) {
+		/* (fin_sent with an error: the gate failed and these are its
+		 * last words, fail(); a protocol error receives no more.) */
+		if (r->ch && (!r->fin_sent || r->error)) {
 			r->pend_off = 0;
 			r->pend_n = arg;
 		} /* else: this end stopped early; discarded */
@@ -576,7 +596,7 @@ static void handle_message(struct canal_remote *r, size_t len)
 static void skip_stale(struct canal_remote *r, int t, size_t len)
 {
 	if (t < 0 && t != -EMSGSIZE) {
-		fail(r, t, NULL);
+		recv_failed(r, t);
 		return;
 	}
 	if (t > 0 && len == CTRL_LEN && get32(r->rbuf) == MSG_FIN)
@@ -598,7 +618,7 @@ static int receive_step(struct canal_remote *r)
 	else if (t == -EMSGSIZE)
 		protocol_error(r, "message longer than any this end expects");
 	else if (t < 0)
-		fail(r, t, NULL);
+		recv_failed(r, t);
 	else
 		handle_message(r, st.len);
 	return 1;
@@ -611,6 +631,9 @@ static void post_receive(struct canal_remote *r)
 	int err = post_recv(r);
 	if (err) { /* local: posted again by a later step */
 		r->rreq = NULL;
+		/* the gate's: no last words left (fail()) */
+		if (canal_engine_gate_error(r->hub->e, r->gate, NULL, 0))
+			r->fin_received = true;
 		post_failed(r);
 	}
 }
