@@ -22,7 +22,8 @@
  *  - the receiving end closes early: the sender's blocked sends end with
  *    -EPIPE, both closes return 0;
  *  - a sending end closed with a timeout that runs out: -ETIMEDOUT, the
- *    elements that had crossed are still received, then -EPIPE;
+ *    elements that had crossed are still received, then -EPIPE, and the
+ *    receiving end says -ECONNABORTED;
  *  - ends opened differently (element size; both ends sending): -EPROTO on
  *    both sides, users woken with -EPIPE, a message saying what differs;
  *  - a ping-pong of PINGS round trips (one remote channel each way, one
@@ -265,7 +266,8 @@ static int mismatch(struct canal_remote_hub *hub, int rank)
  * local channel, no credit left), then closes with timeout 0: -ETIMEDOUT,
  * its 2 local elements are lost; the hub finishes the exchange in the
  * background. Rank 1 then gets the 2 that had crossed, then -EPIPE, and
- * closes normally. */
+ * its close says -ECONNABORTED: its stream was cut short (remote.h;
+ * test_revrem_close_gave_up). */
 static int abandon(struct canal_remote_hub *hub, int rank)
 {
 	int peer = 1 - rank;
@@ -291,7 +293,8 @@ static int abandon(struct canal_remote_hub *hub, int rank)
 		uint64_t x;
 		CHECK_EQ(canal_recv(ch, &x), -EPIPE);
 		CHECK_EQ(canal_recv(canal_remote_chan(go), &v), -EPIPE);
-		CHECK_EQ(canal_remote_close(r, 20000000000), 0);
+		CHECK_EQ(canal_remote_error(r, NULL, 0), -ECONNABORTED);
+		CHECK_EQ(canal_remote_close(r, 20000000000), -ECONNABORTED);
 	}
 	CHECK_EQ(canal_remote_close(go, 20000000000), 0);
 	return 0;

@@ -17,13 +17,14 @@ static void test_strerror_covers_headers(void)
 	/* Every -E... named in include/canal/{base,channel,task,engine,
 	 * remote}.h (grep -oh '\-E[A-Z]\+' include/canal/ *.h | sort -u). */
 	static const int documented[] = {
-		-EACCES,    -EADDRNOTAVAIL, -EAGAIN,     -EBADF,
-		-EBADMSG,   -EBUSY,	    -ECANCELED,  -ECONNRESET,
-		-EEXIST,    -EINVAL,	    -EMFILE,     -EMSGSIZE,
-		-ENFILE,    -ENOENT,	    -ENOMEM,     -ENOSYS,
-		-ENOTSUP,   -EOPNOTSUPP,    -EOWNERDEAD, -EPERM,
-		-EPIPE,     -EPROTO,	    -EPROTONOSUPPORT,
-		-ERANGE,    -ETIMEDOUT,
+		-EACCES,     -EADDRNOTAVAIL, -EAGAIN,     -EALREADY,
+		-EBADF,      -EBADMSG,       -EBUSY,      -ECANCELED,
+		-ECONNABORTED, -ECONNRESET,  -EEXIST,     -EINVAL,
+		-EIO,        -EMFILE,        -EMSGSIZE,   -ENFILE,
+		-ENOENT,     -ENOMEM,        -ENOSPC,     -ENOSYS,
+		-ENOTSOCK,   -ENOTSUP,       -EOPNOTSUPP, -EOWNERDEAD,
+		-EPERM,      -EPIPE,         -EPROTO,     -EPROTONOSUPPORT,
+		-ERANGE,     -ETIMEDOUT,
 	};
 	int unknown = 0;
 	for (size_t i = 0; i < sizeof(documented) / sizeof(documented[0]);

@@ -224,7 +224,10 @@ int canal_remote_error(const struct canal_remote *r, char *buf,
  * 0 when the channel ended normally; -ETIMEDOUT when the wait ran out:
  * the end is freed all the same, undelivered elements are lost, and the
  * hub finishes the exchange in the background (the tag stays busy until
- * then); the channel's error (canal_remote_error()) if the peer failed;
+ * then; the receiving end's users drain what had arrived, then get
+ * -EPIPE, and that end's canal_remote_error() and canal_remote_close()
+ * say -ECONNABORTED: the stream they got was cut short); the channel's
+ * error (canal_remote_error()) if the peer failed;
  * -EINVAL if r is NULL. Blocks as said. Call it once per end.
  */
 int canal_remote_close(struct canal_remote *r, int64_t timeout_ns);

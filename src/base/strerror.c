@@ -39,6 +39,8 @@ CANAL_EXPORT const char *canal_strerror(int err)
 		return "permission denied";
 	case -ECONNRESET:
 		return "the peer closed the connection";
+	case -ECONNABORTED:
+		return "the peer ended the stream early: elements were lost";
 	case -ELOOP:
 		return "too many symbolic links";
 	case -EBADF:
@@ -67,6 +69,12 @@ CANAL_EXPORT const char *canal_strerror(int err)
 		return "message too long (for the receive buffer, or 4 GiB or more)";
 	case -EADDRNOTAVAIL:
 		return "address not available on this host";
+	case -EIO:
+		return "input/output error";
+	case -EALREADY:
+		return "an operation is already under way";
+	case -ENOTSOCK:
+		return "not a socket";
 	default:
 		return "unknown error";
 	}

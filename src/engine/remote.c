@@ -579,6 +579,23 @@ static void handle_message(struct canal_remote *r, size_t len)
 			fail(r, -EPROTO, why);
 			return;
 		}
+		/* R: a sending end stops early (FIN_STOPPED) for one of two
+		 * reasons: this end had stopped first (its own FIN reached
+		 * it: fin_sent here), or its canal_remote_close() ran out of
+		 * time with elements still in its channel, which are lost.
+		 * Not asked (!fin_sent), it is the second: the users of this
+		 * end drain what arrived and then see the end, as on a
+		 * normal close, so the error says that elements were lost
+		 * (else a close of this end said 0 for a truncated stream). */
+		if (r->end == CANAL_REMOTE_RECV && arg == FIN_STOPPED &&
+		    !r->fin_sent && r->error == 0) {
+			r->error = -ECONNABORTED;
+			snprintf(r->why, sizeof r->why,
+				 "peer %d, tag %u: the sending end stopped before "
+				 "the end of its data (its canal_remote_close "
+				 "ran out of time): elements it held were lost",
+				 r->gate, r->tag);
+		}
 		/* S: the receivers stopped; R: the end of the data (nothing
 		 * is pending: a receive is posted only when pend_n is 0). */
 		close_local(r);
