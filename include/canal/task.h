@@ -579,7 +579,10 @@ int canal_io_rstream_open(int fd, struct canal_io_rstream **out);
  * no receive is kept armed) or -ECANCELED when cancel is signalled, with
  * no byte taken; -EBUSY where a receive per call is made and no
  * submission slot is free, or (epoll) another task already waits to read
- * the fd: nothing taken, try again. -EINVAL s or buf NULL or len 0; -EPERM
+ * the fd: nothing taken, try again; (epoll) -ENOMEM also when nothing is
+ * there yet and the loop cannot watch the socket (as canal_io_recv):
+ * nothing taken or lost, not kept: a later call that finds bytes or the
+ * end of input returns them. -EINVAL s or buf NULL or len 0; -EPERM
  * not the stream's task.
  */
 ssize_t canal_io_rstream_recv(struct canal_io_rstream *s, void *buf,

@@ -240,6 +240,33 @@ static bool listening(int fd)
 	       on != 0;
 }
 
+/*
+ * op's fd cannot be watched (no memory for the table below or the
+ * kernel's registration, or the user's limit of watches): -ENOMEM, task.h
+ * (test_revepoll_watch_limit), for an operation that must wait. One that
+ * need not (its bytes, room or connection already there) is made now,
+ * without blocking, as for an epoll file above: io.c's input operations
+ * skip their own try after one that would have blocked (the adaptive
+ * shortcut, whose "outcome is the same either way", task.h), and
+ * CANAL_RUN_NO_SYNC_SHORTCUT makes none, so without this look a ready
+ * operation said -ENOMEM, again at every later call: a receive stream
+ * whose socket could not be watched never gave its bytes nor its end of
+ * input (test_revrt2_rstream_enomem: -ENOMEM after "ab" came and after
+ * the peer's shutdown). Not a connect: its try (SO_ERROR) tells how a
+ * connect that ended went, and says 0 for one still under way.
+ */
+static int unwatchable(struct canal__io *op)
+{
+	if (op->kind != IO_CONNECT) {
+		int res = canal__io_try(op, true);
+		if (res != -EAGAIN) {
+			canal__io_complete(op, res);
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
 static int ep_submit(struct canal__loop *l, struct canal__io *op)
 {
 	struct epoll_backend *b = l->backend;
@@ -281,7 +308,7 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 			n *= 2;
 		struct fd_waiters *f = realloc(b->fds, n * sizeof(*f));
 		if (!f)
-			return -ENOMEM;
+			return unwatchable(op);
 		memset(f + b->nfds, 0, (n - b->nfds) * sizeof(*f));
 		b->fds = f;
 		b->nfds = n;
@@ -321,12 +348,13 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 				return 0;
 			}
 		}
-		/* The fd cannot be watched: no memory (the table above, the
-		 * kernel's) or the user's limit of watches reached
-		 * (max_user_watches: ENOSPC, which a write would pass for a
-		 * full device): -ENOMEM, task.h (test_revepoll_watch_limit).
+		/* The fd cannot be watched: no memory (the kernel's) or the
+		 * user's limit of watches reached (max_user_watches: ENOSPC,
+		 * which a write would pass for a full device): unwatchable().
 		 * EPERM (not pollable) is io.c's to handle. */
-		return r == -ENOSPC ? -ENOMEM : r;
+		if (r == -ENOSPC || r == -ENOMEM)
+			return unwatchable(op);
+		return r;
 	}
 	return 0;
 }
