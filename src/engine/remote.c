@@ -1382,6 +1382,14 @@ EXPORT int canal_remote_close(struct canal_remote *r, int64_t timeout_ns)
 			return err;
 		}
 		if (canal_now_ns() >= deadline) {
+			/* A sending end whose channel (closed above) is empty
+			 * and holds no element taken but not posted loses
+			 * nothing: its FIN says the normal end, not a stop
+			 * that cut the stream short (the peer's -ECONNABORTED,
+			 * handle_message). No user touches ch meanwhile. */
+			if (r->end == CANAL_REMOTE_SEND && !r->data_unposted &&
+			    canal_chan_len(ch) == 0)
+				r->drained = true;
 			r->detached = true;
 			r->ch = NULL;
 			r->pend_n = 0;
