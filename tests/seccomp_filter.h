@@ -6,10 +6,12 @@
 
 #include "check.h"
 
+#include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -41,6 +43,27 @@ static inline int seccomp_test_install(struct sock_filter *f, size_t n)
 	struct sock_fprog prog = { (unsigned short)n, f };
 	return SECCOMP_TEST_ARCH && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
 	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* Install a filter under which epoll_ctl(_, EPOLL_CTL_ADD, fd, _) fails with
+ * ENOSPC for every fd >= fd_min (a loop that cannot watch one more
+ * descriptor, as at max_user_watches) and every other call is allowed:
+ * seccomp_test_install's result. */
+static inline int seccomp_test_epoll_add_limit(unsigned fd_min)
+{
+	struct sock_filter f[] = {
+		SECCOMP_TEST_PROLOGUE,
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_epoll_ctl, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, EPOLL_CTL_ADD, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, fd_min, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSPC),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	return seccomp_test_install(f, sizeof f / sizeof f[0]);
 }
 
 /* Run child(arg) in a forked child (the filter stays there), which exits

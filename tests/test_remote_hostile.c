@@ -186,12 +186,6 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 
 int main(void)
 {
-	const char *drivers[] = { "shm", "tcp" };
-	for (int d = 0; d < 2; d++) {
-		struct job j = { 2, drivers[d], "default", 60, -1, NULL };
-		CHECK_EQ(job_run(&j, body, NULL), 0);
-		printf("%s: ok\n", drivers[d]);
-		fflush(stdout);
-	}
+	job_run_shm_tcp(2, 60, body, NULL);
 	TEST_DONE("test_remote_hostile");
 }

@@ -125,10 +125,6 @@ static int body(struct canal_engine *e, int rank, int size, void *arg)
 
 int main(void)
 {
-	const char *drivers[] = { "shm", "tcp" };
-	for (int i = 0; i < 2; i++) {
-		struct job j = { 2, drivers[i], "default", 60, -1, NULL };
-		CHECK_EQ(job_run(&j, body, NULL), 0);
-	}
+	job_run_shm_tcp(2, 60, body, NULL);
 	TEST_DONE("test_revsess_zombie_hub");
 }

@@ -61,19 +61,7 @@ static int child(int arg)
 	if (rd_fd != FD_NO || wr_fd != FD_NO + 1)
 		return 2;
 	/* epoll_ctl(_, EPOLL_CTL_ADD, fd >= FD_NO, _): ENOSPC. */
-	struct sock_filter f[] = {
-		SECCOMP_TEST_PROLOGUE,
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_epoll_ctl, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, args[1])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, EPOLL_CTL_ADD, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, FD_NO, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSPC),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	if (!seccomp_test_install(f, sizeof f / sizeof f[0]))
+	if (!seccomp_test_epoll_add_limit(FD_NO))
 		return 77;
 	struct canal_run_options o = {.loops = 1};
 	if (canal_run(main_task, NULL, &o) != 0)
