@@ -45,11 +45,8 @@ static void window_init(struct window *w, bool costly, size_t max_packet)
 	w->drv.caps.max_packet = max_packet;
 	w->drv.caps.eager_max = max_packet - 256;
 	w->drv.caps.costly_packets = costly;
+	canal__sched_gate_init(&w->g); /* every queue, the credit window */
 	w->g.drv = &w->drv;
-	canal__list_init(&w->g.control);
-	canal__list_init(&w->g.express);
-	canal__list_init(&w->g.normal);
-	w->g.credits = CANAL__CREDIT_WINDOW;
 }
 
 static struct canal__piece *add(struct window *w, bool express, uint32_t len)

@@ -163,18 +163,23 @@ struct canal__gate {
 	char errmsg[160];
 	struct canal__driver *drv;
 	/* schedule: the window. control holds the control pieces (RTR, FIN,
-	 * CREDIT), looked at first, always; express the express pieces
-	 * (rendezvous DATA, EXPRESS messages), then normal the others in
-	 * order. Control apart: behind more than a strategy's scan of
-	 * express pieces waiting for credit, a CREDIT was never seen, and
-	 * two peers flooding each other with EXPRESS messages both waited
-	 * for credit for ever (a hostile review). None of them is ordered
-	 * with this side's sends: they answer the peer's. */
-	struct canal__list control, express, normal;
+	 * CREDIT), looked at first, always; express the EXPRESS messages'
+	 * pieces, then data the rendezvous DATA pieces, then normal the
+	 * others, each in order. Control apart: behind more than a
+	 * strategy's scan of express pieces waiting for credit, a CREDIT was
+	 * never seen, and two peers flooding each other with EXPRESS
+	 * messages both waited for credit for ever (a hostile review). None
+	 * of them is ordered with this side's sends: they answer the peer's.
+	 * Data apart for the same reason: DATA spends no credit and its
+	 * receive is posted, and behind more than a scan of EXPRESS pieces
+	 * waiting for credit it was never seen, while the receiver waited
+	 * for it before taking (and crediting) those messages
+	 * (test_reveng4_data_behind_express). */
+	struct canal__list control, express, data, normal;
 	struct canal__list bulk;     /* requests with a bulk transfer */
 	struct canal__list rndv_recv; /* receives waiting for DATA (their
 				       * RTR sent): schedule/chunks.h */
-	size_t queued_bytes;        /* payload bytes in both queues */
+	size_t queued_bytes;        /* payload bytes in the four queues */
 	int64_t credits;            /* eager bytes we may still send */
 	uint64_t credit_owed;       /* eager bytes freed here, not yet returned */
 	/* collect: per-tag sequence numbers (65536 each, calloc'ed: pages are
@@ -186,11 +191,12 @@ struct canal__gate {
 					 * receive yet (match.c) */
 };
 
-/* Pieces wait in the gate's window (any of its three queues). */
+/* Pieces wait in the gate's window (any of its four queues). */
 static inline bool canal__gate_queued(const struct canal__gate *g)
 {
 	return !canal__list_empty(&g->control) ||
 	       !canal__list_empty(&g->express) ||
+	       !canal__list_empty(&g->data) ||
 	       !canal__list_empty(&g->normal);
 }
 

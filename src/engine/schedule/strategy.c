@@ -28,7 +28,7 @@
 
 #include <string.h>
 
-/* How far down the normal queue a strategy looks for an eligible piece. */
+/* How far down each queue a strategy looks for an eligible piece. */
 #define SCAN_LIMIT 64
 /* Above this many queued bytes, aggregate stops waiting for idle. */
 #define AGGREGATE_FLUSH ((size_t)32768)
@@ -45,8 +45,8 @@
  * packet's system call costs more than the wait: 43 -> 52 us. */
 #define EXPRESS_PACKET ((size_t)4096)
 
-/* Walk the window in order (control queue, express queue, then normal,
- * at most SCAN_LIMIT pieces each) and call take() on each piece that may
+/* Walk the window in order (control queue, express queue, data queue,
+ * then normal, at most SCAN_LIMIT pieces each) and call take() on each piece that may
  * go now: control pieces always, data pieces in order while they have
  * credit and take() accepts them; the first data piece refused stops the
  * data. Returns the number taken. */
@@ -72,8 +72,9 @@ static bool take(struct selection *sel, struct canal__piece *p)
 static int walk(struct canal__gate *g, struct selection *sel, int limit)
 {
 	bool data_blocked = false;
-	struct canal__list *qs[3] = { &g->control, &g->express, &g->normal };
-	for (int q = 0; q < 3; q++) {
+	struct canal__list *qs[] = { &g->control, &g->express, &g->data,
+				     &g->normal };
+	for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
 		int seen = 0;
 		for (struct canal__list *l = qs[q]->next;
 		     l != qs[q] && seen < SCAN_LIMIT && sel->k < limit;
@@ -110,7 +111,8 @@ static int select_aggregate(struct canal_engine *e, struct canal__gate *g,
 	(void)e;
 	struct canal__driver *d = g->drv;
 	bool urgent = !canal__list_empty(&g->control) ||
-		      !canal__list_empty(&g->express);
+		      !canal__list_empty(&g->express) ||
+		      !canal__list_empty(&g->data);
 	if (!d->ops->idle(d) && g->queued_bytes < AGGREGATE_FLUSH && !urgent)
 		return 0;
 	size_t room = d->caps.max_packet;

@@ -30,6 +30,7 @@ void canal__sched_gate_init(struct canal__gate *g)
 {
 	canal__list_init(&g->control);
 	canal__list_init(&g->express);
+	canal__list_init(&g->data);
 	canal__list_init(&g->normal);
 	canal__list_init(&g->bulk);
 	canal__list_init(&g->rndv_recv);
@@ -55,10 +56,16 @@ static struct canal__piece *piece_new(const struct canal__piece_hdr *h,
 	return p;
 }
 
+static void enqueue_on(struct canal__gate *g, struct canal__list *q,
+		       struct canal__piece *p)
+{
+	canal__list_append(q, &p->link);
+	g->queued_bytes += p->payload_len;
+}
+
 static void enqueue(struct canal__gate *g, struct canal__piece *p)
 {
-	canal__list_append(p->express ? &g->express : &g->normal, &p->link);
-	g->queued_bytes += p->payload_len;
+	enqueue_on(g, p->express ? &g->express : &g->normal, p);
 }
 
 /* A control piece (RTR, FIN, CREDIT): express, free of credit, in the
@@ -261,14 +268,16 @@ static int send_data(struct canal__gate *g, struct canal_engine_req *r,
 			return -ENOMEM;
 		p->payload = r->buf + off;
 		p->payload_len = n;
-		/* In the express queue: free of credit, for a receive that
-		 * is posted (it sent the RTR), it must never wait behind
+		/* In the data queue, express: free of credit, for a receive
+		 * that is posted (it sent the RTR), it must never wait behind
 		 * pieces that wait for credit the receiver returns only as
 		 * it takes messages, maybe this one first (a deadlock with
-		 * more RTS pending than their credit: test_engine_flow). */
+		 * more RTS pending than their credit: test_engine_flow; and
+		 * with more EXPRESS pieces waiting for credit than a
+		 * strategy looks at: test_reveng4_data_behind_express). */
 		p->express = true;
 		r->pieces_left++;
-		enqueue(g, p);
+		enqueue_on(g, &g->data, p);
 	}
 	return 0;
 }
@@ -529,8 +538,9 @@ void canal__sched_gate_drop(struct canal__gate *g)
 		canal__chunks_end(canal__container_of(g->rndv_recv.next,
 						      struct canal_engine_req,
 						      chunks.link));
-	struct canal__list *qs[3] = { &g->control, &g->express, &g->normal };
-	for (int i = 0; i < 3; i++) {
+	struct canal__list *qs[] = { &g->control, &g->express, &g->data,
+				     &g->normal };
+	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
 		while (!canal__list_empty(qs[i])) {
 			struct canal__piece *p = canal__container_of(
 				qs[i]->next, struct canal__piece, link);
