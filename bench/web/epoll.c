@@ -4,7 +4,10 @@
  * with its own epoll instance and SO_REUSEPORT listener. Every socket is
  * registered once (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET); on any
  * event the connection is driven until it would block, which is what edge
- * triggering needs. The listener is drained until EAGAIN; after EMFILE the
+ * triggering needs, or for its turn of WEB_DRIVE_READS reads (http.h):
+ * then the socket may still hold input, which no new edge announces, and
+ * EPOLL_CTL_MOD asks again (the kernel looks at the socket and, if it is
+ * readable, queues the event behind those already ready). The listener is drained until EAGAIN; after EMFILE the
  * loop stops accepting for WEB_ACCEPT_BACKOFF_MS, then drains again (the
  * edge was consumed, so it must not wait for a new one).
  *
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #define EVENTS 256
+#define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 /* Forget a connection (web_close_in takes a socket that goes on
  * lingering out of the set: its next event would name c after free). */
@@ -29,6 +33,23 @@ static void drop(int ep, struct web_conn **conn, struct web_conn *c)
 	conn[c->fd] = NULL;
 	web_close_in(c, ep);
 	free(c);
+}
+
+/* Drive c for one turn (web_conn_drive); a connection whose turn ended
+ * with input maybe left is queued again (EPOLL_CTL_MOD), one that closed
+ * is dropped. */
+static void drive(const struct web_ctx *ctx, int ep, struct web_conn **conn,
+		  struct web_conn *c)
+{
+	if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE) {
+		drop(ep, conn, c);
+		return;
+	}
+	if (c->drive_yielded) {
+		struct epoll_event ev = {.events = CONN_EVENTS, .data.ptr = c};
+		if (epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+			drop(ep, conn, c); /* no event would ever come */
+	}
 }
 
 static int loop(struct web_ctx *ctx, int lfd)
@@ -62,8 +83,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 				accept_ready = true;
 				continue;
 			}
-			if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE)
-				drop(ep, conn, c);
+			drive(ctx, ep, conn, c);
 		}
 		uint64_t now = web_now_ns();
 		while (accept_ready && now >= paused_until) {
@@ -84,7 +104,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 				continue;
 			}
 			web_conn_init(c, fd, &ctx->srv);
-			ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+			ev.events = CONN_EVENTS;
 			ev.data.ptr = c;
 			if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
 				close(fd);
@@ -95,8 +115,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 			if ((size_t)fd > maxfd)
 				maxfd = (size_t)fd;
 			/* Data may have come with the connection: read it now. */
-			if (web_conn_drive(&ctx->srv, c) == WEB_CLOSE)
-				drop(ep, conn, c);
+			drive(ctx, ep, conn, c);
 		}
 		if (now >= next_scan) {
 			next_scan = now + WEB_TICK_MS * 1000000ull;

@@ -483,6 +483,7 @@ void web_conn_init(struct web_conn *c, int fd, const struct web_server *srv)
 	c->requests = 0;
 	c->style_sends_small = false;
 	c->corked = false;
+	c->drive_yielded = false;
 	c->opened_ns = web_now_ns();
 	c->deadline_ns = c->opened_ns + srv->idle_timeout_ns;
 }
@@ -626,10 +627,15 @@ int web_conn_feed(struct web_conn *c, const void *data, size_t len)
 
 enum web_want web_conn_drive(const struct web_server *srv, struct web_conn *c)
 {
-	for (;;) {
+	c->drive_yielded = false;
+	for (unsigned reads = 0;; reads++) {
 		enum web_want w = web_conn_run(srv, c);
 		if (w != WEB_WANT_READ)
 			return w;
+		if (reads == WEB_DRIVE_READS) {
+			c->drive_yielded = true; /* what was read is answered */
+			return WEB_WANT_READ;
+		}
 		ssize_t n = web_conn_recv(c);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return WEB_WANT_READ;

@@ -107,6 +107,9 @@ struct web_conn {
 	 * file_fd = -1, and calls web_conn_run again. web_conn_init clears it. */
 	bool style_sends_small;
 	bool corked; /* TCP_CORK set for the last response (web_conn_run) */
+	/* web_conn_drive's last call stopped at WEB_DRIVE_READS reads: the
+	 * socket may hold input that no new readiness edge will announce. */
+	bool drive_yielded;
 	char in[WEB_IN_MAX];
 	char out[512];
 };
@@ -152,8 +155,27 @@ ssize_t web_conn_recv(struct web_conn *c);
  * -ENOBUFS when they do not fit (the style closes the connection). */
 int web_conn_feed(struct web_conn *c, const void *data, size_t len);
 
+/*
+ * A connection's turn: web_conn_drive reads at most this many times per
+ * call, and a task serving one connection (tasks.c) lets the other tasks
+ * of its loop run after as many receives. A client that pipelines
+ * requests without end, reading the responses as fast as they come, never
+ * lets its socket run dry: driven until the socket would block, it held
+ * its loop for as long as it liked, and every other connection of the
+ * loop, and the listener, waited (test_web's "pipeline hog"). A read takes
+ * up to WEB_IN_MAX (16 KiB) of requests, so a turn answers up to 256 KiB
+ * of them; a client whose requests fit one read (each request followed
+ * by its response, as every load generator sends them) never reaches the
+ * bound, so it costs the common case nothing. 16 is not measured: any
+ * small bound gives the others their turn.
+ */
+#define WEB_DRIVE_READS 16
+
 /* web_conn_drive - readiness styles: web_conn_run and web_conn_recv until
- * the socket would block or the connection is done. */
+ * the socket would block, the connection is done, or WEB_DRIVE_READS reads
+ * were made (then WEB_WANT_READ with c->drive_yielded set: the socket may
+ * still be readable; a level-triggered style sees it at its next wait, an
+ * edge-triggered one must ask again, epoll.c). */
 enum web_want web_conn_drive(const struct web_server *srv, struct web_conn *c);
 
 #endif

@@ -6,7 +6,8 @@
  * GET/HEAD/404, keep-alive, pipelining, Connection: close, HTTP/1.0; bad
  * input (400/405/414/431/501/505), path traversal (.., encoded,
  * absolute, symlinks out of the root); a slow client closed after the
- * header timeout while others are served; clients closing mid-response;
+ * header timeout while others are served; a client pipelining without end
+ * beside another (each gets its turn); clients closing mid-response;
  * many idle keep-alive connections held while others are served
  * (CANAL_WEB_IDLE_CONNS, default 1000; CANAL_WEB_IDLE_CONNS_STRESS instead
  * when CANAL_STRESS is set); accept surviving EMFILE (a second
@@ -37,6 +38,9 @@
 #include <unistd.h>
 
 static const char *g_bin, *g_style;
+/* The servers' --cores (a test that needs every connection on one loop
+ * sets "1" around its server_start). */
+static const char *g_cores = "2";
 static char g_dir[256], g_root[300];
 static int g_failures;
 
@@ -183,7 +187,7 @@ static int server_start_env(struct server *s, long nofile, const char *env,
 		/* Idle connections must outlive the slowest (sanitized) run. */
 		setenv("CANAL_WEB_IDLE_TIMEOUT_MS", "600000", 0);
 		execl(g_bin, g_bin, "--port", "0", "--root", g_root, "--cores",
-		      "2", (char *)NULL);
+		      g_cores, (char *)NULL);
 		perror(g_bin);
 		_exit(127);
 	}
@@ -984,6 +988,115 @@ static void test_pipeline_deep(void)
 
 }
 
+/* The hog of test_pipeline_hog, in a child process: pipelines requests
+ * on fd as fast as the server takes them and reads (and drops) the
+ * responses as fast as they come, so that the server never finds the
+ * connection's input empty nor its output full; one byte on ready_fd once
+ * 64 KiB of responses came. Runs until killed; exits 1 when the
+ * connection fails or nothing moves for 10 s. */
+static void hog_run(int fd, int ready_fd)
+{
+	/* A 404 (keep-alive): no file to read, nothing for a task to wait
+	 * for (tasks.c sends it with a send that completes at once). */
+	const char *g = "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n";
+	size_t gl = strlen(g), copies = 2048;
+	char *reqs = malloc(gl * (copies + 1));
+	static char sink[1 << 16];
+	unsigned long long sent = 0, got = 0;
+	bool told = false;
+	if (!reqs)
+		_exit(1);
+	for (size_t i = 0; i <= copies; i++)
+		memcpy(reqs + i * gl, g, gl);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN | POLLOUT};
+		if (poll(&p, 1, 10000) <= 0)
+			_exit(1);
+		for (;;) {
+			ssize_t r = recv(fd, sink, sizeof sink, 0);
+			if (r > 0) {
+				got += (size_t)r;
+				continue;
+			}
+			if (r == 0 || (errno != EAGAIN && errno != EINTR))
+				_exit(1);
+			break;
+		}
+		/* From where the last send stopped inside a request. */
+		ssize_t w = send(fd, reqs + sent % gl, copies * gl, MSG_NOSIGNAL);
+		if (w > 0)
+			sent += (size_t)w;
+		else if (w < 0 && errno != EAGAIN && errno != EINTR)
+			_exit(1);
+		if (!told && got >= 64 << 10)
+			told = write(ready_fd, "r", 1) == 1;
+	}
+}
+
+/* A pipeline hog: one client sends pipelined requests without end (and
+ * reads the responses as fast as they come) to a server with one loop;
+ * a second client's request must still be answered, within the client's
+ * 10 s receive timeout (a hang guard: it takes milliseconds). The
+ * readiness styles drove a connection until its socket had no more input
+ * (web_conn_drive), which for this client is never: every other
+ * connection of the loop, and the listener, waited for it. */
+static void test_pipeline_hog(void)
+{
+	struct server s;
+	g_cores = "1";
+	int started = server_start(&s, 0, NULL);
+	g_cores = "2";
+	CHECK("pipeline hog", started == 0, "server with one loop did not start");
+	int fd = connect_port(s.port), pfd[2] = {-1, -1};
+	pid_t hog = -1;
+	if (fd >= 0 && pipe(pfd) == 0) {
+		hog = fork();
+		if (hog == 0) {
+			close(pfd[0]);
+			hog_run(fd, pfd[1]);
+		}
+		close(pfd[1]);
+	}
+	if (fd >= 0)
+		close(fd);
+	bool flowing = false;
+	if (hog > 0) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		char b;
+		flowing = poll(&p, 1, 10000) == 1 && read(pfd[0], &b, 1) == 1;
+	}
+	struct resp r = {0};
+	int rc = -1, hog_status = -1;
+	long long waited = 0;
+	if (flowing) {
+		int saved = g_srv.port;
+		g_srv.port = s.port;
+		long long t0 = now_ms();
+		rc = one("GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+		waited = now_ms() - t0;
+		g_srv.port = saved;
+		printf("  the other request took %lld ms\n", waited);
+	}
+	bool hog_alive = false;
+	if (hog > 0) {
+		hog_alive = waitpid(hog, &hog_status, WNOHANG) == 0;
+		kill(hog, SIGKILL);
+		waitpid(hog, NULL, 0);
+	}
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	int st = server_stop(&s);
+	CHECK("pipeline hog", fd >= 0 && hog > 0, "connect or fork");
+	CHECK("pipeline hog", flowing, "the pipelining client got no 64 KiB of responses in 10 s");
+	CHECK("pipeline hog", rc == 0 && r.status == 200 && strcmp(r.body, "file a\n") == 0,
+	      "a request beside a client pipelining without end: %s after %lld ms",
+	      rc ? "no answer" : "wrong answer", waited);
+	CHECK("pipeline hog", hog_alive, "the pipelining client's connection failed (status %d)",
+	      hog_status);
+	CHECK("pipeline hog", st == 0, "exit status %d after SIGTERM", st);
+}
+
 /* A HEAD request answered with an error status gets no body either (RFC
  * 9110 9.3.2): the server knows the method once the request line parsed.
  * A client reading the head of the answer to HEAD takes what follows for
@@ -1158,6 +1271,7 @@ int main(int argc, char **argv)
 		{"slow progress", test_slow_progress},
 		{"lingering close", test_lingering_close},
 		{"pipeline deep", test_pipeline_deep},
+		{"pipeline hog", test_pipeline_hog},
 		{"head error", test_head_error},
 		{"burst", test_burst},
 		{"idle keep-alive", test_idle},
