@@ -502,6 +502,9 @@ void web_conn_fini(struct web_conn *c)
 
 enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 {
+	/* Bytes sent or a response started by this call: only these move the
+	 * idle timeout of a connection waiting to send (http.h). */
+	bool progress = false;
 	for (;;) {
 		/* 1. Flush the response in progress (or leave it to the style). */
 		if (c->style_sends_small && web_conn_small_out(c))
@@ -528,6 +531,7 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 				return WEB_CLOSE;
 			}
 			c->out_off += (size_t)n;
+			progress |= n > 0;
 			continue;
 		}
 		if (c->file_fd >= 0) {
@@ -544,6 +548,7 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 				}
 				if (n == 0)
 					return WEB_CLOSE; /* the file shrank */
+				progress = true;
 				continue;
 			}
 			close(c->file_fd);
@@ -579,15 +584,21 @@ enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c)
 			 * parsed as HEAD: no body then either. */
 			respond_status(c, -r, req.method == WEB_HEAD, false, 1);
 			c->in_len = 0; /* the rest is not trusted */
+			progress = true;
 			continue;
 		}
 		respond(srv, c, &req);
+		progress = true;
 		c->in_len -= (size_t)r;
 		memmove(c->in, c->in + r, c->in_len);
 		c->head_start_ns = c->in_len ? now : 0;
 	}
 want_write:
-	c->deadline_ns = web_now_ns() + srv->idle_timeout_ns;
+	/* Not at every call: a style calls this whenever it looks at the
+	 * connection (its input came, a short sleep ended), and a client
+	 * that stopped reading kept its connection for ever that way. */
+	if (progress)
+		c->deadline_ns = web_now_ns() + srv->idle_timeout_ns;
 	return WEB_WANT_WRITE;
 }
 

@@ -77,7 +77,12 @@ int web_target_path(const char *target, size_t len, char *out, size_t outlen);
 struct web_server {
 	int root_fd;		 /* O_PATH|O_DIRECTORY of --root */
 	uint64_t header_timeout_ns; /* first byte of a head to its end */
-	uint64_t idle_timeout_ns;   /* keep-alive idle, and send progress */
+	/* Keep-alive idle, and send progress: a connection with a response
+	 * pending is closed once this long passed since bytes of it were
+	 * last sent or since it started, whatever else the connection does
+	 * (a client that stops reading and sends nothing, or sends bytes
+	 * now and then, is not making the response progress). */
+	uint64_t idle_timeout_ns;
 };
 
 enum web_want {
@@ -125,7 +130,11 @@ void web_conn_fini(struct web_conn *c);
 /*
  * web_conn_run - make progress without reading: send pending output, then
  * answer each complete request buffered (pipelining), in order. Returns
- * what the connection waits for. Updates c->deadline_ns.
+ * what the connection waits for. Updates c->deadline_ns: the header
+ * timeout from a head's first byte, the idle timeout from the last
+ * response (waiting for input) or from this call's send progress or
+ * response start (WEB_WANT_WRITE; a call that sent nothing and started
+ * nothing leaves it as it was).
  */
 enum web_want web_conn_run(const struct web_server *srv, struct web_conn *c);
 

@@ -68,7 +68,9 @@ static bool g_no_rstream;    /* CANAL_WEB_NO_RSTREAM */
 
 /* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
  * clock) or SIGTERM. The deadline stands across the WEB_TICK_MS waits
- * (web_conn_run, which sets it, is not called between them). */
+ * (web_conn_run, which sets it, is not called between them), and across
+ * the epoll backend's short sleeps too: web_conn_run moves it only when
+ * it sent bytes or started a response (http.h). */
 static bool wait_writable(int fd, uint64_t deadline_ns)
 {
 	for (;;) {

@@ -7,7 +7,8 @@
  * input (400/405/414/431/501/505), path traversal (.., encoded,
  * absolute, symlinks out of the root); a slow client closed after the
  * header timeout while others are served; a client pipelining without end
- * beside another (each gets its turn); clients closing mid-response;
+ * beside another (each gets its turn); clients that stop reading closed
+ * after the idle timeout; clients closing mid-response;
  * many idle keep-alive connections held while others are served
  * (CANAL_WEB_IDLE_CONNS, default 1000; CANAL_WEB_IDLE_CONNS_STRESS instead
  * when CANAL_STRESS is set); accept surviving EMFILE (a second
@@ -1097,6 +1098,78 @@ static void test_pipeline_hog(void)
 	CHECK("pipeline hog", st == 0, "exit status %d after SIGTERM", st);
 }
 
+/* Read fd until the end of the stream, an error, or limit bytes: the
+ * bytes read; *ended: the end of the stream or a reset came. */
+static size_t read_to_end(int fd, size_t limit, bool *ended)
+{
+	static char b[1 << 16];
+	size_t got = 0;
+	*ended = false;
+	long long deadline = now_ms() + 30000; /* hang guard */
+	while (got < limit && now_ms() < deadline) {
+		ssize_t r = recv(fd, b, sizeof b, 0);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		*ended = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+		break;
+	}
+	return got;
+}
+
+/* Stalled readers: two clients ask for the 4 MiB file and read nothing
+ * for 5 s, from a server with a 1 s idle timeout and a 4 KiB send buffer,
+ * so that its send stops at once and never moves again; one is silent,
+ * the other sends the next request a byte every 200 ms. The idle timeout
+ * bounds the time without send progress (http.h): both connections must
+ * be closed, which the clients see when they read at last (the end of
+ * the stream or a reset before the body's end; an open connection brings
+ * the whole body). The servers reset the timeout whenever they looked at
+ * a connection with a response pending, progress or not: at every input
+ * (epoll, io_uring), or every 100 us (the task style on epoll, whose wait
+ * for a writable socket is a short sleep). */
+static void test_stalled_reader(void)
+{
+	struct server s;
+	int started = server_start_env(&s, 0, "CANAL_WEB_SNDBUF=4096",
+				       "CANAL_WEB_IDLE_TIMEOUT_MS=1000");
+	CHECK("stalled reader", started == 0, "server with a 1 s idle timeout did not start");
+	int quiet = connect_port_rcvbuf(s.port, 4096);
+	int chatty = connect_port_rcvbuf(s.port, 4096);
+	const char *g = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+	const char *next = "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+	if (quiet >= 0)
+		send_all(quiet, g, strlen(g));
+	if (chatty >= 0)
+		send_all(chatty, g, strlen(g));
+	size_t k = 0;
+	for (long long end = now_ms() + 5000; now_ms() < end; k++) {
+		usleep(200000);
+		if (chatty >= 0)
+			send(chatty, next + k % strlen(next), 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	bool quiet_ended = false, chatty_ended = false;
+	size_t quiet_got = quiet >= 0 ? read_to_end(quiet, BIG_SIZE, &quiet_ended) : 0;
+	size_t chatty_got = chatty >= 0 ? read_to_end(chatty, BIG_SIZE, &chatty_ended) : 0;
+	if (quiet >= 0)
+		close(quiet);
+	if (chatty >= 0)
+		close(chatty);
+	int st = server_stop(&s);
+	CHECK("stalled reader", quiet >= 0 && chatty >= 0, "connect");
+	CHECK("stalled reader", quiet_ended && quiet_got < BIG_SIZE,
+	      "a client reading nothing for 5 s (idle timeout 1 s) was kept: %zu bytes, %s",
+	      quiet_got, quiet_ended ? "then the end" : "and more");
+	CHECK("stalled reader", chatty_ended && chatty_got < BIG_SIZE,
+	      "a client reading nothing for 5 s but sending a byte every 200 ms "
+	      "(idle timeout 1 s) was kept: %zu bytes, %s",
+	      chatty_got, chatty_ended ? "then the end" : "and more");
+	CHECK("stalled reader", st == 0, "exit status %d after SIGTERM", st);
+}
+
 /* A HEAD request answered with an error status gets no body either (RFC
  * 9110 9.3.2): the server knows the method once the request line parsed.
  * A client reading the head of the answer to HEAD takes what follows for
@@ -1269,6 +1342,7 @@ int main(int argc, char **argv)
 		{"close mid-response", test_close_mid_response},
 		{"slow reader", test_slow_reader},
 		{"slow progress", test_slow_progress},
+		{"stalled reader", test_stalled_reader},
 		{"lingering close", test_lingering_close},
 		{"pipeline deep", test_pipeline_deep},
 		{"pipeline hog", test_pipeline_hog},
