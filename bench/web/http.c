@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -35,6 +36,87 @@ static bool is_tchar(unsigned char ch)
 static bool is_vchar_ws(unsigned char ch)
 {
 	return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+}
+
+/* unreserved and sub-delims of RFC 3986 2.2-2.3: what a reg-name holds
+ * besides pct-encoded octets. */
+static bool is_host_char(unsigned char ch)
+{
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9'))
+		return true;
+	return ch != 0 && strchr("-._~!$&'()*+,;=", ch) != NULL;
+}
+
+static bool is_hexdig(unsigned char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+	       (ch >= 'A' && ch <= 'F');
+}
+
+/* IP-literal of RFC 3986 3.2.2 without its brackets: an IPv6address
+ * (inet_pton: its grammar, embedded IPv4 included), or an IPvFuture:
+ * "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ). */
+static bool is_ip_literal(const char *s, size_t n)
+{
+	if (n > 1 && (s[0] == 'v' || s[0] == 'V')) {
+		size_t i = 1;
+		while (i < n && is_hexdig((unsigned char)s[i]))
+			i++;
+		if (i == 1 || i == n || s[i] != '.' || i + 1 == n)
+			return false;
+		for (i++; i < n; i++)
+			if (s[i] != ':' && !is_host_char((unsigned char)s[i]))
+				return false;
+		return true;
+	}
+	char a[INET6_ADDRSTRLEN];
+	struct in6_addr addr;
+	if (n == 0 || n >= sizeof a)
+		return false;
+	memcpy(a, s, n);
+	a[n] = '\0';
+	return inet_pton(AF_INET6, a, &addr) == 1;
+}
+
+/*
+ * Host's value (OWS already trimmed): uri-host [ ":" port ] (RFC 9110
+ * 7.2), uri-host being an IP-literal in brackets or a reg-name, which
+ * covers IPv4address (RFC 3986 3.2.2), and port *DIGIT. No userinfo, no
+ * path, no whitespace or control characters: RFC 9112 3.2 answers such a
+ * value with 400. Empty is valid (a target with no authority).
+ */
+static bool is_host_value(const char *v, size_t n)
+{
+	size_t i = 0;
+	if (n && v[0] == '[') {
+		const char *close = memchr(v, ']', n);
+		if (!close || !is_ip_literal(v + 1, (size_t)(close - v) - 1))
+			return false;
+		i = (size_t)(close - v) + 1;
+	} else {
+		while (i < n && v[i] != ':') {
+			unsigned char ch = (unsigned char)v[i];
+			if (ch == '%') {
+				if (n - i < 3 || !is_hexdig((unsigned char)v[i + 1]) ||
+				    !is_hexdig((unsigned char)v[i + 2]))
+					return false;
+				i += 3;
+				continue;
+			}
+			if (!is_host_char(ch))
+				return false;
+			i++;
+		}
+	}
+	if (i == n)
+		return true;
+	if (v[i] != ':')
+		return false;
+	for (i++; i < n; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+	return true;
 }
 
 static bool eq_nocase(const char *a, size_t alen, const char *b)
@@ -194,6 +276,8 @@ int web_parse_request(const char *buf, size_t len, struct web_req *req)
 			ve--;
 		size_t vn = (size_t)(ve - v);
 		if (eq_nocase(l, nl, "host")) {
+			if (!is_host_value(v, vn))
+				return -400;
 			hosts++;
 		} else if (eq_nocase(l, nl, "connection")) {
 			if (parse_connection(v, vn, &conn_close, &conn_keep) < 0)

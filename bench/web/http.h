@@ -58,8 +58,11 @@ struct web_req {
  * -501 an unknown method or Transfer-Encoding, -505 another HTTP version.
  * Strict: CRLF line ends only, no obsolete line folding, no whitespace
  * before a field's colon, field names are tokens, values have no control
- * characters except HTAB, HTTP/1.1 requires exactly one Host, a request
- * body (Content-Length other than 0) is refused with 400.
+ * characters except HTAB, HTTP/1.1 requires exactly one Host, whose value
+ * must be uri-host [":" port] (RFC 9110 7.2: a reg-name, IPv4 address or
+ * bracketed IP literal; no userinfo, path, whitespace or control
+ * characters), a request body (Content-Length other than 0) is refused
+ * with 400.
  */
 int web_parse_request(const char *buf, size_t len, struct web_req *req);
 

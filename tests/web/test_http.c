@@ -108,6 +108,43 @@ static void test_parse(void)
 	CHECK(web_parse_request(big, (size_t)k + 2, &r) > 0, "%d fields", WEB_FIELDS_MAX);
 }
 
+/* Host's value is uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2.2):
+ * anything else is a 400 (RFC 9112 3.2), in HTTP/1.0 too. */
+static void test_host(void)
+{
+	static const char *const good[] = {
+		"example.com", "example.com:8080", "127.0.0.1:80", "[::1]",
+		"[::1]:8080", "[v1.fe80::a+en1]", "xn--bcher-kva.example",
+		"a-b_c~d.e", "a%20b", "!$&'()*+,;=", "a:", "",
+		"x \t", /* trailing whitespace is the field's, not the host's */
+	};
+	static const char *const bad[] = {
+		"a b", "a\tb", "a/b", "/", "a?b", "a#b", "a@b", "user@a:80",
+		"a:b", "a:80:80", "a:-1", "a:8 0", "[::1", "[::1]x", "[::1]:x",
+		"[]", "::1", "[::1/64]", "a%zz", "a%2", "a\"b", "<a>", "a\\b",
+		"a^b", "a{b}", "a|b", "a`b", "\x80x", "http://a",
+	};
+	char req[256];
+	struct web_req r;
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", good[i]);
+		int got = parse(req, &r);
+		CHECK(got == (int)strlen(req), "Host '%s': %d, want %zu", good[i], got,
+		      strlen(req));
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		for (int minor = 0; minor <= 1; minor++) {
+			snprintf(req, sizeof req, "GET / HTTP/1.%d\r\nHost: %s\r\n\r\n",
+				 minor, bad[i]);
+			int got = parse(req, &r);
+			CHECK(got == -400, "HTTP/1.%d Host '%s': %d, want -400", minor,
+			      bad[i], got);
+		}
+	}
+	/* Incomplete still means 0 while the Host line is: no early answer. */
+	CHECK(parse("GET / HTTP/1.1\r\nHost: a b", &r) == 0, "Host line unfinished");
+}
+
 static void test_paths(void)
 {
 	static const struct {
@@ -161,6 +198,7 @@ static void test_paths(void)
 int main(void)
 {
 	test_parse();
+	test_host();
 	test_paths();
 	if (failures) {
 		fprintf(stderr, "test_http: %d failures\n", failures);

@@ -547,6 +547,16 @@ static void test_bad_input(void)
 	EXPECT("version", "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505);
 	EXPECT("host", "GET / HTTP/1.1\r\n\r\n", 400);
 	EXPECT("host", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+	/* Host must be uri-host [":" port] (RFC 9110 7.2). */
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: user@t\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: t:http\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: t\tu\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.0\r\nHost: ../t\r\n\r\n", 400);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 200);
+	EXPECT("host", "GET / HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n", 200);
 	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n", 400);
 	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nName : x\r\n\r\n", 400);
 	EXPECT("header", "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n", 400);
