@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +33,26 @@ uint64_t canal__now_ms(void)
 
 #define LAUNCHER_RETRY_MS 30000
 
+/* Wait until fd is readable or deadline (canal__now_ms() clock) has
+ * passed: 0 (readable, or interrupted: the caller reads and looks at the
+ * clock again), -ETIMEDOUT, or poll's negative errno. */
+static int wait_readable(int fd, uint64_t deadline)
+{
+	uint64_t now = canal__now_ms();
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
 /* One request line to the launcher's key-value service, its answer line
  * into ans[cap] (without the newline): 0 or -errno (-EPROTO: a malformed
  * answer; -EINVAL: $CANAL_LAUNCH_ADDR is not "ip:port"; -ETIMEDOUT: no
- * answer in time). Each call is bounded: 5 s, or until deadline_ms if
- * sooner (1 ms at least), to connect, send and receive. */
+ * answer in time). Each call is bounded as a whole: 5 s, or until
+ * deadline_ms if sooner (1 ms at least), to connect, send and receive the
+ * whole answer line. */
 static int launcher_ask(const char *addr, const char *line, char *ans,
 			size_t cap, uint64_t deadline_ms)
 {
@@ -60,11 +76,16 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 	uint64_t ms = deadline_ms > now ? deadline_ms - now : 1;
 	if (ms > 5000)
 		ms = 5000;
+	uint64_t until = now + ms;
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-	/* The bound itself: without it a launcher that does not answer (or
-	 * an address that drops SYNs) blocks recv() (connect()) for ever. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+	/* connect() and send() are single calls: the socket's send timeout
+	 * bounds them (without it an address that drops SYNs blocks
+	 * connect() for ever; the line fits in the socket's buffer). The
+	 * answer is read under the one deadline until (poll, then
+	 * MSG_DONTWAIT), not a limit per recv(): a service that sent a byte
+	 * now and then renewed SO_RCVTIMEO at every byte
+	 * (test_revauth_kv_trickle). */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
 		int err = -errno;
 		close(fd);
 		return err;
@@ -76,9 +97,16 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 		err = -errno;
 	} else {
 		for (;;) {
-			ssize_t k = recv(fd, ans + got, cap - 1 - got, 0);
+			ssize_t k = recv(fd, ans + got, cap - 1 - got,
+					 MSG_DONTWAIT);
 			if (k < 0 && errno == EINTR)
 				continue;
+			if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				err = wait_readable(fd, until);
+				if (err)
+					break;
+				continue;
+			}
 			if (k <= 0) {
 				err = k < 0 ? -errno : -EPROTO;
 				break;
