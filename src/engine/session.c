@@ -432,7 +432,8 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			}
 			e->pmix_dir = !err;
 			if (!err)
-				err = canal__xchg_put(&xchg, "dir", e->dir);
+				err = canal__xchg_put(&xchg, "dir", e->dir,
+						      deadline);
 		}
 		int ferr = canal__xchg_fence(&xchg, deadline);
 		err = err ? err : ferr;

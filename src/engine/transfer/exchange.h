@@ -37,8 +37,14 @@ struct canal__xchg {
 			      * of several: "tcp<i>") */
 };
 
+/* Publish value under key for this rank: 0, or a negative errno. The
+ * launcher back end asks again (a network that cut the exchange short, a
+ * service that refused it) until deadline_ms (CLOCK_MONOTONIC
+ * milliseconds: the open's), then -ETIMEDOUT; -EINVAL for a launch address
+ * that is not "ip:port" or a value with a newline. The files and PMIx back
+ * ends do not wait (PMIx_Put is local: the fence waits). */
 int canal__xchg_put(const struct canal__xchg *x, const char *key,
-		    const char *value);
+		    const char *value, uint64_t deadline_ms);
 /* Collective under PMIx (see above): returns once every rank has put its
  * values, or -ETIMEDOUT at deadline_ms (CLOCK_MONOTONIC milliseconds,
  * rounded up to PMIx's whole seconds, at least 1) when a rank has not

@@ -385,11 +385,12 @@ static void sleep_ms(int ms)
 }
 
 static int publish_port(const struct canal__xchg *x, const char *addr,
-			int port)
+			int port, uint64_t deadline)
 {
 	char v[96];
 	snprintf(v, sizeof v, "%s %d", addr, port);
-	return canal__xchg_put(x, x->tcp_key ? x->tcp_key : "tcp", v);
+	return canal__xchg_put(x, x->tcp_key ? x->tcp_key : "tcp", v,
+			       deadline);
 }
 
 static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
@@ -531,7 +532,7 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 			err = -errno;
 			goto out;
 		}
-		err = publish_port(x, bind_addr, ntohs(sa.sin_port));
+		err = publish_port(x, bind_addr, ntohs(sa.sin_port), deadline);
 		if (err)
 			goto out;
 	}

@@ -998,7 +998,7 @@ int canal__ucx_connect_all(const struct canal__xchg *x, int timeout_ms,
 	for (size_t i = 0; i < alen; i++)
 		pos += snprintf(val + pos, 3, "%02x", ((unsigned char *)addr)[i]);
 	ucp_worker_release_address(c->worker, addr);
-	err = canal__xchg_put(x, "ucx", val);
+	err = canal__xchg_put(x, "ucx", val, deadline);
 	if (!err)
 		err = canal__xchg_fence(x, deadline);
 	for (int j = 0; j < x->size && !err; j++) {

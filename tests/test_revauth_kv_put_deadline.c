@@ -1,0 +1,72 @@
+/* test_revauth_kv_put_deadline - (review) publishing this rank's address
+ * at open (canal__xchg_put, src/engine/transfer/exchange.c) through the
+ * launcher's key-value service (CANAL_LAUNCH_ADDR) when the service takes
+ * the connection and never answers: a listener that never accepts.
+ *
+ * The put took no deadline: it asked again and again for its own 30 s
+ * (LAUNCHER_RETRY_MS), each question waiting up to 5 s, whatever the
+ * open's connect_timeout_ms said; open returned after about 30 s. Expected:
+ * canal_engine_open (rank 0 of 2, tcp, connect_timeout_ms 500) returns
+ * -ETIMEDOUT about its connect timeout. Bounded: the open runs in a child
+ * killed after 10 s. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <canal/engine.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int main(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t sl = sizeof sa;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(lfd >= 0);
+	CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	CHECK_EQ(listen(lfd, 16), 0); /* never accepted */
+	CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	char addr[64];
+	snprintf(addr, sizeof addr, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+
+	pid_t p = test_fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		alarm(10);
+		setenv("CANAL_LAUNCH_ADDR", addr, 1);
+		unsetenv("CANAL_LAUNCH_DIR");
+		struct canal_engine_options o;
+		canal_engine_options_init(&o);
+		o.rank = 0;
+		o.size = 2;
+		o.driver = "tcp";
+		o.connect_timeout_ms = 500;
+		struct canal_engine *e = NULL;
+		uint64_t t0 = mono_ms();
+		int err = canal_engine_open(&o, &e);
+		uint64_t took = mono_ms() - t0;
+		printf("open returned %d after %llu ms (connect timeout 500 ms)\n",
+		       err, (unsigned long long)took);
+		fflush(stdout);
+		_exit(err == -ETIMEDOUT && took < 4000 ? 0 : 1);
+	}
+	int st;
+	CHECK(waitpid(p, &st, 0) == p);
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "open still publishing after 10 s "
+				"(killed by signal %d)\n",
+			WTERMSIG(st));
+	close(lfd);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	TEST_DONE("test_revauth_kv_put_deadline");
+}
