@@ -69,7 +69,12 @@ int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		snprintf(why, whylen, "libsodium failed to initialise");
 		return -EIO;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: what path is, is checked only once it is open (fstat
+	 * of the opened file, not stat then open: no race), and open(2) of a
+	 * FIFO without a writer blocked for ever (test_revauth_key_fifo);
+	 * now it returns, and a FIFO or a device is refused below as not a
+	 * regular file. A regular file reads the same either way. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		int err = errno;
 		snprintf(why, whylen, "key file %s: %s", path, strerror(err));
@@ -82,8 +87,12 @@ int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 	if (fstat(fd, &st) < 0) {
 		err = -errno;
 		snprintf(why, whylen, "key file %s: %s", path, strerror(-err));
-	} else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-		   (st.st_mode & 077)) {
+	} else if (!S_ISREG(st.st_mode)) {
+		err = -EACCES;
+		snprintf(why, whylen,
+			 "key file %s is not a regular file (a FIFO, a device "
+			 "or a directory)", path);
+	} else if (st.st_uid != geteuid() || (st.st_mode & 077)) {
 		err = -EACCES;
 		snprintf(why, whylen,
 			 "key file %s must be a regular file owned by this user "

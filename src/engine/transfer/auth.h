@@ -60,8 +60,10 @@ enum canal__verdict {
 };
 
 /* Load the key from path: a regular file owned by this user, not readable
- * or writable by group or others, 16 to 4096 bytes. 0, or a negative errno
- * with the reason in why (-EACCES: permissions, -EINVAL: size). */
+ * or writable by group or others, 16 to 4096 bytes. Never waits: path is
+ * opened O_NONBLOCK, so a FIFO (or a device) is refused rather than
+ * waited on. 0, or a negative errno with the reason in why (-EACCES: not
+ * a regular file, or permissions; -EINVAL: size; open's or read's errno). */
 int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		     char *why, size_t whylen);
 /* Connector side, on a connected socket; key NULL: plain hello. Waits up
