@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +380,9 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		return -ENOTSUP;
 	}
 #endif
+	/* The derived key lives on this stack while the gates connect and
+	 * is wiped (sodium_memzero) on every way out of open: nothing needs
+	 * it once the handshakes are done. */
 	unsigned char key[CANAL__KEY_BYTES];
 	const char *key_file = o.key_file ? o.key_file
 					  : env_str("CANAL_ENGINE_KEY_FILE", NULL);
@@ -394,6 +398,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 	const char *bind = o.bind ? o.bind : env_str("CANAL_ENGINE_BIND", NULL);
 	if (kinds > 1 && bind && strchr(bind, ',')) {
 		/* Rails of several kinds take one TCP address. */
+		sodium_memzero(key, sizeof key);
 		canal__pmix_fini(&xchg);
 		return -EINVAL;
 	}
@@ -402,12 +407,14 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 		 * connects (ifaddr.h; tcp.c resolves each again to bind). */
 		int berr = check_bind(bind, rank);
 		if (berr) {
+			sodium_memzero(key, sizeof key);
 			canal__pmix_fini(&xchg);
 			return berr;
 		}
 	}
 	struct canal_engine *e = calloc(1, sizeof *e);
 	if (!e) {
+		sodium_memzero(key, sizeof key);
 		canal__pmix_fini(&xchg);
 		return -ENOMEM;
 	}
@@ -522,6 +529,7 @@ EXPORT int canal_engine_open(const struct canal_engine_options *opt,
 			e->gates[gi].drv = drv[gi];
 		free(drv);
 	}
+	sodium_memzero(key, sizeof key);
 	if (!err && threaded)
 		err = canal__progress_start(e);
 	if (err) {

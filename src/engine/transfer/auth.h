@@ -63,7 +63,8 @@ enum canal__verdict {
  * or writable by group or others, 16 to 4096 bytes. Never waits: path is
  * opened O_NONBLOCK, so a FIFO (or a device) is refused rather than
  * waited on. 0, or a negative errno with the reason in why (-EACCES: not
- * a regular file, or permissions; -EINVAL: size; open's or read's errno). */
+ * a regular file, or permissions; -EINVAL: size; open's or read's errno).
+ * The caller wipes key (sodium_memzero) once its handshakes are done. */
 int canal__auth_load(const char *path, unsigned char key[CANAL__KEY_BYTES],
 		     char *why, size_t whylen);
 /* Connector side, on a connected socket; key NULL: plain hello. Waits up
