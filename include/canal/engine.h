@@ -197,10 +197,12 @@ struct canal_engine_options {
 			       * $CANAL_ENGINE_TCP_TIMEOUT_MS (a value other
 			       * than 0 to 1048576 ms is ignored), else the
 			       * kernel's defaults (minutes) */
-	const char *key_file; /* TCP: a file of 16 to 4096 secret bytes that
-			       * only this user can read (chmod 600), the same
-			       * on every rank: connections between ranks must
-			       * pass an HMAC challenge-response keyed by it,
+	const char *key_file; /* TCP: a regular file of 16 to 4096 secret
+			       * bytes that only this user can read (chmod
+			       * 600; anything else, a FIFO say, fails open
+			       * at once with -EACCES), the same on every
+			       * rank: connections between ranks must pass
+			       * an HMAC challenge-response keyed by it,
 			       * others are refused, closed and logged; NULL:
 			       * $CANAL_ENGINE_KEY_FILE, else no handshake */
 	const char *connect;  /* "lazy": with the shm driver alone, a gate's
@@ -255,9 +257,14 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr), or a
  *               peer's published UCX address is malformed or corrupted
  *               (refused before UCX sees it);
- *   -EACCES     key_file readable by others or not this user's;
+ *   -EACCES     key_file readable by others, not this user's, or not a
+ *               regular file (a FIFO or a device: refused at once, not
+ *               waited on);
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms (open
- *               returns then, about connect_timeout_ms after it began);
+ *               returns then, about connect_timeout_ms after it began:
+ *               every step counts against it, publishing this rank's
+ *               address through canal-launch's key-value service and the
+ *               wait for a TCP peer's handshake verdict included);
  *   -ECONNRESET (PMIx launch) a peer ended (exited, or its open failed)
  *               without joining the address exchange;
  *   -EIO        (PMIx launch) the PMIx server failed the exchange;
