@@ -3,8 +3,10 @@
  * every host of an mpirun job). The resolver on the loopback interface
  * (present everywhere) and on whatever IPv4 interfaces this host has (each
  * name and its own /32 and /prefix resolve to an address of this host in
- * it); malformed settings and names that match nothing are refused with
- * the reason; a session over TCP opened with one of them fails with that
+ * it; a subnet prefers an interface that is up and not loopback);
+ * malformed settings, addresses that name no one host (0.0.0.0, multicast,
+ * broadcast: the address bound is the one peers dial) and names that
+ * match nothing are refused with the reason; a session over TCP opened with one of them fails with that
  * error and opens with a good one. Across hosts: test_engine_netns binds
  * by interface name on one side and by subnet on the other. */
 #include "check.h"
@@ -40,6 +42,21 @@ static bool is_local(const char *text)
 			      a, sizeof a))
 			found = strcmp(a, text) == 0;
 	}
+	freeifaddrs(l);
+	return found;
+}
+
+/* Has this host an IPv4 address on an interface that is up and not
+ * loopback? */
+static bool has_outward(void)
+{
+	struct ifaddrs *l;
+	CHECK(getifaddrs(&l) == 0);
+	bool found = false;
+	for (struct ifaddrs *i = l; i && !found; i = i->ifa_next)
+		found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			(i->ifa_flags & IFF_UP) &&
+			!(i->ifa_flags & IFF_LOOPBACK);
 	freeifaddrs(l);
 	return found;
 }
@@ -114,6 +131,12 @@ int main(void)
 	CHECK(!strncmp(out, "127.", 4) && is_local(out));
 	CHECK_EQ(resolve("0.0.0.0/0", out), 0); /* any address of this host */
 	CHECK(is_local(out));
+	/* ... one other hosts can dial where there is one (lo, first in
+	 * getifaddrs' list, was taken: 127.0.0.1) */
+	if (has_outward())
+		CHECK(strncmp(out, "127.", 4) != 0);
+	else
+		printf("no IPv4 interface up but loopback: 0.0.0.0/0 -> %s\n", out);
 	every_interface();
 
 	/* Nothing there. */
@@ -131,7 +154,10 @@ int main(void)
 	/* Malformed. */
 	const char *bad[] = { "", "127.0.0.0/33", "127.0.0.1/8", "127.0.0.0/",
 			      "127.0.0.0/-1", "127.0.0.0/8x", "/8", "1.2.3/8",
-			      "an-interface-name-too-long" };
+			      "an-interface-name-too-long",
+			      /* no one host's: peers would dial their own */
+			      "0.0.0.0", "255.255.255.255", "224.0.0.1",
+			      "239.1.2.3", "240.0.0.1" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		CHECK_EQ(resolve(bad[i], out), -EINVAL);
 	char longs[200];
@@ -146,6 +172,7 @@ int main(void)
 	CHECK(mkdtemp(dir));
 	CHECK_EQ(open_with(dir, "nosuchif0"), -EADDRNOTAVAIL);
 	CHECK_EQ(open_with(dir, "127.0.0.0/33"), -EINVAL);
+	CHECK_EQ(open_with(dir, "0.0.0.0"), -EINVAL);
 	CHECK_EQ(open_with(dir, "lo"), -ETIMEDOUT);
 	CHECK_EQ(open_with(dir, "127.0.0.0/8,nosuchif0"), -EADDRNOTAVAIL);
 	job_rmdir(dir);

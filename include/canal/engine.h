@@ -178,7 +178,10 @@ struct canal_engine_options {
 			       * 127.0.0.1. open fails with -EADDRNOTAVAIL
 			       * (and says which) when an entry names no
 			       * address of this host, -EINVAL when one is
-			       * malformed */
+			       * malformed or names no one host (0.0.0.0,
+			       * multicast, broadcast: the address bound is
+			       * the one peers dial; "0.0.0.0/0" means any
+			       * of this host's) */
 	int connect_timeout_ms; /* how long open waits for the peers, in
 				 * all (every gate, rail and driver kind
 				 * together): a peer missing that long

@@ -51,6 +51,21 @@ int canal__bind_resolve(const char *spec, char *out, char *why, size_t whylen)
 		return -EINVAL;
 	}
 	if (inet_pton(AF_INET, spec, &in) == 1) {
+		/* The address is published for the peers to dial: one that
+		 * names no single host (any, broadcast, multicast, class E)
+		 * listened everywhere, or nowhere, and each peer dialed
+		 * 0.0.0.0, its own host, or failed: a job across hosts with
+		 * bind "0.0.0.0" connected to the wrong listeners
+		 * (test_engine_bind). */
+		uint32_t h = ntohl(in.s_addr);
+		if (h == 0 || h >= 0xe0000000u) {
+			snprintf(why, whylen,
+				 "bind %s: not one host's address (peers dial "
+				 "the address bound: name an address, an "
+				 "interface, or a subnet such as 0.0.0.0/0 for "
+				 "any of this host's)", spec);
+			return -EINVAL;
+		}
 		snprintf(out, CANAL__ADDR_MAX, "%s", spec);
 		return 0;
 	}
@@ -73,13 +88,18 @@ int canal__bind_resolve(const char *spec, char *out, char *why, size_t whylen)
 			 strerror(err));
 		return -err;
 	}
-	/* Two passes: interfaces that are up, then any. */
+	/* Three passes: interfaces that are up and not loopback, then up,
+	 * then any. Loopback last: a subnet as wide as 0.0.0.0/0 meant
+	 * 127.0.0.1 (lo comes first), the one address a peer on another
+	 * host cannot dial. */
 	const struct sockaddr_in *found = NULL;
-	for (int pass = 0; pass < 2 && !found; pass++) {
+	for (int pass = 0; pass < 3 && !found; pass++) {
 		for (struct ifaddrs *i = list; i && !found; i = i->ifa_next) {
 			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
 				continue;
-			if (pass == 0 && !(i->ifa_flags & IFF_UP))
+			if (pass < 2 && !(i->ifa_flags & IFF_UP))
+				continue;
+			if (pass == 0 && (i->ifa_flags & IFF_LOOPBACK))
 				continue;
 			const struct sockaddr_in *a =
 				(const struct sockaddr_in *)(void *)i->ifa_addr;

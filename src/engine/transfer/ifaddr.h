@@ -14,14 +14,19 @@
 /*
  * spec is one of:
  *   an IPv4 address ("10.1.0.5"): itself, as given (it need not be this
- *     host's: bind fails later if it is not);
+ *     host's: bind fails later if it is not), but not 0.0.0.0 nor one of
+ *     224.0.0.0-255.255.255.255 (multicast, class E, broadcast): the
+ *     address is what the peers dial, and these name no one host;
  *   an interface name ("eth0", "ib0"): that interface's first IPv4
  *     address;
  *   a subnet in CIDR form ("10.1.0.0/16"): this host's first IPv4 address
- *     inside it (interfaces in getifaddrs order, those that are up first).
+ *     inside it (interfaces in getifaddrs order, those that are up and not
+ *     loopback first, then those up: "0.0.0.0/0" is an address other
+ *     hosts can dial where this host has one).
  * The address as text in out (CANAL__ADDR_MAX bytes). 0, or a negative
  * errno with the reason in why: -EINVAL a malformed spec (empty, too long,
- * a prefix length out of 0-32, a subnet with host bits set),
+ * a prefix length out of 0-32, a subnet with host bits set, an address
+ * that names no one host),
  * -EADDRNOTAVAIL no interface of that name with an IPv4 address, or no
  * address of this host in the subnet; getifaddrs' errno otherwise.
  * Thread-safe; reads the interfaces at each call (no cache).
