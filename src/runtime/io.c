@@ -20,9 +20,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -588,6 +590,97 @@ static int keep_cancelled(struct canal__task *t, struct canal_cond *cancel,
 	return -ECANCELED;
 }
 
+/*
+ * A try that moved part of a request the system call would have moved
+ * whole. Invariant: the shortcut changes the cost of a call, never its
+ * outcome (task.h), so a try that stops where the call would go on is
+ * not the call's result: the rest goes through the backend, as the call
+ * would have gone without the try. preadv2(RWF_NOWAIT) of a regular file
+ * (or a block device) stops at the first page not in the page cache and
+ * returns what it copied, where read(2) reads on to the end of the file
+ * or of the request and io_uring does the same (it reads the rest in its
+ * worker): a task got 4096 bytes of a 65536-byte file with the shortcut,
+ * 65536 without (test_revuring_short_file_read). Asked only of a short
+ * count: an fstat (and, for a regular file, a look at its position: a
+ * read cut by the end of the file is whole).
+ */
+/* The most one read or write moves (the kernel's MAX_RW_COUNT, as
+ * backend_uring.c's URING_RW_MAX and read(2)). */
+#define IO_RW_MAX 0x7ffff000u
+
+static size_t rw_total(const struct canal__io *op)
+{
+	size_t n = 0;
+	if (op->kind == IO_READ || op->kind == IO_RECV)
+		n = op->len;
+	else
+		for (int i = 0; i < op->iovcnt; i++)
+			n += op->iov[i].iov_len;
+	return n > IO_RW_MAX ? IO_RW_MAX : n;
+}
+
+static bool try_cut_short(const struct canal__io *op, int r)
+{
+	if (op->kind != IO_READ && op->kind != IO_READV)
+		return false;
+	if ((size_t)r >= rw_total(op))
+		return false;
+	struct stat st;
+	if (fstat(op->fd, &st) != 0)
+		return false;
+	if (S_ISBLK(st.st_mode))
+		return true;
+	if (!S_ISREG(st.st_mode))
+		return false; /* a pipe, a socket: a short count is theirs */
+	off_t pos = lseek(op->fd, 0, SEEK_CUR);
+	return pos >= 0 && pos < st.st_size;
+}
+
+/* The rest of op after a short try of got bytes (try_cut_short), through
+ * the backend (no try), until the deadline or the condvar: got plus what
+ * the rest moved. A rest that fails, times out or is cancelled leaves
+ * got, the bytes that did move (read(2) cut after some bytes returns
+ * them). */
+static int io_finish_rest(const struct canal__io *op, int got,
+			  int64_t timeout_ns, uint64_t deadline,
+			  struct canal_cond *cancel)
+{
+	struct canal__io rest = *op;
+	rest.no_try = true;
+	size_t left = rw_total(op) - (size_t)got;
+	struct iovec *iov = NULL;
+	if (op->kind == IO_READ) {
+		rest.buf = (char *)op->buf + got;
+		rest.len = left;
+	} else {
+		/* The parts not yet filled, the first one cut. */
+		iov = malloc((size_t)op->iovcnt * sizeof(*iov));
+		if (!iov)
+			return got; /* a short count, as before */
+		size_t skip = (size_t)got;
+		int n = 0;
+		for (int i = 0; i < op->iovcnt && left > 0; i++) {
+			struct iovec v = op->iov[i];
+			if (skip >= v.iov_len) {
+				skip -= v.iov_len;
+				continue;
+			}
+			v.iov_base = (char *)v.iov_base + skip;
+			v.iov_len -= skip;
+			skip = 0;
+			if (v.iov_len > left)
+				v.iov_len = left; /* (IO_RW_MAX in all) */
+			left -= v.iov_len;
+			iov[n++] = v;
+		}
+		rest.iov = iov;
+		rest.iovcnt = n;
+	}
+	int r = io_run_until(&rest, timeout_ns, deadline, cancel);
+	free(iov);
+	return r > 0 ? got + r : got;
+}
+
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
@@ -620,7 +713,7 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 	 * outcome, and a poll that does not look could never succeed. */
 	bool must_try = timeout_ns == 0 || io_cannot_wait(op);
 	if (op->kind != IO_SQE && op->kind != IO_FUTEX_WAIT &&
-	    !uring_connect0 &&
+	    !uring_connect0 && !op->no_try &&
 	    (must_try ||
 	     (!(rt->opts.flags & CANAL_RUN_NO_SYNC_SHORTCUT) &&
 	      try_first(l, t, op)))) {
@@ -636,6 +729,9 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		try_outcome(t, op, r);
 		if (r != -EAGAIN) {
 			op->result = r; /* (the op's own: canal__io_recv_stream) */
+			if (r > 0 && timeout_ns != 0 && try_cut_short(op, r))
+				return io_finish_rest(op, r, timeout_ns, deadline,
+						      cancel);
 			return r;
 		}
 	}

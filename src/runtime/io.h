@@ -84,6 +84,7 @@ struct canal__io {
 	int32_t result;
 	bool has_result; /* io_uring: result holds the op's first CQE's */
 	bool done;
+	bool no_try; /* the rest of a short try (io.c): no try first */
 	uint32_t events; /* epoll: the readiness it waits for */
 };
 
