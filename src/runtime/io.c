@@ -591,18 +591,27 @@ static int keep_cancelled(struct canal__task *t, struct canal_cond *cancel,
 }
 
 /*
- * A try that moved part of a request the system call would have moved
- * whole. Invariant: the shortcut changes the cost of a call, never its
- * outcome (task.h), so a try that stops where the call would go on is
- * not the call's result: the rest goes through the backend, as the call
- * would have gone without the try. preadv2(RWF_NOWAIT) of a regular file
- * (or a block device) stops at the first page not in the page cache and
- * returns what it copied, where read(2) reads on to the end of the file
- * or of the request and io_uring does the same (it reads the rest in its
- * worker): a task got 4096 bytes of a 65536-byte file with the shortcut,
- * 65536 without (test_revuring_short_file_read). Asked only of a short
- * count: an fstat (and, for a regular file, a look at its position: a
- * read cut by the end of the file is whole).
+ * A count short of what the system call would have moved. Invariant: the
+ * shortcut, and the backend, change the cost of a call, never its
+ * outcome (task.h): a count that stops where the call would go on is not
+ * the call's result, and the rest goes through the backend until the call
+ * would have returned (io_finish_rest).
+ *  - preadv2(RWF_NOWAIT) of a regular file (or a block device) stops at
+ *    the first page not in the page cache and returns what it copied,
+ *    where read(2) reads on to the end of the file or of the request and
+ *    io_uring does the same (it reads the rest in its worker): a task got
+ *    4096 bytes of a 65536-byte file with the shortcut, 65536 without
+ *    (test_revuring_short_file_read). Only a try's count: the backend's
+ *    is the call's (short at the end of the file).
+ *  - recv with MSG_WAITALL on a stream socket waits for the whole count
+ *    (recv(2); io_uring's receive retries until it has it), but the try
+ *    is recv(MSG_DONTWAIT), which returns what is there, and so is epoll's
+ *    receive once the socket is ready: a task asking for 8 bytes got the
+ *    4 already there (test_revuring_recv_waitall). Not with MSG_PEEK (a
+ *    rest would peek at the same bytes again) or MSG_DONTWAIT.
+ * Asked only of a short count: an fstat (and, for a regular file, a look
+ * at its position: a read cut by the end of the file is whole), or a
+ * getsockopt for a short MSG_WAITALL receive.
  */
 /* The most one read or write moves (the kernel's MAX_RW_COUNT, as
  * backend_uring.c's URING_RW_MAX and read(2)). */
@@ -619,12 +628,21 @@ static size_t rw_total(const struct canal__io *op)
 	return n > IO_RW_MAX ? IO_RW_MAX : n;
 }
 
-static bool try_cut_short(const struct canal__io *op, int r)
+static bool cut_short(const struct canal__io *op, int r)
 {
-	if (op->kind != IO_READ && op->kind != IO_READV)
+	if (op->kind != IO_READ && op->kind != IO_READV && op->kind != IO_RECV)
+		return false;
+	if (op->kind == IO_RECV &&
+	    (!(op->flags & MSG_WAITALL) || (op->flags & (MSG_PEEK | MSG_DONTWAIT))))
 		return false;
 	if ((size_t)r >= rw_total(op))
 		return false;
+	if (op->kind == IO_RECV) {
+		int type = 0;
+		socklen_t len = sizeof(type);
+		return getsockopt(op->fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+		       type == SOCK_STREAM;
+	}
 	struct stat st;
 	if (fstat(op->fd, &st) != 0)
 		return false;
@@ -636,28 +654,29 @@ static bool try_cut_short(const struct canal__io *op, int r)
 	return pos >= 0 && pos < st.st_size;
 }
 
-/* The rest of op after a short try of got bytes (try_cut_short), through
- * the backend (no try), until the deadline or the condvar: got plus what
- * the rest moved. A rest that fails, times out or is cancelled leaves
- * got, the bytes that did move (read(2) cut after some bytes returns
- * them). */
+static int io_run_once(struct canal__io *op, int64_t timeout_ns,
+		       uint64_t deadline, struct canal_cond *cancel);
+
+/* The rest of op after got bytes, a short count (cut_short: op->go_on),
+ * through the backend (no try), again while the rest is short in turn (a
+ * loop, not a recursion: a peer that sends a byte at a time), until the
+ * deadline or the condvar: got plus what the rest moved. A rest that
+ * fails, times out or is cancelled, or that reaches the end of input,
+ * leaves got, the bytes that did move (read(2) and recv(2) cut after
+ * some bytes return them). */
 static int io_finish_rest(const struct canal__io *op, int got,
 			  int64_t timeout_ns, uint64_t deadline,
 			  struct canal_cond *cancel)
 {
+	size_t total = rw_total(op);
 	struct canal__io rest = *op;
-	rest.no_try = true;
-	size_t left = rw_total(op) - (size_t)got;
 	struct iovec *iov = NULL;
-	if (op->kind == IO_READ) {
-		rest.buf = (char *)op->buf + got;
-		rest.len = left;
-	} else {
+	if (op->kind == IO_READV) {
 		/* The parts not yet filled, the first one cut. */
 		iov = malloc((size_t)op->iovcnt * sizeof(*iov));
 		if (!iov)
 			return got; /* a short count, as before */
-		size_t skip = (size_t)got;
+		size_t skip = (size_t)got, left = total - (size_t)got;
 		int n = 0;
 		for (int i = 0; i < op->iovcnt && left > 0; i++) {
 			struct iovec v = op->iov[i];
@@ -676,15 +695,37 @@ static int io_finish_rest(const struct canal__io *op, int got,
 		rest.iov = iov;
 		rest.iovcnt = n;
 	}
-	int r = io_run_until(&rest, timeout_ns, deadline, cancel);
+	for (;;) {
+		if (op->kind != IO_READV) {
+			rest.buf = (char *)op->buf + got;
+			rest.len = total - (size_t)got;
+		}
+		rest.no_try = true;
+		int r = io_run_once(&rest, timeout_ns, deadline, cancel);
+		if (r <= 0)
+			break;
+		got += r;
+		if ((size_t)got >= total || !rest.go_on || op->kind == IO_READV)
+			break;
+	}
 	free(iov);
-	return r > 0 ? got + r : got;
+	return got;
 }
 
 static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			uint64_t deadline, struct canal_cond *cancel)
 {
+	int r = io_run_once(op, timeout_ns, deadline, cancel);
+	if (r > 0 && op->go_on)
+		return io_finish_rest(op, r, timeout_ns, deadline, cancel);
+	return r;
+}
+
+static int io_run_once(struct canal__io *op, int64_t timeout_ns,
+		       uint64_t deadline, struct canal_cond *cancel)
+{
 	struct canal__task *t = canal__this_task();
+	op->go_on = false;
 	if (!t || t->detached)
 		return io_blocking(op, timeout_ns);
 	struct canal__loop *l = canal__this_loop();
@@ -729,9 +770,8 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 		try_outcome(t, op, r);
 		if (r != -EAGAIN) {
 			op->result = r; /* (the op's own: canal__io_recv_stream) */
-			if (r > 0 && timeout_ns != 0 && try_cut_short(op, r))
-				return io_finish_rest(op, r, timeout_ns, deadline,
-						      cancel);
+			/* (timeout 0: this try is the whole call.) */
+			op->go_on = r > 0 && timeout_ns != 0 && cut_short(op, r);
 			return r;
 		}
 	}
@@ -843,6 +883,11 @@ static int io_run_until(struct canal__io *op, int64_t timeout_ns,
 			return -ETIMEDOUT;
 		return -ECANCELED;
 	}
+	/* A receive that completed on its own (not cut by the timeout or
+	 * the condvar, whose count stands) short of its MSG_WAITALL: epoll's
+	 * receive after readiness (cut_short). */
+	op->go_on = why == WAKE_WOKEN && op->kind == IO_RECV &&
+		    op->result > 0 && cut_short(op, op->result);
 	return op->result;
 }
 

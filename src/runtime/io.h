@@ -84,7 +84,8 @@ struct canal__io {
 	int32_t result;
 	bool has_result; /* io_uring: result holds the op's first CQE's */
 	bool done;
-	bool no_try; /* the rest of a short try (io.c): no try first */
+	bool no_try; /* the rest of a short count (io.c): no try first */
+	bool go_on;  /* io.c: its count is short of what the call moves */
 	uint32_t events; /* epoll: the readiness it waits for */
 };
 
