@@ -228,6 +228,13 @@ static unsigned ur_reap(struct canal__loop *l, struct uring_backend *b)
 	{
 		uint64_t ud = io_uring_cqe_get_data64(cqe);
 		seen++;
+		/* liburing's own: on a kernel without IORING_FEAT_EXT_ARG
+		 * (before 5.11), io_uring_submit_and_wait_timeout (ur_poll)
+		 * queues a timeout of its own with this user_data, whose
+		 * completion may come in a later batch; read as a chain's
+		 * (bit 1), it would be dispatched to an address 0xff..c0. */
+		if (ud == LIBURING_UDATA_TIMEOUT)
+			continue;
 		if (ud == UD_WAKE)
 			b->read_armed = false;
 		else if (ud & CANAL__IO_UD_CHAIN)
