@@ -325,7 +325,15 @@ int canal_cond_broadcast(struct canal_cond *c);
  * (read, readv, recv, accept) whose previous try by the same task on the
  * same fd would have blocked skips the try, but one time in 8 (a keep-alive
  * connection's next request has rarely come when the task asks for it);
- * the outcome is the same either way. timeout_ns 0 always makes the one
+ * the outcome is the same either way. So a try that moves less than the
+ * system call would is not the answer: a read or readv of a regular file
+ * or block device that stops at a page not in the page cache
+ * (RWF_NOWAIT), before the end of the file, reads the rest through the
+ * backend, and a recv with MSG_WAITALL on a stream socket (without
+ * MSG_PEEK or MSG_DONTWAIT) waits for the whole count on both backends,
+ * as recv(2) does. If the rest then fails, times out or is cancelled,
+ * the bytes already moved are returned (as read(2) and recv(2) cut short
+ * return them), not the error. timeout_ns 0 always makes the one
  * try (with or without CANAL_RUN_NO_SYNC_SHORTCUT), then -ETIMEDOUT; a
  * connect's try is a connect that does not block, in a task or not: 0
  * if it completed at once, its error if it failed at once, else
