@@ -85,21 +85,6 @@ static inline void job_ucx_env(void)
 {
 #ifdef __SANITIZE_THREAD__
 	setenv("UCX_MEM_EVENTS", "no", 0);
-/* Run fn in a job of n ranks (strategy "default", each rank's alarm at
- * timeout_s, none expected to die) on the shm driver, then on TCP; a job
- * that does not succeed fails the test (CHECK), one that does prints
- * "<driver>: ok". */
-static inline void job_run_shm_tcp(int n, int timeout_s, job_fn fn, void *arg)
-{
-	const char *drivers[] = { "shm", "tcp" };
-	for (int d = 0; d < 2; d++) {
-		struct job j = { n, drivers[d], "default", timeout_s, -1, NULL };
-		CHECK_EQ(job_run(&j, fn, arg), 0);
-		printf("%s: ok\n", drivers[d]);
-		fflush(stdout);
-	}
-}
-
 #endif
 }
 

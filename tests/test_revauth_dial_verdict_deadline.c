@@ -9,6 +9,7 @@
  * check is coarse: well before 1 s), plain and keyed. Bounded: the dials
  * run in a child killed after 10 s. */
 #include "check.h"
+#include "hang_guard.h"
 #include "../src/engine/transfer/driver.h"
 
 #include <arpa/inet.h>
@@ -17,23 +18,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int main(void)
 {
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(lfd >= 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t sl = sizeof sa;
-	CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0);
-	CHECK(listen(lfd, 16) == 0); /* never accepted, never answered */
-	CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+	struct sockaddr_in sa;
+	int lfd = loopback_listener(&sa, NULL, 0); /* never accepted, never answered */
 	pid_t p = test_fork();
 	CHECK(p >= 0);
 	if (p == 0) {
@@ -41,10 +29,10 @@ int main(void)
 		static const unsigned char key[32] = { 1, 2, 3 };
 		int ok = 1;
 		for (int keyed = 0; keyed < 2; keyed++) {
-			uint64_t t0 = mono_ms();
+			uint64_t t0 = hang_guard_ms();
 			int fd = canal__tcp_dial(&sa, 1, 0, keyed ? key : NULL,
 						 t0 + 100);
-			uint64_t took = mono_ms() - t0;
+			uint64_t took = hang_guard_ms() - t0;
 			printf("%s dial returned %d after %llu ms "
 			       "(deadline 100 ms)\n",
 			       keyed ? "keyed" : "plain", fd,
@@ -56,13 +44,8 @@ int main(void)
 		}
 		_exit(ok ? 0 : 1);
 	}
-	int st;
-	CHECK(waitpid(p, &st, 0) == p);
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "dial still waiting after 10 s "
-				"(killed by signal %d)\n",
-			WTERMSIG(st));
+	bool ok = child_exited_ok(p, "dial still waiting after 10 s");
 	close(lfd);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(ok);
 	TEST_DONE("test_revauth_dial_verdict_deadline");
 }

@@ -9,6 +9,7 @@
  * after 5 s. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "hang_guard.h"
 
 #include <canal/engine.h>
 #include <sys/stat.h>
@@ -39,14 +40,9 @@ int main(void)
 			canal_engine_close(e);
 		_exit(err == -EACCES ? 0 : 1);
 	}
-	int st;
-	CHECK(waitpid(p, &st, 0) == p);
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "open still in open(2) of the FIFO after 5 s "
-				"(killed by signal %d)\n",
-			WTERMSIG(st));
+	bool ok = child_exited_ok(p, "open still in open(2) of the FIFO after 5 s");
 	unlink(path);
 	rmdir(dir);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(ok);
 	TEST_DONE("test_revauth_key_fifo");
 }

@@ -11,26 +11,13 @@
  * Bounded: the get runs in a child killed after 10 s. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "hang_guard.h"
 #include "engine/transfer/exchange.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-
-static int listener(char *addr, size_t cap)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	socklen_t l = sizeof sa;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	CHECK_EQ(listen(fd, 16), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
-	snprintf(addr, cap, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-	return fd;
-}
 
 /* Each question answered "V " and then one 'a' every 100 ms, no newline,
  * until the asker closes. */
@@ -55,7 +42,7 @@ static void trickler(int lfd)
 int main(void)
 {
 	char addr[64];
-	int lfd = listener(addr, sizeof addr);
+	int lfd = loopback_listener(NULL, addr, sizeof addr);
 	pid_t server = test_fork();
 	CHECK(server >= 0);
 	if (server == 0) {
@@ -80,14 +67,9 @@ int main(void)
 		fflush(stdout);
 		_exit(err == -ETIMEDOUT && took < 4000 ? 0 : 1);
 	}
-	int st;
-	CHECK(waitpid(p, &st, 0) == p);
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "get still waiting after 10 s "
-				"(killed by signal %d)\n",
-			WTERMSIG(st));
+	bool ok = child_exited_ok(p, "get still waiting after 10 s");
 	kill(server, SIGKILL);
 	waitpid(server, NULL, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(ok);
 	TEST_DONE("test_revauth_kv_trickle");
 }

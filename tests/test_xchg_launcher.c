@@ -10,25 +10,12 @@
  * each at most); pass/fail is the errors. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "hang_guard.h"
 #include "engine/transfer/exchange.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-
-static int listener(char *addr, size_t cap)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	socklen_t l = sizeof sa;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	CHECK_EQ(listen(fd, 16), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
-	snprintf(addr, cap, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-	return fd;
-}
 
 /* Answers every question with a line the protocol does not have, until
  * the listener is shut down. */
@@ -50,14 +37,14 @@ static void *garbage(void *arg)
 int main(void)
 {
 	char addr[64], buf[128];
-	int lfd = listener(addr, sizeof addr);
+	int lfd = loopback_listener(NULL, addr, sizeof addr);
 	struct canal__xchg x = { .rank = 0, .size = 2, .launch_addr = addr };
 	CHECK_EQ(canal__xchg_get(&x, 1, "tcp", buf, sizeof buf,
 				 canal__now_ms() + 200),
 		 -ETIMEDOUT);
 	close(lfd);
 
-	lfd = listener(addr, sizeof addr);
+	lfd = loopback_listener(NULL, addr, sizeof addr);
 	pthread_t t = spawn(garbage, &lfd);
 	uint64_t t0 = canal__now_ms();
 	CHECK_EQ(canal__xchg_get(&x, 1, "tcp", buf, sizeof buf,
