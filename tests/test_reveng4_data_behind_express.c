@@ -46,15 +46,15 @@ static int sender(struct canal_engine *e)
 	for (size_t i = 0; i < BIG_LEN; i++)
 		big[i] = (unsigned char)(i * 7 + 1);
 	struct canal_engine_req *rb, *fq[FLOOD_N], *sq[SMALL_N];
-	uint32_t small[SMALL_N];
+	static uint32_t small[SMALL_N][4]; /* 16 bytes each, i first */
 	CHECK_EQ(canal_engine_isend(e, 0, BIG, big, BIG_LEN, 0, &rb), 0);
 	for (int i = 0; i < FLOOD_N; i++)
 		CHECK_EQ(canal_engine_isend(e, 0, X, flood, FLOOD_LEN,
 					    CANAL_ENGINE_EXPRESS, &fq[i]),
 			 0);
 	for (int i = 0; i < SMALL_N; i++) {
-		small[i] = (uint32_t)i;
-		CHECK_EQ(canal_engine_isend(e, 0, X, &small[i], 16,
+		small[i][0] = (uint32_t)i;
+		CHECK_EQ(canal_engine_isend(e, 0, X, small[i], sizeof small[i],
 					    CANAL_ENGINE_EXPRESS, &sq[i]),
 			 0);
 	}

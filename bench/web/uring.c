@@ -935,6 +935,7 @@ static int loop(struct web_ctx *ctx, int lfd)
 		if (l->conn[fd]) {
 			web_close(&l->conn[fd]->c);
 			free(l->conn[fd]->buf);
+			free(l->conn[fd]->spill); /* input pipelined ahead */
 			free(l->conn[fd]);
 		}
 	free(l->conn);
