@@ -87,6 +87,8 @@ struct canal__piece {
 	uint8_t hdr_len;
 	bool express;               /* control pieces and EXPRESS data */
 	bool embedded;              /* the one inside its request: not freed */
+	uint32_t order;             /* the gate's enq_order when queued
+				     * (express and data: walked merged) */
 	const unsigned char *payload;
 	uint32_t payload_len;
 	uint32_t credit_cost;       /* eager bytes the receiver may hold */
@@ -174,8 +176,13 @@ struct canal__gate {
 	 * receive is posted, and behind more than a scan of EXPRESS pieces
 	 * waiting for credit it was never seen, while the receiver waited
 	 * for it before taking (and crediting) those messages
-	 * (test_reveng4_data_behind_express). */
+	 * (test_reveng4_data_behind_express). The strategies walk express
+	 * and data merged in the order pieces were queued (enq_order, each
+	 * queue scanned to its own limit), so DATA keeps its place among
+	 * the EXPRESS pieces, as when they shared a queue: an EXPRESS stream
+	 * with credit never starves a rendezvous behind it. */
 	struct canal__list control, express, data, normal;
+	uint32_t enq_order;         /* next piece's order (wraps) */
 	struct canal__list bulk;     /* requests with a bulk transfer */
 	struct canal__list rndv_recv; /* receives waiting for DATA (their
 				       * RTR sent): schedule/chunks.h */

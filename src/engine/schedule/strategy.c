@@ -45,8 +45,8 @@
  * packet's system call costs more than the wait: 43 -> 52 us. */
 #define EXPRESS_PACKET ((size_t)4096)
 
-/* Walk the window in order (control queue, express queue, data queue,
- * then normal, at most SCAN_LIMIT pieces each) and call take() on each piece that may
+/* Walk the window in order (control queue, the express and data queues
+ * merged in queueing order, then normal, at most SCAN_LIMIT pieces each) and call take() on each piece that may
  * go now: control pieces always, data pieces in order while they have
  * credit and take() accepts them; the first data piece refused stops the
  * data. Returns the number taken. */
@@ -69,31 +69,64 @@ static bool take(struct selection *sel, struct canal__piece *p)
 	return true;
 }
 
+/* A cursor on one queue: at most SCAN_LIMIT of its pieces are looked at. */
+struct cursor {
+	struct canal__list *q, *l;
+	int seen;
+};
+
+static struct canal__piece *cursor_peek(const struct cursor *c)
+{
+	if (c->l == c->q || c->seen >= SCAN_LIMIT)
+		return NULL;
+	return canal__container_of(c->l, struct canal__piece, link);
+}
+
+static void cursor_next(struct cursor *c)
+{
+	c->l = c->l->next;
+	c->seen++;
+}
+
+/* Offer p to the selection: pieces that spend credit keep their order; a
+ * DATA piece spends none (its receive is posted: RTR) and must not wait
+ * behind one that waits for credit: the receiver returns credit only as
+ * it takes messages, and the one it waits for may be that DATA's (a
+ * deadlock: test_engine_flow, rndv_flood). */
+static void offer(struct selection *sel, struct canal__piece *p,
+		  bool *data_blocked)
+{
+	bool credited = p->credit_cost > 0;
+	if (credited && *data_blocked)
+		return;
+	if (!take(sel, p) && credited)
+		*data_blocked = true;
+}
+
 static int walk(struct canal__gate *g, struct selection *sel, int limit)
 {
 	bool data_blocked = false;
-	struct canal__list *qs[] = { &g->control, &g->express, &g->data,
-				     &g->normal };
-	for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
-		int seen = 0;
-		for (struct canal__list *l = qs[q]->next;
-		     l != qs[q] && seen < SCAN_LIMIT && sel->k < limit;
-		     l = l->next, seen++) {
-			struct canal__piece *p =
-				canal__container_of(l, struct canal__piece, link);
-			/* Pieces that spend credit keep their order; a DATA
-			 * piece spends none (its receive is posted: RTR) and
-			 * must not wait behind one that waits for credit: the
-			 * receiver returns credit only as it takes messages,
-			 * and the one it waits for may be that DATA's (a
-			 * deadlock: test_engine_flow, rndv_flood). */
-			bool credited = p->credit_cost > 0;
-			if (credited && data_blocked)
-				continue;
-			if (!take(sel, p) && credited)
-				data_blocked = true;
-		}
+	struct cursor c = { &g->control, g->control.next, 0 };
+	struct canal__piece *p;
+	for (; (p = cursor_peek(&c)) && sel->k < limit; cursor_next(&c))
+		offer(sel, p, &data_blocked);
+	/* express and data merged in queueing order (internal.h), each
+	 * cursor to its own limit: DATA behind a scan of blocked EXPRESS
+	 * pieces is still seen (test_reveng4_data_behind_express). Orders
+	 * compare modulo 2^32: fewer pieces than that are ever queued. */
+	struct cursor x = { &g->express, g->express.next, 0 };
+	struct cursor d = { &g->data, g->data.next, 0 };
+	while (sel->k < limit) {
+		struct canal__piece *px = cursor_peek(&x), *pd = cursor_peek(&d);
+		if (!px && !pd)
+			break;
+		bool from_x = px && (!pd || (int32_t)(px->order - pd->order) <= 0);
+		offer(sel, from_x ? px : pd, &data_blocked);
+		cursor_next(from_x ? &x : &d);
 	}
+	struct cursor n = { &g->normal, g->normal.next, 0 };
+	for (; (p = cursor_peek(&n)) && sel->k < limit; cursor_next(&n))
+		offer(sel, p, &data_blocked);
 	return sel->k;
 }
 

@@ -35,6 +35,7 @@ void canal__sched_gate_init(struct canal__gate *g)
 	canal__list_init(&g->bulk);
 	canal__list_init(&g->rndv_recv);
 	g->queued_bytes = 0;
+	g->enq_order = 0;
 	g->credits = CANAL__CREDIT_WINDOW;
 	g->credit_owed = 0;
 }
@@ -59,6 +60,7 @@ static struct canal__piece *piece_new(const struct canal__piece_hdr *h,
 static void enqueue_on(struct canal__gate *g, struct canal__list *q,
 		       struct canal__piece *p)
 {
+	p->order = g->enq_order++;
 	canal__list_append(q, &p->link);
 	g->queued_bytes += p->payload_len;
 }
