@@ -314,8 +314,48 @@ static int hexval(char ch)
 	return -1;
 }
 
+/* The length of an absolute-form target's "scheme://authority" (RFC 9112
+ * 3.2.2: an origin server MUST accept the absolute-form): "http" or
+ * "https" in any case, then an authority that is a valid Host value and
+ * not empty (no userinfo); 0 when target is not that. */
+static size_t absolute_prefix(const char *target, size_t len)
+{
+	size_t i = 0;
+	if (len >= 7 && eq_nocase(target, 4, "http"))
+		i = 4;
+	else
+		return 0;
+	if (i < len && (target[i] == 's' || target[i] == 'S'))
+		i++;
+	if (len - i < 3 || memcmp(target + i, "://", 3) != 0)
+		return 0;
+	i += 3;
+	size_t a = i;
+	while (i < len && target[i] != '/' && target[i] != '?' &&
+	       target[i] != '#')
+		i++;
+	/* An http URI with an empty host is invalid (RFC 9110 4.2.1),
+	 * ":port" alone too. */
+	if (i == a || target[a] == ':' || !is_host_value(target + a, i - a))
+		return 0;
+	return i;
+}
+
 int web_target_path(const char *target, size_t len, char *out, size_t outlen)
 {
+	if (len && target[0] != '/') {
+		/* absolute-form: its path (none: "/"), as origin-form; the
+		 * authority names this server whatever it says (one root). */
+		size_t skip = absolute_prefix(target, len);
+		if (!skip)
+			return -400; /* "*", a relative path, another scheme */
+		target += skip;
+		len -= skip;
+		if (len == 0 || target[0] == '?') {
+			target = "/";
+			len = 1;
+		}
+	}
 	if (len == 0 || target[0] != '/' || outlen < 16)
 		return -400;
 	size_t o = 0, seg = 0; /* seg: where the current segment starts */

@@ -68,9 +68,13 @@ int web_parse_request(const char *buf, size_t len, struct web_req *req);
 
 /*
  * web_target_path - decode an origin-form target ("/a/b.txt?q") into a
- * relative path ("a/b.txt") in out (capacity outlen, NUL terminated).
+ * relative path ("a/b.txt") in out (capacity outlen, NUL terminated); an
+ * absolute-form one ("http://host:port/a/b.txt", which RFC 9112 3.2.2
+ * says a server MUST accept) has its path decoded the same way (none:
+ * "/"), its scheme http or https, its authority a valid Host value.
  * "/" and paths ending in "/" get "index.html" appended. Returns 0, or a
- * negative HTTP status: -400 for anything not origin-form, bad
+ * negative HTTP status: -400 for anything else ("*", a relative path,
+ * another scheme, an empty or malformed authority, userinfo), bad
  * percent-encoding, an encoded NUL or "/", a "." or ".." segment, or
  * an empty segment ("//"); -414 when it does not fit.
  */

@@ -177,7 +177,24 @@ static void test_paths(void)
 		{"/a#b", NULL},
 		{"a", NULL},
 		{"*", NULL},
-		{"http://x/a", NULL},
+		/* absolute-form (RFC 9112 3.2.2: a server MUST accept it) */
+		{"http://x/a", "a"},
+		{"HTTP://x:8080/sub/", "sub/index.html"},
+		{"https://[::1]/a.txt?q", "a.txt"},
+		{"http://x", "index.html"},
+		{"http://x?q=/../", "index.html"},
+		{"http://x/../a", NULL},
+		{"http://x/%2e%2e/a", NULL},
+		{"http:///a", NULL},
+		{"http://:80/a", NULL},
+		{"http://u@x/a", NULL},
+		{"http://a b/", NULL},
+		{"http://x:8o/a", NULL},
+		{"http://x#f", NULL},
+		{"http:/a", NULL},
+		{"http:", NULL},
+		{"ftp://x/a", NULL},
+		{"httpx://x/a", NULL},
 	};
 	char out[WEB_PATH_MAX];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -610,7 +610,11 @@ static void test_traversal(void)
 	EXPECT("traversal", "GET /a.txt%00 HTTP/1.1\r\nHost: t\r\n\r\n", 400);
 	EXPECT("traversal", "GET /%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400);
 	EXPECT("absolute", "GET //etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 400);
-	EXPECT("absolute", "GET http://t/etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	/* absolute-form is accepted (RFC 9112 3.2.2), its path in the root */
+	EXPECT("absolute", "GET http://t/a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 200);
+	EXPECT("absolute", "GET http://t/etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 404);
+	EXPECT("absolute", "GET http://t/../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+	EXPECT("absolute", "GET ftp://t/a.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
 	EXPECT("absolute", "GET etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 400);
 	EXPECT("symlink", "GET /link_out HTTP/1.1\r\nHost: t\r\n\r\n", 403);
 	EXPECT("symlink", "GET /link_abs HTTP/1.1\r\nHost: t\r\n\r\n", 403);
