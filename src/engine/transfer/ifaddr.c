@@ -88,18 +88,24 @@ int canal__bind_resolve(const char *spec, char *out, char *why, size_t whylen)
 			 strerror(err));
 		return -err;
 	}
-	/* Three passes: interfaces that are up and not loopback, then up,
-	 * then any. Loopback last: a subnet as wide as 0.0.0.0/0 meant
-	 * 127.0.0.1 (lo comes first), the one address a peer on another
-	 * host cannot dial. */
+	/* Four passes: interfaces that are up, running (a carrier) and not
+	 * loopback; then up and not loopback; then up; then any. Loopback
+	 * late: a subnet as wide as 0.0.0.0/0 meant 127.0.0.1 (lo comes
+	 * first), the one address a peer on another host cannot dial. (A
+	 * bridge or a container's interface that is up and running may
+	 * still come first: name the interface or the subnet where it
+	 * matters.) */
 	const struct sockaddr_in *found = NULL;
-	for (int pass = 0; pass < 3 && !found; pass++) {
+	for (int pass = 0; pass < 4 && !found; pass++) {
 		for (struct ifaddrs *i = list; i && !found; i = i->ifa_next) {
 			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
 				continue;
-			if (pass < 2 && !(i->ifa_flags & IFF_UP))
+			unsigned f = i->ifa_flags;
+			if (pass < 3 && !(f & IFF_UP))
 				continue;
-			if (pass == 0 && (i->ifa_flags & IFF_LOOPBACK))
+			if (pass < 2 && (f & IFF_LOOPBACK))
+				continue;
+			if (pass == 0 && !(f & IFF_RUNNING))
 				continue;
 			const struct sockaddr_in *a =
 				(const struct sockaddr_in *)(void *)i->ifa_addr;

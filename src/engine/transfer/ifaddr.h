@@ -20,9 +20,11 @@
  *   an interface name ("eth0", "ib0"): that interface's first IPv4
  *     address;
  *   a subnet in CIDR form ("10.1.0.0/16"): this host's first IPv4 address
- *     inside it (interfaces in getifaddrs order, those that are up and not
- *     loopback first, then those up: "0.0.0.0/0" is an address other
- *     hosts can dial where this host has one).
+ *     inside it (interfaces in getifaddrs order: up, running and not
+ *     loopback first, then up and not loopback, then up: "0.0.0.0/0" is
+ *     not 127.0.0.1 where the host has another address; a bridge that is
+ *     up may still come first, so name the interface or subnet where it
+ *     matters).
  * The address as text in out (CANAL__ADDR_MAX bytes). 0, or a negative
  * errno with the reason in why: -EINVAL a malformed spec (empty, too long,
  * a prefix length out of 0-32, a subnet with host bits set, an address
