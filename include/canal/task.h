@@ -333,7 +333,12 @@ int canal_cond_broadcast(struct canal_cond *c);
  * MSG_PEEK or MSG_DONTWAIT) waits for the whole count on both backends,
  * as recv(2) does. If the rest then fails, times out or is cancelled,
  * the bytes already moved are returned (as read(2) and recv(2) cut short
- * return them), not the error. timeout_ns 0 always makes the one
+ * return them), not the error. The rest of a file's read is read at the
+ * file position then: a position moved meanwhile by another user of the
+ * same open file description (a dup, a forked child, another thread)
+ * puts bytes from two places in one buffer, where read(2) would have
+ * read one range; readers sharing a description should use offsets
+ * (an io_uring READ with its offset, through canal_io_submit). timeout_ns 0 always makes the one
  * try (with or without CANAL_RUN_NO_SYNC_SHORTCUT), then -ETIMEDOUT; a
  * connect's try is a connect that does not block, in a task or not: 0
  * if it completed at once, its error if it failed at once, else
