@@ -48,10 +48,16 @@ static bool is_host_char(unsigned char ch)
 	return ch != 0 && strchr("-._~!$&'()*+,;=", ch) != NULL;
 }
 
-static bool is_hexdig(unsigned char ch)
+/* A hex digit's value, or -1. */
+static int hexval(char ch)
 {
-	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
-	       (ch >= 'A' && ch <= 'F');
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
 }
 
 /* IP-literal of RFC 3986 3.2.2 without its brackets: an IPv6address
@@ -61,7 +67,7 @@ static bool is_ip_literal(const char *s, size_t n)
 {
 	if (n > 1 && (s[0] == 'v' || s[0] == 'V')) {
 		size_t i = 1;
-		while (i < n && is_hexdig((unsigned char)s[i]))
+		while (i < n && hexval(s[i]) >= 0)
 			i++;
 		if (i == 1 || i == n || s[i] != '.' || i + 1 == n)
 			return false;
@@ -98,8 +104,8 @@ static bool is_host_value(const char *v, size_t n)
 		while (i < n && v[i] != ':') {
 			unsigned char ch = (unsigned char)v[i];
 			if (ch == '%') {
-				if (n - i < 3 || !is_hexdig((unsigned char)v[i + 1]) ||
-				    !is_hexdig((unsigned char)v[i + 2]))
+				if (n - i < 3 || hexval(v[i + 1]) < 0 ||
+				    hexval(v[i + 2]) < 0)
 					return false;
 				i += 3;
 				continue;
@@ -301,17 +307,6 @@ int web_parse_request(const char *buf, size_t len, struct web_req *req)
 	req->keep_alive = req->minor == 1 ? !conn_close : (conn_keep && !conn_close);
 	req->head_len = pos;
 	return (int)pos;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* The length of an absolute-form target's "scheme://authority" (RFC 9112
