@@ -23,8 +23,7 @@
  * (http.h): web_conn_run answers what is buffered and sends what it can;
  * when it needs input the task suspends in canal_io_recv until bytes come
  * or the connection's deadline (header or idle timeout); when the socket
- * is full it suspends until writable (a POLLOUT poll through the runtime's
- * generic primitive, or short sleeps on the epoll backend).
+ * is full it suspends until writable (canal_io_poll, on both backends).
  *
  * Small responses (web_conn's style_sends_small, as the io_uring style):
  * on io_uring the task submits one batch (canal_io_submit_batch): a READ
@@ -66,11 +65,11 @@ static bool g_near;
 
 static bool g_no_rstream;    /* CANAL_WEB_NO_RSTREAM */
 
-/* Suspend until fd is writable: true; false at deadline_ns (web_now_ns
- * clock) or SIGTERM. The deadline stands across the WEB_TICK_MS waits
- * (web_conn_run, which sets it, is not called between them), and across
- * the epoll backend's short sleeps too: web_conn_run moves it only when
- * it sent bytes or started a response (http.h). */
+/* Suspend until fd is writable (canal_io_poll, both backends): true;
+ * false at deadline_ns (web_now_ns clock) or SIGTERM. The deadline stands
+ * across the WEB_TICK_MS waits (web_conn_run, which sets it, is not
+ * called between them): web_conn_run moves it only when it sent bytes or
+ * started a response (http.h). */
 static bool wait_writable(int fd, uint64_t deadline_ns)
 {
 	for (;;) {
@@ -80,13 +79,7 @@ static bool wait_writable(int fd, uint64_t deadline_ns)
 		int64_t left = (int64_t)(deadline_ns - now);
 		if (left > (int64_t)WEB_TICK_MS * 1000000)
 			left = (int64_t)WEB_TICK_MS * 1000000;
-		struct io_uring_sqe sqe;
-		io_uring_prep_poll_add(&sqe, fd, POLLOUT);
-		int r = canal_io_submit(&sqe, left, NULL);
-		if (r == -EOPNOTSUPP) {
-			canal_sleep_ns(100000); /* epoll backend: poll by sleeping */
-			return true;
-		}
+		int r = canal_io_poll(fd, POLLOUT, left, NULL);
 		if (r != -ETIMEDOUT && r != -EINTR)
 			return true; /* writable, or an error the write will see */
 	}

@@ -431,6 +431,34 @@ int canal_io_connect(int fd, const struct sockaddr *addr, socklen_t addrlen,
 int canal_io_close(int fd);
 
 /*
+ * canal_io_poll - wait until fd is ready (CPC's cpc_io_wait): the task is
+ * suspended until fd has one of events, as poll(2) on one descriptor
+ * says it (level: an fd already ready answers at once), on both backends.
+ * For code that calls the system call itself, in non-blocking mode, and
+ * waits when it says EAGAIN (a library's socket, sendfile(2), splice(2)).
+ *
+ * events: POLLIN, POLLPRI, POLLOUT, POLLRDHUP, any of them (POLLERR and
+ * POLLHUP are always reported and may be given).
+ * Returns the events there (> 0): among those asked for, and POLLERR and
+ * POLLHUP. Errors: -EINVAL events asks for none of the four or for
+ * another bit; -EBADF fd < 0 or not open; -ETIMEDOUT after timeout_ns
+ * (>= 0; < 0: no limit; 0: one look, as poll(2) with 0); -ECANCELED
+ * the cancel condvar was signalled first (exactly one outcome, as above);
+ * -EBUSY on the epoll backend, when another operation of this loop
+ * already waits on fd in the same direction (input events: a read,
+ * recv, accept or input poll; POLLOUT: a write, send, connect or output
+ * poll); -ENOMEM as above (epoll: fd cannot be watched).
+ * As for the other calls, a first look without waiting is made unless
+ * CANAL_RUN_NO_SYNC_SHORTCUT (poll(2) with 0; skipped as an input try,
+ * above). A descriptor that epoll cannot watch (a regular file) is
+ * answered by poll(2) (always ready). Outside a task (a plain thread, a
+ * detached task): poll(2) itself, cancel ignored.
+ * Thread safety: as the other calls (any task; the fd is the caller's).
+ */
+int canal_io_poll(int fd, short events, int64_t timeout_ns,
+		  struct canal_cond *cancel);
+
+/*
  * canal_io_submit - the generic primitive (CPC's cpc_call_async_prim):
  * start the io_uring operation *sqe, prepared by the caller with any
  * io_uring_prep_* (its user_data is canal's and is overwritten), suspend

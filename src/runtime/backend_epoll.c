@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -104,19 +105,33 @@ static int fd_sync(struct epoll_backend *b, int fd)
 	return 0;
 }
 
+/* The slots op waits in: the reader's for input events, the writer's
+ * for output; a poll for both (canal_io_poll) holds both. */
+#define EP_READ_EVENTS (EPOLLIN | EPOLLPRI | EPOLLRDHUP)
 static bool is_reader(const struct canal__io *op)
 {
-	return (op->events & EPOLLIN) != 0;
+	return (op->events & EP_READ_EVENTS) != 0;
+}
+
+static bool is_writer(const struct canal__io *op)
+{
+	return (op->events & EPOLLOUT) != 0;
+}
+
+/* Take op out of its slots (the set is not touched). */
+static void slots_clear(struct fd_waiters *w, const struct canal__io *op)
+{
+	if (w->rd == op)
+		w->rd = NULL;
+	if (w->wr == op)
+		w->wr = NULL;
 }
 
 /* Take op off its fd's table entry (and the set). */
 static void fd_remove(struct epoll_backend *b, struct canal__io *op)
 {
 	struct fd_waiters *w = &b->fds[op->fd];
-	if (w->rd == op)
-		w->rd = NULL;
-	if (w->wr == op)
-		w->wr = NULL;
+	slots_clear(w, op);
 	if (fd_sync(b, op->fd) != 0) {
 		/* The fd was closed under us: it left the set by itself. */
 		w->events = 0;
@@ -147,7 +162,7 @@ static void fd_flush(struct epoll_backend *b, int fd, int32_t res)
 	w->events = 0;
 	if (rd)
 		canal__io_complete(rd, res);
-	if (wr)
+	if (wr && wr != rd) /* (a poll for both: one completion) */
 		canal__io_complete(wr, res);
 }
 
@@ -161,8 +176,20 @@ static bool fd_registered(struct epoll_backend *b, int fd)
 	       errno != ENOENT;
 }
 
-static void ep_ready(struct canal__loop *l, struct canal__io *op)
+/* op's fd was reported with events e (level-triggered: true now). */
+static void ep_ready(struct canal__loop *l, struct canal__io *op, uint32_t e)
 {
+	if (op->kind == IO_POLL) {
+		/* The report is the answer (no second look, poll(2)): the
+		 * events asked for that are there, and the two always
+		 * reported. (EPOLL* and POLL* have the same values.) */
+		uint32_t got = e & (op->events | EPOLLERR | EPOLLHUP);
+		if (!got)
+			return; /* the other slot's events: not ours */
+		fd_remove(l->backend, op);
+		canal__io_complete(op, (int32_t)got);
+		return;
+	}
 	int r = canal__io_try(op, true);
 	if (r == -EAGAIN)
 		return; /* spurious: level-triggered, we will hear again */
@@ -194,10 +221,10 @@ static void ep_poll(struct canal__loop *l, uint64_t deadline_ns)
 		uint32_t e = evs[i].events;
 		bool err = (e & (EPOLLERR | EPOLLHUP)) != 0;
 		/* Each completion may change the entry: re-read it. */
-		if ((e & (EPOLLIN | EPOLLRDHUP) || err) && b->fds[fd].rd)
-			ep_ready(l, b->fds[fd].rd);
+		if ((e & EP_READ_EVENTS || err) && b->fds[fd].rd)
+			ep_ready(l, b->fds[fd].rd, e);
 		if ((e & EPOLLOUT || err) && b->fds[fd].wr)
-			ep_ready(l, b->fds[fd].wr);
+			ep_ready(l, b->fds[fd].wr, e);
 	}
 }
 
@@ -208,6 +235,11 @@ static void ep_wake(struct canal__loop *l)
 	if (write(b->evfd, &one, sizeof(one)) < 0)
 		return; /* EAGAIN: the counter is full, a wake is pending */
 }
+
+_Static_assert(POLLIN == EPOLLIN && POLLPRI == EPOLLPRI &&
+		       POLLOUT == EPOLLOUT && POLLRDHUP == EPOLLRDHUP &&
+		       POLLERR == EPOLLERR && POLLHUP == EPOLLHUP,
+	       "poll(2) and epoll events have the same values");
 
 static uint32_t events_of(const struct canal__io *op)
 {
@@ -222,6 +254,8 @@ static uint32_t events_of(const struct canal__io *op)
 	case IO_SEND:
 	case IO_CONNECT:
 		return EPOLLOUT;
+	case IO_POLL:
+		return (uint32_t)op->flags; /* POLL* as EPOLL* (below) */
 	default:
 		return 0;
 	}
@@ -314,24 +348,31 @@ static int ep_submit(struct canal__loop *l, struct canal__io *op)
 		b->nfds = n;
 	}
 	struct fd_waiters *w = &b->fds[op->fd];
-	struct canal__io **slot = is_reader(op) ? &w->rd : &w->wr;
-	if (*slot && w->events && !fd_registered(b, op->fd))
+	bool rd = is_reader(op), wr = is_writer(op);
+	bool taken = (rd && w->rd) || (wr && w->wr);
+	if (taken && w->events && !fd_registered(b, op->fd))
 		fd_flush(b, op->fd, -EBADF); /* its file is gone */
-	if (*slot)
+	if ((rd && w->rd) || (wr && w->wr))
 		return -EBUSY;
-	*slot = op;
+	if (rd)
+		w->rd = op;
+	if (wr)
+		w->wr = op;
 	int r = fd_sync(b, op->fd);
 	if (r == -ENOENT && w->events) {
 		/* The other direction's waiter is on a file that is gone
 		 * (EPOLL_CTL_MOD found no registration): it ends, ours is
 		 * registered afresh. */
-		*slot = NULL;
+		slots_clear(w, op);
 		fd_flush(b, op->fd, -EBADF);
-		*slot = op;
+		if (rd)
+			w->rd = op;
+		if (wr)
+			w->wr = op;
 		r = fd_sync(b, op->fd);
 	}
 	if (r) {
-		*slot = NULL;
+		slots_clear(w, op);
 		if (fd_sync(b, op->fd) != 0)
 			w->events = 0;
 		/* An epoll file: ELOOP (its set holds this loop's, or nests

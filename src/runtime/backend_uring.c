@@ -422,6 +422,10 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
 	case IO_CLOSE:
 		io_uring_prep_close(sqe, op->fd);
 		break;
+	case IO_POLL:
+		/* One-shot: its CQE's result is the ready events. */
+		io_uring_prep_poll_add(sqe, op->fd, (unsigned)op->flags);
+		break;
 	case IO_SQE:
 		memcpy(sqe, op->sqe, sizeof(*sqe));
 		break;

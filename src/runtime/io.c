@@ -68,6 +68,8 @@ static int ret(ssize_t r)
 /* The events an operation waits for. */
 static short poll_events(const struct canal__io *op)
 {
+	if (op->kind == IO_POLL)
+		return (short)op->flags;
 	return (op->kind == IO_READ || op->kind == IO_READV ||
 		op->kind == IO_RECV || op->kind == IO_ACCEPT)
 		       ? POLLIN
@@ -209,6 +211,14 @@ int canal__io_try(struct canal__io *op, bool ready)
 	case IO_ACCEPT:
 		r = try_accept(op, ready);
 		break;
+	case IO_POLL: {
+		/* The one look poll(2) makes with a timeout of 0. */
+		struct pollfd p = {.fd = op->fd, .events = (short)op->flags};
+		int n = poll(&p, 1, 0);
+		if (n < 0)
+			return -errno;
+		return n == 0 ? -EAGAIN : canal__io_poll_result(p.revents);
+	}
 	case IO_CONNECT: {
 		/* Only once the connection was started and the fd reported
 		 * writable (epoll): how did it end? */
@@ -304,13 +314,13 @@ static uint64_t sndtimeo_deadline(int fd, uint64_t start)
 /* Outside a task: the blocking call, with the timeout on readiness.   */
 /* ------------------------------------------------------------------ */
 
-/* Wait until fd has one of events, or the deadline (CANAL_NO_DEADLINE:
- * none): 0, -ETIMEDOUT, or poll(2)'s -errno. */
-static int poll_until(int fd, short events, uint64_t deadline)
+/* Wait until p->fd has one of p->events (p->revents then says which),
+ * or the deadline (CANAL_NO_DEADLINE: none): 0, -ETIMEDOUT, or poll(2)'s
+ * -errno. */
+static int poll_until(struct pollfd *p, uint64_t deadline)
 {
 	/* poll() takes an int of milliseconds: waits longer than INT_MAX
 	 * ms (24.8 days) go in several, to the deadline. */
-	struct pollfd p = {.fd = fd, .events = events};
 	for (;;) {
 		int ms = -1;
 		if (deadline != CANAL_NO_DEADLINE) {
@@ -319,7 +329,7 @@ static int poll_until(int fd, short events, uint64_t deadline)
 			uint64_t m = left / 1000000 + (left % 1000000 != 0);
 			ms = m > INT_MAX ? INT_MAX : (int)m;
 		}
-		int r = poll(&p, 1, ms);
+		int r = poll(p, 1, ms);
 		if (r < 0)
 			return -errno;
 		if (r > 0)
@@ -378,7 +388,8 @@ static int connect_blocking(const struct canal__io *op, int64_t timeout_ns)
 	}
 	if (r != -EINPROGRESS)
 		return r;
-	r = poll_until(op->fd, POLLOUT, deadline);
+	struct pollfd p = {.fd = op->fd, .events = POLLOUT};
+	r = poll_until(&p, deadline);
 	if (r < 0)
 		return r; /* -ETIMEDOUT: it goes on in the kernel (task.h) */
 	int err = 0;
@@ -430,6 +441,13 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 {
 	if (op->kind == IO_SQE)
 		return -EPERM;
+	if (op->kind == IO_POLL) {
+		/* The wait is the whole operation: poll(2) itself (a
+		 * negative timeout: no deadline). */
+		struct pollfd p = {.fd = op->fd, .events = (short)op->flags};
+		int r = poll_until(&p, canal__deadline_from_timeout(timeout_ns));
+		return r < 0 ? r : canal__io_poll_result(p.revents);
+	}
 	if (op->kind == IO_CONNECT)
 		return connect_blocking(op, timeout_ns);
 	if (io_cannot_wait(op)) {
@@ -449,8 +467,8 @@ static int io_blocking(struct canal__io *op, int64_t timeout_ns)
 	if (op->kind == IO_ACCEPT && !is_listener(op->fd))
 		return ret(accept4(op->fd, op->addr, op->addrlenp, op->flags));
 	if (timeout_ns >= 0 && op->kind != IO_CLOSE && op->fd >= 0) {
-		int r = poll_until(op->fd, poll_events(op),
-				   canal__deadline_from_timeout(timeout_ns));
+		struct pollfd p = {.fd = op->fd, .events = poll_events(op)};
+		int r = poll_until(&p, canal__deadline_from_timeout(timeout_ns));
 		if (r < 0)
 			return r;
 	}
@@ -511,8 +529,11 @@ static int io_run(struct canal__io *op, int64_t timeout_ns,
 
 static bool is_input(int kind)
 {
+	/* (A poll counts as input: its caller usually asks it because a
+	 * call just said it would block, so its try fails most of the
+	 * time, as a keep-alive connection's next read.) */
 	return kind == IO_READ || kind == IO_READV || kind == IO_RECV ||
-	       kind == IO_ACCEPT;
+	       kind == IO_ACCEPT || kind == IO_POLL;
 }
 
 static bool try_first(struct canal__loop *l, struct canal__task *t,
@@ -992,6 +1013,64 @@ EXPORT int canal_io_close(int fd)
 #else
 	return io_run(&op, -1, NULL);
 #endif
+}
+
+/* canal_io_poll's pauses while io_uring reports an unasked POLLRDHUP. */
+#define POLL_RDHUP_PAUSE_MIN_NS 1000000u
+#define POLL_RDHUP_PAUSE_MAX_NS 32000000u
+
+/* The events canal_io_poll may be asked for (task.h). */
+#define IO_POLL_ASKABLE (POLLIN | POLLPRI | POLLOUT | POLLRDHUP)
+
+int canal__io_poll_result(short revents)
+{
+	/* POLLNVAL: fd is not open (poll(2) says it in revents, io_uring's
+	 * poll and epoll_ctl say -EBADF). */
+	return (revents & POLLNVAL) ? -EBADF : (int)(uint16_t)revents;
+}
+
+EXPORT int canal_io_poll(int fd, short events, int64_t timeout_ns,
+			 struct canal_cond *cancel)
+{
+	/* poll(2) skips a negative fd and would wait out the timeout. */
+	if (fd < 0)
+		return -EBADF;
+	/* POLLERR and POLLHUP are always reported and may be asked for
+	 * (poll(2) ignores them in events); something else must be. */
+	if ((events & ~(IO_POLL_ASKABLE | POLLERR | POLLHUP)) ||
+	    !(events & IO_POLL_ASKABLE))
+		return -EINVAL;
+	int asked = events & IO_POLL_ASKABLE;
+	uint64_t deadline = canal__deadline_from_timeout(timeout_ns);
+	for (uint64_t pause = POLL_RDHUP_PAUSE_MIN_NS;;) {
+		struct canal__io op = {.kind = IO_POLL, .fd = fd,
+				       .flags = asked};
+		int r = io_run_until(&op, timeout_ns, deadline, cancel);
+		if (r <= 0)
+			return r;
+		/* io_uring's poll waits for POLLRDHUP whether asked or
+		 * not (the kernel adds it to every poll, as ERR and HUP)
+		 * and reports it: the answer is poll(2)'s on every path. */
+		int got = r & (asked | POLLERR | POLLHUP);
+		if (got)
+			return got;
+		/* Only that: the peer shut its side down, and what was
+		 * asked (POLLOUT, POLLPRI) is not there. A poll now would
+		 * complete at once again: look again after pauses (1 ms,
+		 * doubling to 32 ms) until the deadline or the condvar. */
+		uint64_t now = canal_now_ns();
+		if (timeout_ns == 0 || now >= deadline)
+			return -ETIMEDOUT;
+		uint64_t d = deadline - now < pause ? deadline - now : pause;
+		if (cancel) {
+			if (canal_cond_wait(cancel, (int64_t)d) == 0)
+				return -ECANCELED;
+		} else {
+			canal_sleep_ns(d);
+		}
+		if (pause < POLL_RDHUP_PAUSE_MAX_NS)
+			pause *= 2;
+	}
 }
 
 EXPORT int canal_io_submit(const struct io_uring_sqe *sqe, int64_t timeout_ns,

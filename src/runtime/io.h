@@ -66,6 +66,7 @@ enum canal__io_kind {
 	IO_SQE, /* the generic primitive: a caller-prepared SQE */
 	IO_FUTEX_WAIT, /* io_uring only: wait until *word != len (the key) */
 	IO_FUTEX_WAITV, /* io_uring only: buf = struct futex_waitv[len] */
+	IO_POLL, /* canal_io_poll: flags = the poll(2) events asked for */
 };
 
 struct canal__io {
@@ -76,7 +77,7 @@ struct canal__io {
 	size_t len;
 	const struct iovec *iov;
 	int iovcnt;
-	int flags;
+	int flags; /* recv, send: MSG_*; accept: SOCK_*; poll: POLL* */
 	struct sockaddr *addr;
 	socklen_t addrlen; /* connect: the address's length */
 	socklen_t *addrlenp; /* accept: in/out */
@@ -209,6 +210,10 @@ ssize_t canal__io_recv_stream(int fd, void *buf, size_t len,
  * the fd was just reported ready (a blocking listener may be accepted
  * from). */
 int canal__io_try(struct canal__io *op, bool ready);
+
+/* A poll's result from poll(2)'s revents: the events (> 0), or -EBADF
+ * for POLLNVAL. */
+int canal__io_poll_result(short revents);
 
 /* Start op's connect without blocking (a socket in blocking mode is made
  * non-blocking for the call and put back at once): connect(2)'s 0 or
