@@ -542,6 +542,9 @@ bool canal__ring_holds_taken(struct canal_chan *ch, uint64_t pos);
 bool canal__ring_can_send(struct canal_chan *ch);  /* not full, or closed */
 bool canal__ring_can_recv(struct canal_chan *ch);  /* not empty, or closed */
 bool canal__ring_probe_recv(struct canal_chan *ch); /* head published */
+/* A try receive would say -EAGAIN at its first look (relaxed loads; a
+ * thread channel's, not a shared one's: select.c). */
+bool canal__ring_recv_idle(struct canal_chan *ch);
 int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline);
 int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline);
 

@@ -616,6 +616,19 @@ bool canal__ring_probe_recv(struct canal_chan *ch)
 						       memory_order_relaxed));
 }
 
+bool canal__ring_recv_idle(struct canal_chan *ch)
+{
+	/* The first look of canal__ring_claim_recv's try, read-only: the
+	 * slot at head not published, and no close hinted. Relaxed: an
+	 * answer "idle" that is already stale is one the try could have
+	 * given too (its acquire load orders what it reads after a
+	 * published stamp, which this never follows). Not for a shared
+	 * channel, whose try looks at a dead sender's slot now and then. */
+	return !canal__ring_probe_recv(ch) &&
+	       !atomic_load_explicit(&ch->st->closed_hint,
+				     memory_order_relaxed);
+}
+
 int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline)
 {
 	const struct canal__wait_cond c = { can_send, probe_send, ch,
