@@ -447,7 +447,9 @@ int canal_io_close(int fd);
  * -EBUSY on the epoll backend, when another operation of this loop
  * already waits on fd in the same direction (input events: a read,
  * recv, accept or input poll; POLLOUT: a write, send, connect or output
- * poll); -ENOMEM as above (epoll: fd cannot be watched).
+ * poll); -ENOMEM as above (epoll: fd cannot be watched); on the epoll
+ * backend, fd an epoll descriptor that is not ready: the loop's set
+ * cannot watch it (-ELOOP, or -EINVAL for the loop's own).
  * As for the other calls, a first look without waiting is made unless
  * CANAL_RUN_NO_SYNC_SHORTCUT (poll(2) with 0; skipped as an input try,
  * above). A descriptor that epoll cannot watch (a regular file) is
