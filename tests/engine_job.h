@@ -61,6 +61,33 @@ static inline void job_tcp_listener(const char *dir, const char *file,
 	CHECK(inet_pton(AF_INET, addr, &sa->sin_addr) == 1);
 }
 
+/* The job token (src/engine/transfer/auth.h, 16 bytes) that rank 0
+ * publishes after its address (file "tcp.0" or "tcp<i>.0": "<address>
+ * <port> <32 hex digits>"), waited for up to 10 s, into job: what a test
+ * that plays a rank of the job must carry in its opening. */
+static inline void job_tcp_token(const char *dir, const char *file,
+				 unsigned char job[16])
+{
+	char path[600], v[160], addr[64], hex[40] = "";
+	int port = 0, n = 0;
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	for (int i = 0; i < 5000 && n != 3; i++) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (!fgets(v, sizeof v, f) ||
+			    (n = sscanf(v, "%63s %d %39s", addr, &port, hex)) != 3)
+				n = 0;
+			fclose(f);
+		}
+		if (n != 3)
+			usleep(2000);
+	}
+	CHECK_EQ(n, 3);
+	CHECK_EQ(strlen(hex), 32u);
+	for (int i = 0; i < 16; i++)
+		CHECK(sscanf(hex + 2 * i, "%2hhx", &job[i]) == 1);
+}
+
 static inline void job_rmdir(const char *dir)
 {
 	DIR *d = opendir(dir);

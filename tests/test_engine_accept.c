@@ -9,6 +9,9 @@
  *    it keeps slots for: the oldest make room) takes the real ranks 1 and
  *    2 (keyed, dialed behind them) at once, each on its own connection,
  *    and closes every stranger; no descriptor is left behind.
+ *  - A rank 1 of another job (same key, another job token) that dials
+ *    first is refused for its job (-ESTALE, at once) and closed, never
+ *    taken for rank 1; the job's own rank 1, dialing after it, is.
  *  - Alone with a silent stranger, it returns -ETIMEDOUT at its deadline.
  * Bounded by alarm(). */
 #include "check.h"
@@ -28,6 +31,7 @@
 #define FLOOD 70 /* silent strangers: more than the 64 slots beyond peers */
 
 static unsigned char key[CANAL__KEY_BYTES];
+static const unsigned char job[CANAL__JOB_BYTES] = { 'j', 'o', 'b' };
 
 static int open_fds(void)
 {
@@ -68,7 +72,7 @@ static void opening_deadline(void)
 	pthread_t th = spawn(trickle_fn, &t);
 	struct canal__auth_opening o;
 	uint64_t t0 = canal__now_ms();
-	canal__auth_opening_init(&o, sv[1], NULL, 0, 1, 4, t0 + 300);
+	canal__auth_opening_init(&o, sv[1], NULL, job, 0, 1, 4, t0 + 300);
 	int err;
 	while ((err = canal__auth_opening_step(&o)) == -EINPROGRESS) {
 		struct pollfd p = { .fd = sv[1], .events = POLLIN };
@@ -126,12 +130,13 @@ static void check_closed(int fd)
 struct dialer {
 	const struct sockaddr_in *sa;
 	int rank, fd;
+	const unsigned char *job;
 };
 
 static void *dial_fn(void *arg)
 {
 	struct dialer *d = arg;
-	d->fd = canal__tcp_dial(d->sa, d->rank, 0, key,
+	d->fd = canal__tcp_dial(d->sa, d->rank, 0, key, d->job,
 				canal__now_ms() + 10000);
 	return NULL;
 }
@@ -149,12 +154,13 @@ static void strangers_first(void)
 	s[2] = stranger(&sa, g, sizeof g); /* garbage */
 	for (int i = 0; i < FLOOD; i++)
 		s[3 + i] = stranger(&sa, NULL, 0);
-	struct dialer d[2] = { { &sa, 1, -1 }, { &sa, 2, -1 } };
+	struct dialer d[2] = { { &sa, 1, -1, job }, { &sa, 2, -1, job } };
 	pthread_t t[2] = { spawn(dial_fn, &d[0]), spawn(dial_fn, &d[1]) };
 	usleep(100000); /* the real hellos wait behind the strangers */
 	int fds[3] = { -1, -1, -1 };
 	uint64_t t0 = canal__now_ms();
-	CHECK_EQ(canal__tcp_accept_peers(lfd, key, 0, 1, 3, t0 + 8000, fds), 0);
+	CHECK_EQ(canal__tcp_accept_peers(lfd, key, job, 0, 1, 3, t0 + 8000,
+					 fds), 0);
 	uint64_t took = canal__now_ms() - t0;
 	fprintf(stderr, "accepted ranks 1 and 2 behind %d strangers in %llu ms\n",
 		3 + FLOOD, (unsigned long long)took);
@@ -180,6 +186,45 @@ static void strangers_first(void)
 	CHECK_EQ(open_fds(), before);
 }
 
+/* Another job's rank 1, then the job's own: the acceptor runs while the
+ * first is refused, the second dials only once the first has its answer. */
+struct two_dialers {
+	struct dialer other, own;
+};
+
+static void *other_then_own(void *arg)
+{
+	struct two_dialers *t = arg;
+	dial_fn(&t->other);
+	dial_fn(&t->own);
+	return NULL;
+}
+
+static void other_job(void)
+{
+	int before = open_fds();
+	struct sockaddr_in sa;
+	int lfd = listener(&sa);
+	static const unsigned char other[CANAL__JOB_BYTES] = { 'b' };
+	struct two_dialers t = { { &sa, 1, -1, other }, { &sa, 1, -1, job } };
+	pthread_t th = spawn(other_then_own, &t);
+	int fds[2] = { -1, -1 };
+	CHECK_EQ(canal__tcp_accept_peers(lfd, key, job, 0, 1, 2,
+					 canal__now_ms() + 8000, fds), 0);
+	join(th);
+	CHECK_EQ(t.other.fd, -ESTALE); /* refused for its job: final */
+	CHECK(t.own.fd >= 0);
+	/* fds[1] is the job's own rank 1. */
+	char c = 'k', got = 0;
+	CHECK(send(fds[1], &c, 1, MSG_NOSIGNAL) == 1);
+	CHECK(recv(t.own.fd, &got, 1, MSG_WAITALL) == 1);
+	CHECK_EQ(got, c);
+	close(fds[1]);
+	close(t.own.fd);
+	close(lfd);
+	CHECK_EQ(open_fds(), before);
+}
+
 static void silent_alone(void)
 {
 	int before = open_fds();
@@ -188,7 +233,7 @@ static void silent_alone(void)
 	int s = stranger(&sa, NULL, 0);
 	int fds[2] = { -1, -1 };
 	uint64_t t0 = canal__now_ms();
-	CHECK_EQ(canal__tcp_accept_peers(lfd, NULL, 0, 1, 2, t0 + 400, fds),
+	CHECK_EQ(canal__tcp_accept_peers(lfd, NULL, job, 0, 1, 2, t0 + 400, fds),
 		 -ETIMEDOUT);
 	uint64_t took = canal__now_ms() - t0;
 	CHECK(took >= 400 && took < 1500);
@@ -206,6 +251,7 @@ int main(void)
 	randombytes_buf(key, sizeof key);
 	opening_deadline();
 	strangers_first();
+	other_job();
 	silent_alone();
 	TEST_DONE("test_engine_accept");
 }

@@ -1,10 +1,14 @@
 /* test_engine_auth.c - the TCP handshake with a shared key (issue 16).
  * Unit level (socket pairs): the right key passes both ways; a wrong key,
- * no key against a keyed rank (and the reverse), garbage, a short hello
- * and a recorded handshake replayed on a new connection are refused; the
- * connector hears the acceptor's verdict (a refusal and its reason).
+ * no key against a keyed rank (and the reverse), garbage, a short hello,
+ * a recorded handshake replayed on a new connection, a rank of another
+ * job (plain or keyed: -ESTALE), a version 1 hello (no job token), and a
+ * keyed handshake whose clear job token was rewritten on the way (the
+ * MACs bind the job: -EACCES) are refused; the connector hears the
+ * acceptor's verdict (a refusal and its reason).
  * Dialing (canal__tcp_dial): a connection dropped before its verdict is
- * dialed again; a refusal is final at once; the deadline holds.
+ * dialed again; a refusal (the job's too) is final at once; the deadline
+ * holds.
  * Key files: wrong permissions, too short, missing are refused.
  * Engine level: a keyed rank 0 waiting for rank 1 is offered a wrong-key
  * connection, a plain one and garbage (each closed by rank 0 without
@@ -25,10 +29,13 @@
 #include <time.h>
 
 static unsigned char key_a[CANAL__KEY_BYTES], key_b[CANAL__KEY_BYTES];
+static const unsigned char job_a[CANAL__JOB_BYTES] = "job A's token",
+			   job_b[CANAL__JOB_BYTES] = "job B's token";
 
 struct acc {
 	int fd;
 	const unsigned char *key;
+	const unsigned char *job; /* NULL: job_a */
 	int err, peer;
 	char why[160];
 };
@@ -36,8 +43,8 @@ struct acc {
 static void *acceptor(void *arg)
 {
 	struct acc *a = arg;
-	a->err = canal__auth_accept(a->fd, a->key, 0, 1, 4, &a->peer, a->why,
-				    sizeof a->why);
+	a->err = canal__auth_accept(a->fd, a->key, a->job ? a->job : job_a, 0,
+				    1, 4, &a->peer, a->why, sizeof a->why);
 	if (!a->err) /* as tcp.c does once it knows the rank is new */
 		a->err = canal__auth_answer(a->fd, CANAL__V_OK);
 	if (a->err)
@@ -47,15 +54,18 @@ static void *acceptor(void *arg)
 
 static char cwhy[160]; /* the connector's reason, from pair() */
 
-/* Connect with ckey against an acceptor with akey: the two results. */
-static void pair(const unsigned char *ckey, const unsigned char *akey,
-		 int *cerr, int *aerr)
+/* Connect with ckey and cjob against an acceptor with akey and ajob: the
+ * two results. */
+static void pair_jobs(const unsigned char *ckey, const unsigned char *cjob,
+		      const unsigned char *akey, const unsigned char *ajob,
+		      int *cerr, int *aerr)
 {
 	int sv[2];
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	struct acc a = { .fd = sv[1], .key = akey, .peer = -1 };
+	struct acc a = { .fd = sv[1], .key = akey, .job = ajob, .peer = -1 };
 	pthread_t t = spawn(acceptor, &a);
-	*cerr = canal__auth_connect(sv[0], ckey, 2, 0, 10000, cwhy, sizeof cwhy);
+	*cerr = canal__auth_connect(sv[0], ckey, cjob, 2, 0, 10000, cwhy,
+				    sizeof cwhy);
 	if (*cerr)
 		shutdown(sv[0], SHUT_RDWR);
 	join(t);
@@ -64,6 +74,13 @@ static void pair(const unsigned char *ckey, const unsigned char *akey,
 		CHECK_EQ(a.peer, 2);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* The same within one job. */
+static void pair(const unsigned char *ckey, const unsigned char *akey,
+		 int *cerr, int *aerr)
+{
+	pair_jobs(ckey, job_a, akey, job_a, cerr, aerr);
 }
 
 /* Feed raw bytes to an acceptor: its result. */
@@ -84,7 +101,7 @@ static int feed(const void *bytes, size_t n, bool half_close)
 
 struct relay {
 	int c, a; /* connector side, acceptor side */
-	unsigned char rec[40 + 32];
+	unsigned char rec[56 + 32];
 };
 
 static void relay_n(int from, int to, unsigned char *rec, size_t n)
@@ -99,33 +116,38 @@ static void relay_n(int from, int to, unsigned char *rec, size_t n)
 static void *relay_fn(void *arg)
 {
 	struct relay *r = arg;
-	relay_n(r->c, r->a, r->rec, 40);
+	relay_n(r->c, r->a, r->rec, 56);
 	relay_n(r->a, r->c, NULL, 72); /* the hello's verdict, the challenge */
-	relay_n(r->c, r->a, r->rec + 40, 32);
+	relay_n(r->c, r->a, r->rec + 56, 32);
 	relay_n(r->a, r->c, NULL, 8); /* the verdict */
 	return NULL;
 }
 
-/* A connector with the wrong key that ignores the acceptor's MAC and
- * answers the challenge with its own key: the acceptor's result. */
-static int wrong_key_answer(void)
+/* A connector that sends job_a in its hello (job_a's acceptor goes on),
+ * ignores the acceptor's MAC and answers the challenge with mac_c made of
+ * mkey and mjob (auth.h): the acceptor's result. key_a and job_a pass
+ * (the MAC is built as auth.c builds it); another key, or another job
+ * than the one the hello claims, fails. */
+static int hand_answer(const unsigned char *mkey, const unsigned char *mjob)
 {
 	int sv[2];
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	struct acc a = { .fd = sv[1], .key = key_a };
 	pthread_t t = spawn(acceptor, &a);
-	unsigned char hello[40], chal[72], m[1 + 64 + 8], mac[32];
+	unsigned char hello[56], chal[72], m[1 + 16 + 64 + 8], mac[32];
 	uint32_t h[2] = { htole32(CANAL__AUTH_MAGIC), htole32(2) };
 	memcpy(hello, h, 8);
-	randombytes_buf(hello + 8, 32);
-	CHECK(write(sv[0], hello, 40) == 40);
+	memcpy(hello + 8, job_a, 16);
+	randombytes_buf(hello + 24, 32);
+	CHECK(write(sv[0], hello, 56) == 56);
 	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 72);
 	m[0] = 'C';
-	memcpy(m + 1, hello + 8, 32);
-	memcpy(m + 33, chal + 8, 32);
+	memcpy(m + 1, mjob, 16);
+	memcpy(m + 17, hello + 24, 32);
+	memcpy(m + 49, chal + 8, 32);
 	uint32_t r[2] = { htole32(2), htole32(0) };
-	memcpy(m + 65, r, 8);
-	crypto_auth(mac, m, sizeof m, key_b);
+	memcpy(m + 81, r, 8);
+	crypto_auth(mac, m, sizeof m, mkey);
 	CHECK(write(sv[0], mac, 32) == 32);
 	join(t);
 	close(sv[0]);
@@ -143,7 +165,8 @@ static void replay(void)
 	struct acc a = { .fd = as[1], .key = key_a };
 	pthread_t ta = spawn(acceptor, &a), tr = spawn(relay_fn, &r);
 	char why[160];
-	CHECK_EQ(canal__auth_connect(cs[0], key_a, 2, 0, 10000, why, sizeof why),
+	CHECK_EQ(canal__auth_connect(cs[0], key_a, job_a, 2, 0, 10000, why,
+				     sizeof why),
 		 0);
 	join(tr);
 	join(ta);
@@ -158,12 +181,82 @@ static void replay(void)
 	struct acc b = { .fd = sv[1], .key = key_a };
 	pthread_t tb = spawn(acceptor, &b);
 	unsigned char chal[72];
-	CHECK(write(sv[0], r.rec, 40) == 40);
+	CHECK(write(sv[0], r.rec, 56) == 56);
 	CHECK(recv(sv[0], chal, sizeof chal, MSG_WAITALL) == 72);
-	CHECK(write(sv[0], r.rec + 40, 32) == 32);
+	CHECK(write(sv[0], r.rec + 56, 32) == 32);
 	join(tb);
 	CHECK_EQ(b.err, -EACCES);
 	CHECK(strstr(b.why, "failed the handshake") != NULL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A keyed handshake between a connector of job B and an acceptor of job
+ * A (same key) through a relay that rewrites the hello's clear job token
+ * to A's: the acceptor's clear check passes, but its mac_a is over job A
+ * and the connector checks it over job B: refused (-EACCES), never a
+ * gate on either side. */
+struct spliced_conn {
+	int fd, err;
+	char why[160];
+};
+
+static void *spliced_connector(void *arg)
+{
+	struct spliced_conn *c = arg;
+	c->err = canal__auth_connect(c->fd, key_a, job_b, 2, 0, 10000, c->why,
+				     sizeof c->why);
+	shutdown(c->fd, SHUT_RDWR); /* as the dialer's close would */
+	return NULL;
+}
+
+static void spliced(void)
+{
+	int cs[2], as[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, cs) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, as) == 0);
+	struct acc a = { .fd = as[1], .key = key_a };
+	struct spliced_conn c = { .fd = cs[0] };
+	pthread_t ta = spawn(acceptor, &a), tc = spawn(spliced_connector, &c);
+	unsigned char buf[72];
+	CHECK(recv(cs[1], buf, 56, MSG_WAITALL) == 56);
+	CHECK(memcmp(buf + 8, job_b, 16) == 0);
+	memcpy(buf + 8, job_a, 16); /* the rewrite */
+	CHECK(write(as[0], buf, 56) == 56);
+	CHECK(recv(as[0], buf, 72, MSG_WAITALL) == 72); /* go on, challenge */
+	CHECK(write(cs[1], buf, 72) == 72);
+	join(tc);
+	CHECK_EQ(c.err, -EACCES);
+	CHECK(strstr(c.why, "failed the handshake") != NULL);
+	/* The connector sent no mac_c: the acceptor sees the end. */
+	ssize_t k = recv(cs[1], buf, 32, MSG_WAITALL);
+	CHECK(k >= 0 && k < 32);
+	shutdown(as[0], SHUT_RDWR);
+	join(ta);
+	CHECK(a.err < 0);
+	for (int i = 0; i < 2; i++) {
+		close(cs[i]);
+		close(as[i]);
+	}
+}
+
+/* A version 1 hello ({"pctc", rank}, no job token): refused at once with
+ * CANAL__V_VERSION, which a version 1 connector reads as a refusal. */
+static void version_1(void)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	struct acc a = { .fd = sv[1], .key = NULL };
+	pthread_t t = spawn(acceptor, &a);
+	uint32_t h[2] = { htole32(CANAL__HELLO_MAGIC_V1), htole32(2) };
+	CHECK(write(sv[0], h, 8) == 8);
+	uint32_t v[2];
+	CHECK(recv(sv[0], v, sizeof v, MSG_WAITALL) == 8);
+	CHECK_EQ(le32toh(v[0]), CANAL__VERDICT_MAGIC);
+	CHECK_EQ(le32toh(v[1]), (uint32_t)CANAL__V_VERSION);
+	join(t);
+	CHECK_EQ(a.err, -EPROTO);
+	CHECK(strstr(a.why, "version 1") != NULL);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -194,8 +287,8 @@ static void *listen_fn(void *arg)
 		}
 		int peer = -1;
 		char why[160];
-		l->err = canal__auth_accept(fd, l->key, 0, 1, 4, &peer, why,
-					    sizeof why);
+		l->err = canal__auth_accept(fd, l->key, job_a, 0, 1, 4, &peer,
+					    why, sizeof why);
 		if (!l->err) {
 			CHECK_EQ(peer, 2);
 			CHECK_EQ(canal__auth_answer(fd, CANAL__V_OK), 0);
@@ -216,6 +309,9 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The dialer's job token (the listener's is job_a). */
+static const unsigned char *dial_job = job_a;
+
 /* Dial a listener (drops, lkey) with dkey within limit_ms: the result
  * (checked to be the kept connection when >= 0) and the connections the
  * listener accepted. */
@@ -232,7 +328,8 @@ static int dial(int drops, const unsigned char *lkey,
 	CHECK(listen(l.lfd, 8) == 0);
 	CHECK(getsockname(l.lfd, (struct sockaddr *)&sa, &sl) == 0);
 	pthread_t t = spawn(listen_fn, &l);
-	int fd = canal__tcp_dial(&sa, 2, 0, dkey, mono_ms() + (uint64_t)limit_ms);
+	int fd = canal__tcp_dial(&sa, 2, 0, dkey, dial_job,
+				 mono_ms() + (uint64_t)limit_ms);
 	if (fd >= 0) {
 		char c = 0;
 		CHECK(recv(fd, &c, 1, MSG_WAITALL) == 1);
@@ -263,6 +360,14 @@ static void dialing(void)
 	CHECK_EQ(n, 1);
 	CHECK_EQ(dial(0, key_a, key_b, 10000, &n), -EACCES);
 	CHECK_EQ(n, 1);
+	/* A rank of another job, plain or keyed (same key): refused for
+	 * its job, final too. */
+	dial_job = job_b;
+	CHECK_EQ(dial(0, NULL, NULL, 10000, &n), -ESTALE);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(dial(0, key_a, key_a, 10000, &n), -ESTALE);
+	CHECK_EQ(n, 1);
+	dial_job = job_a;
 	CHECK(mono_ms() - t0 < 9000);
 	/* Always dropped: -ETIMEDOUT at the deadline, having dialed again. */
 	CHECK_EQ(dial(1000000, NULL, NULL, 300, &n), -ETIMEDOUT);
@@ -377,20 +482,23 @@ static int rank1(const char *dir, const char *keyp)
 	return 0;
 }
 
-/* Connect to rank 0 and play a bad opening; rank 0 must close on us. */
-static void attack(const struct sockaddr_in *sa, int how)
+/* Connect to rank 0 and play a bad opening with the job's own token
+ * (job: read from the job's directory, as any local process can); rank 0
+ * must close on us. */
+static void attack(const struct sockaddr_in *sa, const unsigned char *job,
+		   int how)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	CHECK(fd >= 0);
 	CHECK(connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0);
 	char why[160];
 	if (how == 0) { /* wrong key */
-		CHECK_EQ(canal__auth_connect(fd, key_b, 1, 0, 10000, why,
+		CHECK_EQ(canal__auth_connect(fd, key_b, job, 1, 0, 10000, why,
 					     sizeof why),
 			 -EACCES);
 		shutdown(fd, SHUT_WR); /* as the engine's connector does */
 	} else if (how == 1) { /* no key: plain hello, then an eager frame */
-		CHECK_EQ(canal__auth_connect(fd, NULL, 1, 0, 10000, why,
+		CHECK_EQ(canal__auth_connect(fd, NULL, job, 1, 0, 10000, why,
 					     sizeof why),
 			 -EACCES);
 		CHECK(strstr(why, "refused this rank") != NULL);
@@ -425,8 +533,10 @@ static void engine_level(const char *dir, const char *keyp)
 	}
 	struct sockaddr_in sa;
 	job_tcp_listener(dir, "tcp.0", &sa);
+	unsigned char job[CANAL__JOB_BYTES];
+	job_tcp_token(dir, "tcp.0", job);
 	for (int how = 0; how < 3; how++)
-		attack(&sa, how);
+		attack(&sa, job, how);
 	pid_t p1 = test_fork();
 	CHECK(p1 >= 0);
 	if (p1 == 0) {
@@ -468,7 +578,20 @@ int main(void)
 				     * acceptor's MAC is wrong and leaves */
 	CHECK_EQ(c, -EACCES);
 	CHECK(a < 0);
-	CHECK_EQ(wrong_key_answer(), -EACCES); /* one that answers anyway */
+	CHECK_EQ(hand_answer(key_a, job_a), 0); /* the MAC as auth.c makes it */
+	CHECK_EQ(hand_answer(key_b, job_a), -EACCES); /* one that answers anyway */
+	CHECK_EQ(hand_answer(key_a, job_b), -EACCES); /* the MAC binds the job */
+	/* A rank of another job, plain and keyed (one key file): refused
+	 * for its job, both sides say so. */
+	pair_jobs(NULL, job_b, NULL, job_a, &c, &a);
+	CHECK_EQ(c, -ESTALE);
+	CHECK_EQ(a, -ESTALE);
+	CHECK(strstr(cwhy, "another job") != NULL);
+	pair_jobs(key_a, job_b, key_a, job_a, &c, &a);
+	CHECK_EQ(c, -ESTALE);
+	CHECK_EQ(a, -ESTALE);
+	spliced();
+	version_1();
 	pair(NULL, key_a, &c, &a); /* no key against a keyed rank: the
 				    * connector hears the refusal and why */
 	CHECK_EQ(a, -EACCES);
@@ -483,7 +606,10 @@ int main(void)
 		garbage[i] = (unsigned char)(i * 91 + 3);
 	CHECK_EQ(feed(garbage, sizeof garbage, false), -EPROTO);
 	CHECK(feed("pc", 2, true) < 0); /* short hello, then end of stream */
-	uint32_t bad_rank[2] = { htole32(CANAL__AUTH_MAGIC), htole32(9) };
+	unsigned char bad_rank[24];
+	uint32_t br[2] = { htole32(CANAL__AUTH_MAGIC), htole32(9) };
+	memcpy(bad_rank, br, 8);
+	memcpy(bad_rank + 8, job_a, 16);
 	CHECK_EQ(feed(bad_rank, sizeof bad_rank, true), -EPROTO);
 	replay();
 	dialing();

@@ -45,10 +45,12 @@ int main(void)
 	/* rank 0's rail 0 */
 	struct sockaddr_in sa;
 	job_tcp_listener(dir, "tcp0.0", &sa);
+	unsigned char job[16]; /* rail 0's job token, which rank 1 would hold */
+	job_tcp_token(dir, "tcp0.0", job);
 	uint64_t now = canal__now_ms();
 	if (now < t0 + LATE_MS)
 		usleep((useconds_t)(t0 + LATE_MS - now) * 1000);
-	int fd = canal__tcp_dial(&sa, 1, 0, NULL, canal__now_ms() + 1000);
+	int fd = canal__tcp_dial(&sa, 1, 0, NULL, job, canal__now_ms() + 1000);
 	CHECK(fd >= 0); /* rail 0 connected, late; rail 1 never */
 	int st;
 	CHECK(waitpid(p0, &st, 0) == p0);

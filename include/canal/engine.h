@@ -259,10 +259,24 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *   -EPROTO     driver "ucx": ranks disagree on UCX's matching
  *               ($CANAL_ENGINE_UCX_NATIVE; the reason on stderr), or a
  *               peer's published UCX address is malformed or corrupted
- *               (refused before UCX sees it);
+ *               (refused before UCX sees it); (tcp) a peer refused this
+ *               rank's opening for its rank (out of range, connected
+ *               already) or its version (a canal older than job tokens),
+ *               or rank 0 published no job token with its address;
  *   -EACCES     key_file readable by others, not this user's, or not a
  *               regular file (a FIFO or a device: refused at once, not
- *               waited on);
+ *               waited on); (tcp) a peer refused this rank's handshake
+ *               for the key (another key_file, or a key on one side
+ *               only), or answered it with a wrong MAC;
+ *   -ESTALE     (tcp) the address a peer published is answered by a
+ *               rank of another job (the peer is gone and its port is
+ *               another job's now). Every TCP connection's opening
+ *               carries a token of its job, which the ranks agree on
+ *               through the address exchange (rank 0 draws it), keyed
+ *               or not: a connection between two jobs is refused on
+ *               both sides (the reason on stderr), never a gate, and
+ *               the rank that dialed fails its open at once; the rank
+ *               that was dialed goes on waiting for its own peer;
  *   -ETIMEDOUT  a peer did not appear within connect_timeout_ms (open
  *               returns then, about connect_timeout_ms after it began:
  *               every step counts against it, publishing this rank's

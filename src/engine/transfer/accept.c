@@ -151,8 +151,9 @@ static void evict_oldest(int rank, struct canal__auth_opening *open, int *n,
  * each and advancing it at once (a peer's hello has usually come with its
  * connection). 0, or the negative errno of a failure of the listener
  * itself (no descriptor left even after closing every opening). */
-static int take_new(int lfd, const unsigned char *key, int rank, int lo,
-		    int hi, uint64_t deadline, struct canal__auth_opening *open,
+static int take_new(int lfd, const unsigned char *key,
+		    const unsigned char *job, int rank, int lo, int hi,
+		    uint64_t deadline, struct canal__auth_opening *open,
 		    int *n, int cap, int *fds, int *missing)
 {
 	for (;;) {
@@ -176,7 +177,7 @@ static int take_new(int lfd, const unsigned char *key, int rank, int lo,
 				     "unfinished opening, room made for a newer connection");
 		uint64_t until = canal__now_ms() + CANAL__OPENING_WAIT_MS;
 		struct canal__auth_opening *o = &open[*n];
-		canal__auth_opening_init(o, fd, key, rank, lo, hi,
+		canal__auth_opening_init(o, fd, key, job, rank, lo, hi,
 					 until < deadline ? until : deadline);
 		if (!settle(rank, o, fds, missing))
 			(*n)++;
@@ -185,8 +186,9 @@ static int take_new(int lfd, const unsigned char *key, int rank, int lo,
 	}
 }
 
-int canal__tcp_accept_peers(int lfd, const unsigned char *key, int rank,
-			    int lo, int hi, uint64_t deadline, int *fds)
+int canal__tcp_accept_peers(int lfd, const unsigned char *key,
+			    const unsigned char *job, int rank, int lo, int hi,
+			    uint64_t deadline, int *fds)
 {
 	int missing = 0;
 	for (int r = lo; r < hi; r++)
@@ -235,8 +237,8 @@ int canal__tcp_accept_peers(int lfd, const unsigned char *key, int rank,
 		}
 		n = kept;
 		if (missing > 0 && p[0].revents) {
-			err = take_new(lfd, key, rank, lo, hi, deadline, open,
-				       &n, cap, fds, &missing);
+			err = take_new(lfd, key, job, rank, lo, hi, deadline,
+				       open, &n, cap, fds, &missing);
 			if (err)
 				break;
 		}

@@ -11,8 +11,8 @@
  * left behind (SO_RCVTIMEO, as before, is a limit per recv(): a peer
  * sending a byte now and then renewed it at every byte).
  *
- * Sending never waits either: each side sends at most 80 bytes over the
- * whole opening (acceptor: 72 + an 8-byte verdict; connector: 40 + 32),
+ * Sending never waits either: each side sends at most 88 bytes over the
+ * whole opening (acceptor: 72 + an 8-byte verdict; connector: 56 + 32),
  * each message only after reading the other's previous one, while a
  * socket's send buffer holds at least 4 KiB (tcp_wmem's minimum; a Unix
  * socket pair's far more). A send that would block cannot happen unless
@@ -38,6 +38,10 @@
 #include <unistd.h>
 
 #define NONCE CANAL__NONCE_BYTES
+#define JOB CANAL__JOB_BYTES
+/* The hello: {magic, rank, job}, keyed then nonce_c. */
+#define HELLO_PLAIN (8 + JOB)
+#define HELLO_KEYED (8 + JOB + NONCE)
 
 _Static_assert(crypto_auth_BYTES == CANAL__MAC_BYTES,
 	       "HMAC-SHA-512-256 is 32 bytes");
@@ -181,15 +185,19 @@ static int recv_until(int fd, void *buf, size_t n, uint64_t deadline)
 	}
 }
 
+/* label | job | nonce_c | nonce_a | rank_c | rank_a (auth.h): each side
+ * puts its own job token in, so a MAC made in another job never checks. */
 static void mac(unsigned char out[32], const unsigned char *key, char label,
-		const unsigned char *nc, const unsigned char *na, int rc, int ra)
+		const unsigned char *job, const unsigned char *nc,
+		const unsigned char *na, int rc, int ra)
 {
-	unsigned char m[1 + 2 * NONCE + 8];
+	unsigned char m[1 + JOB + 2 * NONCE + 8];
 	m[0] = (unsigned char)label;
-	memcpy(m + 1, nc, NONCE);
-	memcpy(m + 1 + NONCE, na, NONCE);
+	memcpy(m + 1, job, JOB);
+	memcpy(m + 1 + JOB, nc, NONCE);
+	memcpy(m + 1 + JOB + NONCE, na, NONCE);
 	uint32_t r[2] = { htole32((uint32_t)rc), htole32((uint32_t)ra) };
-	memcpy(m + 1 + 2 * NONCE, r, 8);
+	memcpy(m + 1 + JOB + 2 * NONCE, r, 8);
 	crypto_auth(out, m, sizeof m, key);
 }
 
@@ -204,6 +212,11 @@ static const char *verdict_text(uint32_t code)
 		return "rank out of its range";
 	case CANAL__V_TWICE:
 		return "rank connected already";
+	case CANAL__V_JOB:
+		return "it is a rank of another job (the address published "
+		       "for this peer is stale: its port is another job's now)";
+	case CANAL__V_VERSION:
+		return "another version of the opening";
 	default:
 		return "unknown reason";
 	}
@@ -228,27 +241,32 @@ static int read_verdict(int fd, int peer, uint64_t deadline, char *why,
 		return 0;
 	snprintf(why, whylen, "peer %d refused this rank: %s", peer,
 		 verdict_text(code));
-	return code == CANAL__V_KEY || code == CANAL__V_MAC ? -EACCES : -EPROTO;
+	return code == CANAL__V_KEY || code == CANAL__V_MAC ? -EACCES
+	       : code == CANAL__V_JOB			    ? -ESTALE
+							    : -EPROTO;
 }
 
-int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
-			int wait_ms, char *why, size_t whylen)
+int canal__auth_connect(int fd, const unsigned char *key,
+			const unsigned char job[CANAL__JOB_BYTES], int rank,
+			int peer, int wait_ms, char *why, size_t whylen)
 {
 	if (wait_ms < 1)
 		wait_ms = 1;
 	uint64_t deadline = canal__now_ms() + (uint64_t)wait_ms;
-	unsigned char hello[8 + NONCE];
+	unsigned char hello[HELLO_KEYED];
 	uint32_t h[2] = { htole32(key ? CANAL__AUTH_MAGIC : CANAL__HELLO_MAGIC),
 			  htole32((uint32_t)rank) };
 	memcpy(hello, h, 8);
+	memcpy(hello + 8, job, JOB);
+	unsigned char *nonce_c = hello + HELLO_PLAIN;
 	int err;
 	why[0] = 0;
 	if (!key) {
-		err = send_now(fd, hello, 8);
+		err = send_now(fd, hello, HELLO_PLAIN);
 		goto verdict;
 	}
-	randombytes_buf(hello + 8, NONCE);
-	err = send_now(fd, hello, sizeof hello);
+	randombytes_buf(nonce_c, NONCE);
+	err = send_now(fd, hello, HELLO_KEYED);
 	/* The hello's verdict: a refusal (no key here, rank), or go on. */
 	if (!err)
 		err = read_verdict(fd, peer, deadline, why, whylen);
@@ -257,13 +275,14 @@ int canal__auth_connect(int fd, const unsigned char *key, int rank, int peer,
 		err = recv_until(fd, reply, sizeof reply, deadline);
 	if (err)
 		goto out;
-	mac(want, key, 'A', hello + 8, reply, rank, peer);
+	mac(want, key, 'A', job, nonce_c, reply, rank, peer);
 	if (sodium_memcmp(want, reply + NONCE, sizeof want) != 0) {
-		snprintf(why, whylen, "peer %d failed the handshake (wrong key)",
-			 peer);
+		snprintf(why, whylen,
+			 "peer %d failed the handshake (wrong key, or a job "
+			 "token rewritten on the way)", peer);
 		return -EACCES;
 	}
-	mac(want, key, 'C', hello + 8, reply, rank, peer);
+	mac(want, key, 'C', job, nonce_c, reply, rank, peer);
 	err = send_now(fd, want, sizeof want);
 verdict:
 	if (!err)
@@ -295,12 +314,14 @@ static int refuse(int fd, enum canal__verdict code, int err)
 }
 
 void canal__auth_opening_init(struct canal__auth_opening *o, int fd,
-			      const unsigned char *key, int rank, int lo,
-			      int hi, uint64_t deadline)
+			      const unsigned char *key,
+			      const unsigned char job[CANAL__JOB_BYTES],
+			      int rank, int lo, int hi, uint64_t deadline)
 {
 	memset(o, 0, sizeof *o);
 	o->fd = fd;
 	o->key = key;
+	o->job = job;
 	o->rank = rank;
 	o->lo = lo;
 	o->hi = hi;
@@ -330,14 +351,19 @@ static int opening_short(struct canal__auth_opening *o, int err,
 	return opening_fail(o, err);
 }
 
-/* The hello {magic, rank} has come: 0 to go on, or the refusal (its
- * verdict sent when the peer spoke canal's opening). */
-static int opening_check_hello(struct canal__auth_opening *o)
+/* The hello's {magic, rank} has come: 0 to go on to its job token, or
+ * the refusal (its verdict sent when the peer spoke canal's opening). */
+static int opening_check_magic(struct canal__auth_opening *o)
 {
 	uint32_t h[2];
 	memcpy(h, o->hello, 8);
 	uint32_t magic = le32toh(h[0]);
-	int r = (int)le32toh(h[1]);
+	if (magic == CANAL__HELLO_MAGIC_V1 || magic == CANAL__AUTH_MAGIC_V1) {
+		snprintf(o->why, sizeof o->why,
+			 "peer speaks the opening's version 1 (no job token): "
+			 "an older canal");
+		return refuse(o->fd, CANAL__V_VERSION, -EPROTO);
+	}
 	if (magic != CANAL__HELLO_MAGIC && magic != CANAL__AUTH_MAGIC) {
 		snprintf(o->why, sizeof o->why,
 			 "not a canal engine hello (garbage)");
@@ -353,6 +379,24 @@ static int opening_check_hello(struct canal__auth_opening *o)
 			 "peer sent a keyed handshake, this rank has no key");
 		return refuse(o->fd, CANAL__V_KEY, -EACCES);
 	}
+	return 0;
+}
+
+/* The hello's job token has come too: 0 to go on (the peer's rank in
+ * o->peer), or the refusal, its verdict sent. The job first: a rank of
+ * another job is refused for that, whatever its rank. */
+static int opening_check_job(struct canal__auth_opening *o)
+{
+	uint32_t h[2];
+	memcpy(h, o->hello, 8);
+	int r = (int)le32toh(h[1]);
+	if (sodium_memcmp(o->hello + 8, o->job, JOB) != 0) {
+		snprintf(o->why, sizeof o->why,
+			 "claimed rank %d is a rank of another job (its job "
+			 "token differs: a stale address of its job names "
+			 "this port)", r);
+		return refuse(o->fd, CANAL__V_JOB, -ESTALE);
+	}
 	if (r < o->lo || r >= o->hi) {
 		snprintf(o->why, sizeof o->why, "rank %d out of range", r);
 		return refuse(o->fd, CANAL__V_RANK, -EPROTO);
@@ -367,16 +411,27 @@ int canal__auth_opening_step(struct canal__auth_opening *o)
 {
 	int err;
 	if (o->stage == CANAL__OPENING_HELLO) {
+		/* The magic alone first: a version 1 hello (8 bytes plain)
+		 * hears its refusal at once, not at the deadline. */
 		err = recv_now(o->fd, o->hello, 8, &o->have);
 		if (err)
 			return opening_short(o, err, "no hello");
-		err = opening_check_hello(o);
+		err = opening_check_magic(o);
+		if (err)
+			return opening_fail(o, err);
+		o->stage = CANAL__OPENING_JOB;
+	}
+	if (o->stage == CANAL__OPENING_JOB) {
+		err = recv_now(o->fd, o->hello, HELLO_PLAIN, &o->have);
+		if (err)
+			return opening_short(o, err, "hello cut short");
+		err = opening_check_job(o);
 		if (err)
 			return opening_fail(o, err);
 		o->stage = o->key ? CANAL__OPENING_NONCE : CANAL__OPENING_PASSED;
 	}
 	if (o->stage == CANAL__OPENING_NONCE) {
-		err = recv_now(o->fd, o->hello, sizeof o->hello, &o->have);
+		err = recv_now(o->fd, o->hello, HELLO_KEYED, &o->have);
 		if (err)
 			return opening_short(o, err, "handshake cut short");
 		/* The hello's verdict (go on), then the challenge. */
@@ -386,8 +441,8 @@ int canal__auth_opening_step(struct canal__auth_opening *o)
 		memcpy(out, go, 8);
 		randombytes_buf(o->nonce_a, NONCE);
 		memcpy(out + 8, o->nonce_a, NONCE);
-		mac(out + 8 + NONCE, o->key, 'A', o->hello + 8, o->nonce_a,
-		    o->peer, o->rank);
+		mac(out + 8 + NONCE, o->key, 'A', o->job,
+		    o->hello + HELLO_PLAIN, o->nonce_a, o->peer, o->rank);
 		err = send_now(o->fd, out, sizeof out);
 		if (err) {
 			snprintf(o->why, sizeof o->why,
@@ -402,11 +457,11 @@ int canal__auth_opening_step(struct canal__auth_opening *o)
 		if (err)
 			return opening_short(o, err, "handshake cut short");
 		unsigned char want[CANAL__MAC_BYTES];
-		mac(want, o->key, 'C', o->hello + 8, o->nonce_a, o->peer,
-		    o->rank);
+		mac(want, o->key, 'C', o->job, o->hello + HELLO_PLAIN,
+		    o->nonce_a, o->peer, o->rank);
 		if (sodium_memcmp(want, o->mac_c, sizeof want) != 0) {
 			snprintf(o->why, sizeof o->why,
-				 "claimed rank %d failed the handshake (wrong key or replay)",
+				 "claimed rank %d failed the handshake (wrong key, replay, or a job token rewritten on the way)",
 				 o->peer);
 			return opening_fail(o, refuse(o->fd, CANAL__V_MAC,
 						      -EACCES));
@@ -416,11 +471,12 @@ int canal__auth_opening_step(struct canal__auth_opening *o)
 	return o->stage == CANAL__OPENING_PASSED ? 0 : o->err;
 }
 
-int canal__auth_accept(int fd, const unsigned char *key, int rank, int lo,
-		       int hi, int *peer, char *why, size_t whylen)
+int canal__auth_accept(int fd, const unsigned char *key,
+		       const unsigned char job[CANAL__JOB_BYTES], int rank,
+		       int lo, int hi, int *peer, char *why, size_t whylen)
 {
 	struct canal__auth_opening o;
-	canal__auth_opening_init(&o, fd, key, rank, lo, hi,
+	canal__auth_opening_init(&o, fd, key, job, rank, lo, hi,
 				 canal__now_ms() + CANAL__OPENING_WAIT_MS);
 	int err;
 	/* wait_readable's own -ETIMEDOUT is not used: the step after the

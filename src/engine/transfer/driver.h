@@ -174,9 +174,13 @@ int canal__tcp_connect_all(const char *dir, const char *bind_addr, int rank,
 
 struct canal__xchg;
 
-/* The same with the address published through x (exchange.h: files or
- * PMIx; drivers[x->size]) and key (32 bytes) or NULL: the handshake of
- * auth.h. */
+/* The same with the address published through x (exchange.h: files,
+ * PMIx or the launcher; drivers[x->size]) and key (32 bytes) or NULL: the
+ * handshake of auth.h. The job token of the openings (auth.h) is drawn by
+ * rank 0 and published with its address; the others read it there before
+ * their first dial. -ESTALE: a peer's published address is answered by a
+ * rank of another job (its publication is stale), logged on stderr;
+ * -EPROTO: rank 0's publication has no job token (an older canal). */
 int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 			   int timeout_ms, int dead_after_ms,
 			   const unsigned char *key,
@@ -185,17 +189,21 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 struct sockaddr_in;
 
 /* tcp.c: connect to peer at sa with the opening of auth.h (key NULL:
- * plain), dialing again while the peer is not listening yet or drops the
- * connection before its verdict, until deadline (CLOCK_MONOTONIC, ms).
- * The connected blocking socket, or a negative errno: -ETIMEDOUT at the
- * deadline, -EACCES / -EPROTO the peer refused this rank (final, logged
- * on stderr with the peer's reason), another errno from socket/connect. */
+ * plain; job: this rank's job token, CANAL__JOB_BYTES), dialing again
+ * while the peer is not listening yet or drops the connection before its
+ * verdict, until deadline (CLOCK_MONOTONIC, ms). The connected blocking
+ * socket, or a negative errno: -ETIMEDOUT at the deadline, -EACCES /
+ * -ESTALE / -EPROTO the peer refused this rank for the key, the job (it
+ * is a rank of another job) or the rank (final, logged on stderr with the
+ * peer's reason), another errno from socket/connect. */
 int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
-		    const unsigned char *key, uint64_t deadline);
+		    const unsigned char *key, const unsigned char *job,
+		    uint64_t deadline);
 
 /* accept.c: accept on lfd (a listening socket, non-blocking) the
  * connections of the ranks in [lo, hi) whose fds[] entry is -1, reading
- * their openings (auth.h; key NULL: plain) all at once so that a slow or
+ * their openings (auth.h; key NULL: plain; job: the job token they must
+ * carry, CANAL__JOB_BYTES) all at once so that a slow or
  * silent connection holds up none of the others; each opening has
  * CANAL__OPENING_WAIT_MS from its accept. Connections refused, late or
  * unfinished when the call returns are closed and logged on stderr.
@@ -203,8 +211,9 @@ int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
  * CANAL__V_OK; the caller owns those, also after a failure. Returns 0 once
  * every fds[lo, hi) is set; -ETIMEDOUT at deadline (canal__now_ms()
  * clock); -ENOMEM; or the errno of a failed poll or accept. */
-int canal__tcp_accept_peers(int lfd, const unsigned char *key, int rank,
-			    int lo, int hi, uint64_t deadline, int *fds);
+int canal__tcp_accept_peers(int lfd, const unsigned char *key,
+			    const unsigned char *job, int rank, int lo, int hi,
+			    uint64_t deadline, int *fds);
 
 /* ucx.c: a UCP worker for the session, its address published through x, an
  * endpoint per peer. native: the session's messages will go by UCX's own

@@ -14,12 +14,18 @@
  *
  * Connection set-up (canal__tcp_connect_all): every process listens on
  * bind_addr (an address, or an interface or subnet naming one of this
- * host's: ifaddr.h) with a kernel-chosen port and publishes "port" in
- * "addr port" under key "tcp" (exchange.h: dir/tcp.<rank>, or PMIx), then
+ * host's: ifaddr.h) with a kernel-chosen port and publishes "addr port"
+ * under key "tcp" (exchange.h: dir/tcp.<rank>, PMIx or the launcher), then
  * all fence; it connects to every lower rank and accepts every higher one.
- * A connection opens with a hello {u32 magic, u32 rank}, or with a shared
- * key the handshake of auth.h; a wrong magic, a failed handshake, a rank
- * out of range or a rank seen twice is refused (closed, logged on stderr).
+ * Rank 0 draws the job token (auth.h: 16 random bytes) and publishes it
+ * with its address, "addr port <32 hex digits>"; every other rank reads
+ * rank 0's address before any other (it dials the lower ranks from 0 up)
+ * and takes the token from there, so every rank of the job holds the same
+ * token before its first dial or accept, at no exchange of its own. A
+ * connection opens with a hello {u32 magic, u32 rank, job[16]}, or with a
+ * shared key the handshake of auth.h; a wrong magic, a failed handshake,
+ * another job's token, a rank out of range or a rank seen twice is
+ * refused (closed, logged on stderr).
  * The acceptor reads the openings of all its connections at once, each
  * under its own deadline (accept.c), so a stray connection that is slow
  * or silent holds up no real peer. Connecting before accepting cannot
@@ -41,6 +47,7 @@
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,26 +391,43 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Publish "addr port", and with job (rank 0) " <job in hex>". */
 static int publish_port(const struct canal__xchg *x, const char *addr,
-			int port, uint64_t deadline)
+			int port, const unsigned char *job, uint64_t deadline)
 {
-	char v[96];
-	snprintf(v, sizeof v, "%s %d", addr, port);
+	char v[96], hex[2 * CANAL__JOB_BYTES + 1] = "";
+	if (job)
+		sodium_bin2hex(hex, sizeof hex, job, CANAL__JOB_BYTES);
+	snprintf(v, sizeof v, "%s %d%s%s", addr, port, job ? " " : "", hex);
 	return canal__xchg_put(x, x->tcp_key ? x->tcp_key : "tcp", v,
 			       deadline);
 }
 
+/* rank's published address into *sa and, with job (rank 0's), the job
+ * token that follows it: 0, the exchange's error, or -EPROTO (malformed,
+ * or no token: rank 0 runs a canal without job tokens; logged). */
 static int read_port(const struct canal__xchg *x, int rank, uint64_t deadline,
-		     struct sockaddr_in *sa)
+		     struct sockaddr_in *sa, unsigned char *job)
 {
-	char v[96], addr[64];
+	char v[96], addr[64], hex[2 * CANAL__JOB_BYTES + 2] = "";
 	int port;
 	int err = canal__xchg_get(x, rank, x->tcp_key ? x->tcp_key : "tcp", v,
 				  sizeof v, deadline);
 	if (err)
 		return err;
-	if (sscanf(v, "%63s %d", addr, &port) != 2 || port <= 0 || port > 65535)
+	int n = sscanf(v, "%63s %d %33s", addr, &port, hex);
+	if (n < 2 || port <= 0 || port > 65535)
 		return -EPROTO;
+	size_t bin = 0;
+	if (job && (n != 3 || strlen(hex) != 2 * CANAL__JOB_BYTES ||
+		    sodium_hex2bin(job, CANAL__JOB_BYTES, hex, strlen(hex),
+				   NULL, &bin, NULL) != 0 ||
+		    bin != CANAL__JOB_BYTES)) {
+		fprintf(stderr, "canal engine: rank %d: rank %d published no "
+				"job token with its address (\"%s\"): a canal "
+				"without them?\n", x->rank, rank, v);
+		return -EPROTO;
+	}
 	memset(sa, 0, sizeof *sa);
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons((uint16_t)port);
@@ -453,10 +477,12 @@ static int connect_until(int fd, const struct sockaddr_in *sa,
 /* Dial peer at sa until deadline (now_ms clock): a connection the peer
  * refused to listen on yet, or dropped before its handshake verdict (auth.h:
  * its limit passed while our hello was late on a lossy link), is dialed
- * again; a refusal (wrong key, rank) is final. The connected socket, or a
+ * again; a refusal (wrong key, another job, rank) is final: the address
+ * names a listener that will not take this rank. The connected socket, or a
  * negative errno (logged). */
 int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
-		    const unsigned char *key, uint64_t deadline)
+		    const unsigned char *key, const unsigned char *job,
+		    uint64_t deadline)
 {
 	for (;;) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -474,7 +500,7 @@ int canal__tcp_dial(const struct sockaddr_in *sa, int rank, int peer,
 			 * reads a verdict already there (auth.h: 1 ms). */
 			uint64_t now = now_ms();
 			uint64_t left = now < deadline ? deadline - now : 0;
-			err = canal__auth_connect(fd, key, rank, peer,
+			err = canal__auth_connect(fd, key, job, rank, peer,
 						  left > INT_MAX ? INT_MAX
 								 : (int)left,
 						  why, sizeof why);
@@ -512,6 +538,14 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 	int err = 0, lfd = -1;
 	char addr[CANAL__ADDR_MAX], bad[160];
+	/* The job's token (auth.h): rank 0's own draw, the others' read from
+	 * rank 0's publication at j = 0 below, before any dial or accept. */
+	unsigned char job[CANAL__JOB_BYTES] = { 0 };
+	if (rank == 0) {
+		if (sodium_init() < 0)
+			return -EIO;
+		randombytes_buf(job, sizeof job);
+	}
 	if (!bind_addr)
 		bind_addr = "127.0.0.1";
 	/* An interface name or a subnet: this host's address there. */
@@ -539,7 +573,8 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 			err = -errno;
 			goto out;
 		}
-		err = publish_port(x, bind_addr, ntohs(sa.sin_port), deadline);
+		err = publish_port(x, bind_addr, ntohs(sa.sin_port),
+				   rank == 0 ? job : NULL, deadline);
 		if (err)
 			goto out;
 	}
@@ -548,10 +583,10 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 		goto out;
 	for (int j = 0; j < rank; j++) {
 		struct sockaddr_in sa;
-		err = read_port(x, j, deadline, &sa);
+		err = read_port(x, j, deadline, &sa, j == 0 ? job : NULL);
 		if (err)
 			goto out;
-		int fd = canal__tcp_dial(&sa, rank, j, key, deadline);
+		int fd = canal__tcp_dial(&sa, rank, j, key, job, deadline);
 		if (fd < 0) {
 			err = fd;
 			goto out;
@@ -570,8 +605,8 @@ int canal__tcp_connect_xchg(const struct canal__xchg *x, const char *bind_addr,
 		}
 		for (int j = 0; j < size; j++)
 			fds[j] = -1;
-		err = canal__tcp_accept_peers(lfd, key, rank, rank + 1, size,
-					      deadline, fds);
+		err = canal__tcp_accept_peers(lfd, key, job, rank, rank + 1,
+					      size, deadline, fds);
 		/* What was accepted is ours, after a failure too. */
 		for (int j = rank + 1; j < size; j++) {
 			if (fds[j] < 0)
