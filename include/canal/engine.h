@@ -281,7 +281,12 @@ void canal_engine_options_init(struct canal_engine_options *opt);
  *               returns then, about connect_timeout_ms after it began:
  *               every step counts against it, publishing this rank's
  *               address through canal-launch's key-value service and the
- *               wait for a TCP peer's handshake verdict included);
+ *               wait for a TCP peer's handshake verdict included); also
+ *               when canal-launch's key-value service ($CANAL_LAUNCH_ADDR)
+ *               could not be reached until then (gone: connections
+ *               refused; or silent), for a put and a get alike: open asks
+ *               it again until the deadline and says -ETIMEDOUT, never
+ *               the last attempt's errno (the reason on stderr);
  *   -ECONNRESET (PMIx launch) a peer ended (exited, or its open failed)
  *               without joining the address exchange;
  *   -EIO        (PMIx launch) the PMIx server failed the exchange;

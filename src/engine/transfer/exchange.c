@@ -128,6 +128,18 @@ static int launcher_ask(const char *addr, const char *line, char *ans,
 	return 0;
 }
 
+/* The launcher could not be asked (launcher_ask's err) until the
+ * deadline: said on stderr, since the caller hears -ETIMEDOUT only. */
+static void launcher_gave_up(const struct canal__xchg *x, const char *what,
+			     int err)
+{
+	fprintf(stderr,
+		"canal engine: rank %d: %s through the launcher at %s: no "
+		"answer by the connect deadline (last attempt: %s)\n",
+		x->rank, what, x->launch_addr,
+		err ? strerror(-err) : "refused by the service");
+}
+
 int canal__xchg_put(const struct canal__xchg *x, const char *key,
 		    const char *value, uint64_t deadline_ms)
 {
@@ -151,8 +163,10 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
 				return 0;
 			if (err == -EINVAL)
 				return err;
-			if (canal__now_ms() >= deadline_ms)
+			if (canal__now_ms() >= deadline_ms) {
+				launcher_gave_up(x, "publishing", err);
 				return -ETIMEDOUT;
+			}
 			struct timespec ts = { 0, 10000000L };
 			nanosleep(&ts, NULL);
 		}
@@ -200,8 +214,19 @@ int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 				return -EPROTO;
 			if (err == -EINVAL)
 				return err;
-			if (canal__now_ms() > deadline_ms)
-				return err ? err : -ETIMEDOUT;
+			/* The deadline, whatever the last attempt met (the
+			 * value not there yet, a launcher gone, refusing or
+			 * silent): -ETIMEDOUT, as a put says. The last
+			 * attempt's own error (-ECONNREFUSED once the
+			 * launcher was gone) made open's error depend on
+			 * which of the two was under way then
+			 * (test_revxchg_launcher_gone). */
+			if (canal__now_ms() >= deadline_ms) {
+				if (err || strcmp(ans, "N"))
+					launcher_gave_up(x, "reading an address",
+							 err);
+				return -ETIMEDOUT;
+			}
 			struct timespec ts = { 0, 2000000L };
 			nanosleep(&ts, NULL);
 		}

@@ -39,8 +39,9 @@ struct canal__xchg {
 
 /* Publish value under key for this rank: 0, or a negative errno. The
  * launcher back end asks again (a network that cut the exchange short, a
- * service that refused it) until deadline_ms (CLOCK_MONOTONIC
- * milliseconds: the open's), then -ETIMEDOUT; -EINVAL for a launch address
+ * service that refused it, a launcher gone or silent) until deadline_ms
+ * (CLOCK_MONOTONIC milliseconds: the open's), then -ETIMEDOUT whatever
+ * the last attempt met (said on stderr); -EINVAL for a launch address
  * that is not "ip:port" or a value with a newline. The files and PMIx back
  * ends do not wait (PMIx_Put is local: the fence waits). */
 int canal__xchg_put(const struct canal__xchg *x, const char *key,
@@ -52,10 +53,13 @@ int canal__xchg_put(const struct canal__xchg *x, const char *key,
  * when a rank ended without reaching it (PMIx's partial success), or -EIO
  * (PMIx failed otherwise). */
 int canal__xchg_fence(const struct canal__xchg *x, uint64_t deadline_ms);
-/* The value rank put under key, into buf[cap]: 0, -ETIMEDOUT past
- * deadline_ms (CLOCK_MONOTONIC milliseconds), -EPROTO when too long or,
- * from the launcher, at once on an answer outside its protocol; -EINVAL
- * for a launch address that is not "ip:port". */
+/* The value rank put under key, into buf[cap]: 0, -ETIMEDOUT at
+ * deadline_ms (CLOCK_MONOTONIC milliseconds) with no value, the launcher's
+ * included whatever its last attempt met (the value not there yet, or the
+ * launcher gone, refusing connections or silent: said on stderr; the same
+ * rule as put's), -EPROTO when too long or, from the launcher, at once on
+ * an answer outside its protocol; -EINVAL for a launch address that is
+ * not "ip:port". */
 int canal__xchg_get(const struct canal__xchg *x, int rank, const char *key,
 		    char *buf, size_t cap, uint64_t deadline_ms);
 
