@@ -18,10 +18,12 @@
 #include <sys/wait.h>
 #include <time.h>
 
-/* A TCP listener on 127.0.0.1, an ephemeral port, backlog 16: its fd;
- * *sa its address (if sa), addr its "127.0.0.1:port" (if addr). */
-static inline int loopback_listener(struct sockaddr_in *sa, char *addr,
-				    size_t cap)
+/* A TCP socket bound to 127.0.0.1, an ephemeral port, listening with a
+ * backlog of 16 if listening (else a connection to it is refused, and no
+ * one else can take the port while it is open): its fd; *sa its address
+ * (if sa), addr its "127.0.0.1:port" (if addr). */
+static inline int loopback_socket(struct sockaddr_in *sa, char *addr,
+				  size_t cap, bool listening)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -29,13 +31,21 @@ static inline int loopback_listener(struct sockaddr_in *sa, char *addr,
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(fd >= 0);
 	CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	CHECK_EQ(listen(fd, 16), 0);
+	if (listening)
+		CHECK_EQ(listen(fd, 16), 0);
 	CHECK_EQ(getsockname(fd, (struct sockaddr *)&a, &l), 0);
 	if (sa)
 		*sa = a;
 	if (addr)
 		snprintf(addr, cap, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
 	return fd;
+}
+
+/* A TCP listener on 127.0.0.1 (loopback_socket). */
+static inline int loopback_listener(struct sockaddr_in *sa, char *addr,
+				    size_t cap)
+{
+	return loopback_socket(sa, addr, cap, true);
 }
 
 static inline uint64_t hang_guard_ms(void)

@@ -28,15 +28,7 @@
  * is refused. */
 static int gone_launcher(char *addr, size_t cap)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t l = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&a, &l), 0);
-	snprintf(addr, cap, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
-	return fd;
+	return loopback_socket(NULL, addr, cap, false);
 }
 
 int main(void)
