@@ -101,6 +101,10 @@ static void live_busy_children(void)
 				;
 		}
 	}
+	/* canal__foreign_load_last: the verdict as it stands, no sample of
+	 * its own (none taken yet: none). */
+	CHECK(!canal__foreign_load_last());
+	CHECK(canal__foreign_samples() == 0);
 	bool seen = false;
 	uint64_t end = canal_now_ns() + 5000 * MS, t = 0;
 	while (!seen && (t = canal_now_ns()) < end) {
@@ -110,6 +114,14 @@ static void live_busy_children(void)
 	for (long i = 0; i < n; i++) {
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
+	}
+	if (seen) {
+		/* The verdict stands until the next sample, however late. */
+		uint64_t before = canal__foreign_samples();
+		CHECK(canal__foreign_load_last());
+		usleep(2 * CANAL__FOREIGN_WINDOW_NS / 1000);
+		CHECK(canal__foreign_load_last());
+		CHECK(canal__foreign_samples() == before);
 	}
 	if (seen) {
 		/* A child of this process keeps the parent's verdict, and
@@ -128,7 +140,8 @@ static void live_busy_children(void)
 		CHECK(c >= 0);
 		if (c == 0) {
 			int code = 0;
-			if (!canal__foreign_load(t0))
+			if (!canal__foreign_load_last() ||
+			    !canal__foreign_load(t0))
 				code = 1; /* parent's verdict not inherited */
 			else if (!canal__foreign_load(
 					 t0 + 2 * CANAL__FOREIGN_WINDOW_NS) ||

@@ -212,6 +212,11 @@ uint64_t canal__foreign_samples(void)
 	return atomic_load_explicit(&samples, memory_order_relaxed);
 }
 
+bool canal__foreign_load_last(void)
+{
+	return last_verdict() != LOAD_NONE;
+}
+
 bool canal__foreign_saturated(void)
 {
 	return last_verdict() == LOAD_SATURATED;

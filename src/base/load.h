@@ -85,6 +85,15 @@ bool canal__foreign_load(uint64_t now_ns);
  */
 bool canal__foreign_saturated(void);
 
+/*
+ * The verdict of canal__foreign_load as it stands, without looking at the
+ * time or sampling: for a hot path that may act on a verdict up to a
+ * window old, because something else on its way asks canal__foreign_load
+ * (the wait layer: a wait that acts on this verdict reaches the yield
+ * phase, which asks). Thread-safe, a relaxed load.
+ */
+bool canal__foreign_load_last(void);
+
 /* How many samples this process took or tried (each a read of
  * /proc/stat unless it could not be opened): for the tests. A relaxed
  * load. */

@@ -330,6 +330,38 @@ bool canal__spin(bool (*probe)(void *), void *arg)
 	return ok;
 }
 
+/*
+ * Phases 1 and 2 skipped (wait.h): a receiver waiting for an element of a
+ * buffered thread channel, nobody else on its queue, while other processes
+ * keep the CPUs busy. There the sender it waits for is as likely
+ * preempted by them as running: a spin that succeeds saves a wake-up that
+ * costs about a microsecond on a busy CPU (no idle exit), one that fails
+ * takes up to 6 us from the CPU that sender needs, and the adaptive count
+ * (canal__spin_pays) keeps spinning as long as one spin in four succeeds.
+ * Beside one busy process (Intel Xeon, 2 vCPUs, N = 200 000, 5
+ * interleaved runs, ns a message, median [range], docs/results/history.md
+ * 2026-12-03 afternoon): bounded1_spsc 2 331 [2 272-2 390] -> 2 037
+ * [2 026-2 119], bounded1_ping_pong 1 260 [1 247-1 347] -> 1 098 [1 049-
+ * 1 226] (flume 1 884 and 945); the other cells within their spread.
+ * Only there: skipping the spins of every wait alone on its queue (room
+ * too) made the senders of bounded1_select_rx, one per channel, 1 548 ->
+ * 1 919; of every wait, bounded1_mpmc 1 758 -> 2 361 and bounded0_mpsc
+ * 1 483 -> 1 952. Nor capacity 0 (its receiver's element is one hand-off
+ * away), nor shared queues, whose partner is another process and so
+ * counts as foreign load itself (load.h): two processes polling each
+ * other would park at every element. The verdict is read as it stands
+ * (no clock read on this path): a wait that skips its spins goes on to the
+ * yield phase, which asks for a fresh one (yield_phase), so it is at most
+ * a window old, or CANAL__CONTENDED_NS while this thread's CPU proved
+ * contended.
+ */
+static bool lone_under_load(bool shared, uint32_t waiters,
+			    enum canal__wait_kind kind)
+{
+	return !shared && waiters == 0 && kind == CANAL__WAIT_ELEMENT &&
+	       canal__foreign_load_last();
+}
+
 static uint64_t sleep_limit(bool shared, uint64_t deadline)
 {
 	if (likely(!shared))
@@ -363,6 +395,8 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	 * the queue, as in an mpmc; many, a crowd that a spin would only
 	 * delay). */
 	bool spin = waiters < canal__yield_limit() && canal__spin_pays();
+	if (spin && lone_under_load(shared, waiters, c->kind))
+		spin = false;
 	if (spin && spin_quiet(c->probe, c->arg)) {
 		canal__spin_outcome(true);
 		return 0;

@@ -291,7 +291,9 @@ static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
  *  1. while fewer than canal__yield_limit() others sleep on the queue,
  *     poll a little without writing anything shared (a reply already on
  *     its way, as in a ping-pong, costs no cache-line transfer for our
- *     bookkeeping);
+ *     bookkeeping). Not a receiver waiting for an element alone on a
+ *     buffered thread channel's queue while other processes keep the
+ *     CPUs busy (phases 1 and 2 skipped: wait.c, lone_under_load);
  *  2. take the queue's one spinner role if it is free: notifiers then skip
  *     the wake syscall, because the spinner will see their change. Under
  *     the same bound, spin longer, with the role or without it. A few
@@ -350,7 +352,10 @@ static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
  * on its queue; all are still cut short by the contention check and
  * bounded by canal__yield_limit as any yield phase). Everything else is
  * CANAL__WAIT_PLAIN: ring waits (room; an element, including a capacity-0
- * receiver's wait for its matched element) and selects (canal__wait_many).
+ * receiver's wait for its matched element) and selects (canal__wait_many);
+ * or CANAL__WAIT_ELEMENT, which the yield phase treats as PLAIN (a
+ * receiver of a buffered channel waiting for an element; it differs in
+ * phases 1 and 2 only).
  *  CANAL__WAIT_DEMAND  a synchronous sender waits for a receiver's demand
  *                      (every capacity-0 send: plain, batch, reserve). It
  *                      yields under foreign load only while others are
@@ -394,6 +399,11 @@ enum canal__wait_kind {
 	CANAL__WAIT_PLAIN = 0,
 	CANAL__WAIT_DEMAND,
 	CANAL__WAIT_ACK,
+	/* A receiver of a buffered channel waits for an element: PLAIN for
+	 * the yield phase; its spin phases are skipped when it is alone on
+	 * a thread channel's queue under foreign load (wait.c,
+	 * lone_under_load). */
+	CANAL__WAIT_ELEMENT,
 };
 
 /*

@@ -638,7 +638,9 @@ int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline)
 
 int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline)
 {
-	const struct canal__wait_cond c = { can_recv, can_recv, ch,
-					    CANAL__WAIT_PLAIN, ch->hook };
+	const struct canal__wait_cond c = {
+		can_recv, can_recv, ch,
+		ch->sync ? CANAL__WAIT_PLAIN : CANAL__WAIT_ELEMENT, ch->hook
+	};
 	return canal__wait(&ch->st->recv_wq, ch->shared, &c, deadline);
 }
