@@ -44,6 +44,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -189,9 +190,71 @@ static void ur_fini(struct canal__loop *l)
 	l->backend = NULL;
 }
 
-/* One CQE of op: complete it at its last (see the top of this file). */
-static void reap_op(struct canal__io *op, const struct io_uring_cqe *cqe)
+/* A poll's pauses while the kernel reports only POLLRDHUP, not asked:
+ * 1 ms, doubling to 32 ms (canal_io_poll's, io.c). */
+#define POLL_PAUSE_MIN_NS 1000000u
+#define POLL_PAUSE_MAX_NS 32000000u
+
+/*
+ * A poll's CQE (IO_POLL) that is not its answer: true if the op goes on.
+ * The kernel adds POLLRDHUP to every poll (as ERR and HUP) and reports
+ * it: once the peer has shut its side down, a poll for what is not there
+ * (POLLOUT, POLLPRI) completes with POLLRDHUP alone, which poll(2) would
+ * not report, and a poll armed again completes at once again. The op
+ * then waits out a pause (an IORING_OP_TIMEOUT with the op's user_data,
+ * so that the task's ASYNC_CANCEL finds whichever of the two is in
+ * flight) and is armed again when it expires. Invariant: the op stays
+ * one wait for io.c until its answer, its cancellation or its timeout
+ * (one park, one registration on the condvar, its deadline): a look
+ * again after pauses made by the task registered on the condvar anew
+ * each time, and a signal that came while a look's completion or a
+ * pause's timer had already won the task's wake found no waiter (it
+ * returned 0) and was lost (test_revpoll_rdhup_signal). Without an SQE
+ * (never in practice) the CQE completes the op: io.c looks again.
+ */
+static bool poll_again(struct uring_backend *b, struct canal__io *op,
+		       int32_t res)
 {
+	if (op->pausing) {
+		op->pausing = false;
+		if (res != -ETIME)
+			return false; /* cancelled: the op's outcome */
+		struct io_uring_sqe *sqe = get_sqe(b);
+		if (!sqe) {
+			op->result = POLLRDHUP; /* (io.c looks again) */
+			return false;
+		}
+		io_uring_prep_poll_add(sqe, op->fd, (unsigned)op->flags);
+		io_uring_sqe_set_data(sqe, op);
+		return true;
+	}
+	if (res != POLLRDHUP || (op->flags & POLLRDHUP))
+		return false; /* an answer (ERR, HUP, NVAL: too) */
+	struct io_uring_sqe *sqe = get_sqe(b);
+	if (!sqe)
+		return false;
+	uint32_t ns = op->pause_ns ? op->pause_ns : POLL_PAUSE_MIN_NS;
+	op->pause_ts.tv_sec = ns / 1000000000u;
+	op->pause_ts.tv_nsec = ns % 1000000000u;
+	io_uring_prep_timeout(sqe, &op->pause_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, op);
+	op->pausing = true;
+	op->pause_ns = ns < POLL_PAUSE_MAX_NS ? ns * 2 : ns;
+	return true;
+}
+
+/* One CQE of op: complete it at its last (see the top of this file). */
+static void reap_op(struct uring_backend *b, struct canal__io *op,
+		    const struct io_uring_cqe *cqe)
+{
+	if (op->kind == IO_POLL) {
+		if (poll_again(b, op, cqe->res))
+			return;
+		/* (A pause's CQE without an SQE left: op->result.) */
+		canal__io_complete(op, cqe->res == -ETIME ? op->result
+							  : cqe->res);
+		return;
+	}
 	if (!(cqe->flags & IORING_CQE_F_NOTIF) && !op->has_result) {
 		op->result = cqe->res;
 		op->has_result = true;
@@ -244,7 +307,7 @@ static unsigned ur_reap(struct canal__loop *l, struct uring_backend *b)
 		else if ((ud & CANAL__IO_UD_RSTREAM) && ud != UD_CANCEL)
 			reap_rstream(l, b, ud, cqe);
 		else if (ud != UD_CANCEL)
-			reap_op((struct canal__io *)(uintptr_t)ud, cqe);
+			reap_op(b, (struct canal__io *)(uintptr_t)ud, cqe);
 	}
 	io_uring_cq_advance(&b->ring, seen);
 	return seen;
@@ -423,7 +486,10 @@ static int ur_submit(struct canal__loop *l, struct canal__io *op)
 		io_uring_prep_close(sqe, op->fd);
 		break;
 	case IO_POLL:
-		/* One-shot: its CQE's result is the ready events. */
+		/* One-shot: its CQE's result is the ready events (or
+		 * POLLRDHUP alone, not asked: poll_again). */
+		op->pausing = false;
+		op->pause_ns = 0;
 		io_uring_prep_poll_add(sqe, op->fd, (unsigned)op->flags);
 		break;
 	case IO_SQE:

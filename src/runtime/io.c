@@ -1055,9 +1055,13 @@ EXPORT int canal_io_poll(int fd, short events, int64_t timeout_ns,
 		if (got)
 			return got;
 		/* Only that: the peer shut its side down, and what was
-		 * asked (POLLOUT, POLLPRI) is not there. A poll now would
-		 * complete at once again: look again after pauses (1 ms,
-		 * doubling to 32 ms) until the deadline or the condvar. */
+		 * asked (POLLOUT, POLLPRI) is not there. The backend waits
+		 * on through pauses itself (backend_uring.c, poll_again:
+		 * one wait, one registration on the condvar); it returns
+		 * this only when it had no SQE for a pause. A poll now
+		 * would complete at once again: look again after pauses
+		 * (1 ms, doubling to 32 ms) until the deadline or the
+		 * condvar (a signal between two of these waits is lost). */
 		uint64_t now = canal_now_ns();
 		if (timeout_ns == 0 || now >= deadline)
 			return -ETIMEDOUT;

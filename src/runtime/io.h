@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/time_types.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -88,6 +89,12 @@ struct canal__io {
 	bool no_try; /* the rest of a short count (io.c): no try first */
 	bool go_on;  /* io.c: its count is short of what the call moves */
 	uint32_t events; /* epoll: the readiness it waits for */
+	/* io_uring, a poll (backend_uring.c, poll_again): its pause is in
+	 * flight (not its poll), the next pause's length (0: the first),
+	 * and the pause's time, which the kernel reads at submission. */
+	bool pausing;
+	uint32_t pause_ns;
+	struct __kernel_timespec pause_ts;
 };
 
 /* Park the calling task (on a loop) in a kernel futex wait on word while

@@ -1,0 +1,99 @@
+/* test_revpoll_rdhup_signal.c - a canal_io_poll for POLLOUT on a socket
+ * whose peer shut its side down (io_uring reports POLLRDHUP to every
+ * poll: canal_io_poll looks again after pauses) must end -ECANCELED when
+ * its condvar is signalled at any moment of its wait, also between two
+ * of its looks.
+ *
+ * Each look and each pause registered on the condvar for itself: a
+ * pause's timer (or a look's completion) that had won the task's wake
+ * (the task queued, not yet run) left the waiter registered with its
+ * wake taken, and a signal then skipped it (canal_cond_signal returned
+ * 0): lost, the poll went on until its timeout. Here a task of the same
+ * loop signals exactly then (white box: it yields until the polling task
+ * is ready to run). On epoll the poll waits for POLLOUT alone (no
+ * pauses), and the signal meets its wait. The poll's 10 s timeout is the
+ * hang guard.
+ */
+#define _GNU_SOURCE 1
+#include "check.h"
+#include "runtime/internal.h"
+
+#include <canal/task.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#define ROUNDS 5
+
+static int sv[2];
+static struct canal_cond *cond;
+static _Atomic int in_poll, signaller_done;
+static int signalled[ROUNDS];
+static int failures;
+
+static void signaller(void *arg)
+{
+	int round = (int)(intptr_t)arg;
+	while (!atomic_load(&in_poll))
+		canal_yield();
+	/* The polling task is parked (its look, then its first pause:
+	 * 1 ms). Past that, yield until its completion or its timer made
+	 * it ready: it then sits in the queue, its wait over. */
+	uint64_t t0 = canal_now_ns();
+	while (canal_now_ns() < t0 + 3000000)
+		;
+	for (int i = 0; i < 10000; i++) {
+		canal_yield();
+		if (canal__loop_has_ready(canal__this_loop()))
+			break;
+	}
+	signalled[round] = canal_cond_signal(cond);
+	atomic_store(&signaller_done, 1);
+}
+
+static void main_task(void *arg)
+{
+	(void)arg;
+	static char chunk[4096];
+	for (int round = 0; round < ROUNDS; round++) {
+		CHECK_EQ(socketpair(AF_UNIX,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+		while (send(sv[0], chunk, sizeof chunk, MSG_DONTWAIT) > 0)
+			;
+		CHECK_EQ(shutdown(sv[1], SHUT_WR), 0); /* sv[0]: RDHUP */
+		atomic_store(&in_poll, 0);
+		atomic_store(&signaller_done, 0);
+		CHECK_EQ(canal_spawn(signaller, (void *)(intptr_t)round), 0);
+		atomic_store(&in_poll, 1);
+		int r = canal_io_poll(sv[0], POLLOUT, 10000000000, cond);
+		atomic_store(&in_poll, 0);
+		while (!atomic_load(&signaller_done))
+			canal_yield();
+		if (r != -ECANCELED || signalled[round] != 1) {
+			fprintf(stderr,
+				"round %d: poll %d (%s), signal woke %d; "
+				"want -ECANCELED, 1\n",
+				round, r, r < 0 ? strerror(-r) : "events",
+				signalled[round]);
+			failures++;
+		}
+		close(sv[0]);
+		close(sv[1]);
+		if (failures)
+			break; /* (each failed round waits out its 10 s) */
+	}
+}
+
+int main(void)
+{
+	alarm(120);
+	cond = canal_cond_create();
+	CHECK(cond);
+	struct canal_run_options o = {.loops = 1};
+	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
+	canal_cond_destroy(cond);
+	CHECK_EQ(failures, 0);
+	TEST_DONE("test_revpoll_rdhup_signal");
+}
