@@ -16,7 +16,7 @@
  */
 #define _GNU_SOURCE 1
 #include "check.h"
-#include "runtime/internal.h"
+#include "ready_signal.h"
 
 #include <canal/task.h>
 
@@ -34,20 +34,7 @@ static int failures;
 static void signaller(void *arg)
 {
 	int round = (int)(intptr_t)arg;
-	while (!atomic_load(&in_poll))
-		canal_yield();
-	/* The polling task is parked (its look, then its first pause:
-	 * 1 ms). Past that, yield until its completion or its timer made
-	 * it ready: it then sits in the queue, its wait over. */
-	uint64_t t0 = canal_now_ns();
-	while (canal_now_ns() < t0 + 3000000)
-		;
-	for (int i = 0; i < 10000; i++) {
-		canal_yield();
-		if (canal__loop_has_ready(canal__this_loop()))
-			break;
-	}
-	signalled[round] = canal_cond_signal(cond);
+	signalled[round] = signal_when_ready(&in_poll, cond);
 	atomic_store(&signaller_done, 1);
 }
 

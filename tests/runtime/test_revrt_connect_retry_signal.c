@@ -15,7 +15,7 @@
 #define _GNU_SOURCE 1
 #include "check.h"
 #include "full_backlog.h"
-#include "runtime/internal.h"
+#include "ready_signal.h"
 
 #include <canal/task.h>
 
@@ -33,20 +33,7 @@ static int failures;
 static void signaller(void *arg)
 {
 	int round = (int)(intptr_t)arg;
-	while (!atomic_load(&in_connect))
-		canal_yield();
-	/* The connecting task is parked (its first pause: 1 ms; on io_uring
-	 * its connect). Past the pause's deadline, yield until its timer
-	 * made it ready: it then sits in the queue, its pause over. */
-	uint64_t t0 = canal_now_ns();
-	while (canal_now_ns() < t0 + 3000000)
-		;
-	for (int i = 0; i < 10000; i++) {
-		canal_yield();
-		if (canal__loop_has_ready(canal__this_loop()))
-			break;
-	}
-	signalled[round] = canal_cond_signal(cond);
+	signalled[round] = signal_when_ready(&in_connect, cond);
 	atomic_store(&signaller_done, 1);
 }
 
