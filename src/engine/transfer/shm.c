@@ -478,6 +478,27 @@ static void set_rndv_caps(struct canal__driver_caps *c, bool read)
 	c->rts_min = SHM_EAGER_READ;
 }
 
+/* A driver d on the mapped segment, header h, as ring side `side` of the
+ * pair with peer_pid (both ways of connecting: shm_connect's rendezvous,
+ * the lazy shm_attach_fd): its operations and caps, its rings (its own
+ * ring is tx, the peer's rx) and the pidfd that watches the peer (-1 where
+ * pidfd_open is refused: the peer's death is then seen only by its pid). */
+static void wire_driver(struct shm_driver *d, struct shm_header *h, int side,
+			pid_t peer_pid, bool read)
+{
+	d->base.ops = &shm_ops;
+	d->base.peer_pid = peer_pid;
+	d->base.caps.max_packet = SHM_MAX_PACKET;
+	set_rndv_caps(&d->base.caps, read);
+	d->base.caps.gather = false;
+	d->base.caps.flush_noop = true;
+	d->tx = &h->ring[side];
+	d->rx = &h->ring[1 - side];
+	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
+	d->rx_data = d->map + HEADER_BYTES + (uint64_t)(1 - side) * RING_BYTES;
+	d->pidfd = (int)syscall(SYS_pidfd_open, peer_pid, 0);
+}
+
 /* Maps a segment with its pages present and writable in this process's
  * page tables: otherwise the first lap of each ring takes a page fault
  * every 4 KiB of traffic, on the message's path. MAP_POPULATE maps the
@@ -587,20 +608,10 @@ int canal__shm_connect(const char *dir, int rank, int peer, int timeout_ms,
 		}
 		sleep_ms(1);
 	}
-	d->base.ops = &shm_ops;
-	d->base.peer_pid = ppid;
-	d->base.caps.max_packet = SHM_MAX_PACKET;
-	set_rndv_caps(&d->base.caps, read);
-	d->base.caps.gather = false;
-	d->base.caps.flush_noop = true;
-	d->tx = &h->ring[side];
-	d->rx = &h->ring[1 - side];
-	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
-	d->rx_data = d->map + HEADER_BYTES + (uint64_t)(1 - side) * RING_BYTES;
 	/* The segment was zero-filled by ftruncate: both rings start empty. */
 	d->tx_head = 0;
 	d->rx_tail = 0;
-	d->pidfd = (int)syscall(SYS_pidfd_open, ppid, 0);
+	wire_driver(d, h, side, ppid, read);
 	/* With "read", assumed until a read fails (EPERM under some
 	 * sandboxes): then the schedule layer turns it off and uses the ring
 	 * (RTR + DATA). */
@@ -656,17 +667,7 @@ static int shm_attach_fd(int fd, int side, bool creator, pid_t peer_pid,
 	}
 	atomic_store_explicit(&h->pid[side], (int32_t)getpid(),
 			      memory_order_release);
-	d->base.ops = &shm_ops;
-	d->base.peer_pid = peer_pid;
-	d->base.caps.max_packet = SHM_MAX_PACKET;
-	set_rndv_caps(&d->base.caps, read);
-	d->base.caps.gather = false;
-	d->base.caps.flush_noop = true;
-	d->tx = &h->ring[side];
-	d->rx = &h->ring[1 - side];
-	d->tx_data = d->map + HEADER_BYTES + (uint64_t)side * RING_BYTES;
-	d->rx_data = d->map + HEADER_BYTES + (uint64_t)(1 - side) * RING_BYTES;
-	d->pidfd = (int)syscall(SYS_pidfd_open, peer_pid, 0);
+	wire_driver(d, h, side, peer_pid, read);
 	*out = &d->base;
 	return 0;
 }
