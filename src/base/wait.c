@@ -331,7 +331,8 @@ bool canal__spin(bool (*probe)(void *), void *arg)
 }
 
 /*
- * Phases 1 and 2 skipped (wait.h): a receiver waiting for an element of a
+ * The spins of phases 1 and 2 skipped (wait.h; phase 2 still takes the
+ * spinner role, and leaves it before the park, as measured): a receiver waiting for an element of a
  * buffered thread channel, nobody else on its queue, while other processes
  * keep the CPUs busy. There the sender it waits for is as likely
  * preempted by them as running: a spin that succeeds saves a wake-up that

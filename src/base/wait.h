@@ -293,7 +293,9 @@ static inline void waitq_after_sleep(struct canal_waitq *q, bool shared,
  *     its way, as in a ping-pong, costs no cache-line transfer for our
  *     bookkeeping). Not a receiver waiting for an element alone on a
  *     buffered thread channel's queue while other processes keep the
- *     CPUs busy (phases 1 and 2 skipped: wait.c, lone_under_load);
+ *     CPUs busy (its spins skipped, here and in phase 2, which still
+ *     takes the spinner role and leaves it before the park: wait.c,
+ *     lone_under_load);
  *  2. take the queue's one spinner role if it is free: notifiers then skip
  *     the wake syscall, because the spinner will see their change. Under
  *     the same bound, spin longer, with the role or without it. A few
@@ -402,7 +404,7 @@ enum canal__wait_kind {
 	/* A receiver of a buffered channel waits for an element: PLAIN for
 	 * the yield phase; its spin phases are skipped when it is alone on
 	 * a thread channel's queue under foreign load (wait.c,
-	 * lone_under_load). */
+	 * lone_under_load: the role of phase 2 is still taken). */
 	CANAL__WAIT_ELEMENT,
 };
 
