@@ -1107,7 +1107,8 @@ static int submit_chain(const struct io_uring_sqe *sqes, unsigned n,
 	struct canal__task *t = canal__this_task();
 	if (!t || t->detached)
 		return -EPERM;
-	return canal__io_link_run(sqes, n, as_given, res, NULL, timeout_ns,
+	return canal__io_link_run(sqes, n, as_given, res, NULL, NULL,
+				  timeout_ns,
 				  canal__deadline_from_timeout(timeout_ns),
 				  cancel);
 }
@@ -1128,8 +1129,9 @@ EXPORT int canal_io_submit_batch(const struct io_uring_sqe *sqes, unsigned n,
 
 int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		       bool as_given, int32_t *res,
-		       struct canal_io_rstream *then, int64_t timeout_ns,
-		       uint64_t deadline, struct canal_cond *cancel)
+		       struct canal_io_rstream *then, bool *taken,
+		       int64_t timeout_ns, uint64_t deadline,
+		       struct canal_cond *cancel)
 {
 	struct canal__task *t = canal__this_task();
 	struct canal__loop *l = canal__this_loop();
@@ -1153,7 +1155,30 @@ int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		then->wchain = &chain;
 	t->pinned++;
 	l->inflight += n;
-	uint32_t why = canal__io_park_cancellable(t, deadline, cancel);
+	/*
+	 * Where input is waited for after the chain (canal_io_submit_link_recv
+	 * whose stream's input does not come through this park: a receive per
+	 * call, a starved stream, held bytes), the caller waits again,
+	 * registered anew, once the chain is done. A plain registration whose
+	 * wake the chain's last completion had won (the task queued, not run
+	 * yet) was skipped by a signal then, which returned 0 and was lost:
+	 * the receive after it waited on, to its timeout or for ever
+	 * (test_revrs_link_recv_signal). A kept one (cond.h), registered with
+	 * the task armed, can only be taken once another wake was won: the
+	 * caller learns it (*taken) and ends the call -ECANCELED unless it
+	 * ends now anyway (a signal that meets a call finishing is used up on
+	 * it, task.h).
+	 */
+	uint32_t why;
+	if (taken && cancel) {
+		struct canal__cond_waiter kw;
+		canal__cond_register_keep(cancel, &kw, t);
+		why = canal__task_park(t, deadline);
+		*taken = canal__cond_unregister_keep(cancel, &kw) &&
+			 why == WAKE_WOKEN;
+	} else {
+		why = canal__io_park_cancellable(t, deadline, cancel);
+	}
 	/* Whatever woke the task, its wait for input ends here: bytes that
 	 * come from now on are kept by the stream, and the chain's last
 	 * completion, if still to come, wakes the task itself. */

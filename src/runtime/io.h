@@ -184,12 +184,17 @@ bool canal__io_rstream_quiet(const struct canal_io_rstream *s,
  * up first and ends it after: then->waiting is cleared here once the task
  * resumes). timeout_ns as the caller was given it (0: -ETIMEDOUT, nothing
  * started), deadline_ns the caller's from it
- * (canal__deadline_from_timeout: one clock read per call). Arguments checked by the
- * caller but for the backend's link_check. */
+ * (canal__deadline_from_timeout: one clock read per call). taken: NULL,
+ * or (canal_io_submit_link_recv, which may wait for input after the
+ * chain) where to say that a signal of cancel came once the chain's
+ * wake was won (0 returned): the caller's to end with -ECANCELED if it
+ * would wait further (io.c). Arguments checked by the caller but for the
+ * backend's link_check. */
 int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 		       bool as_given, int32_t *res,
-		       struct canal_io_rstream *then, int64_t timeout_ns,
-		       uint64_t deadline_ns, struct canal_cond *cancel);
+		       struct canal_io_rstream *then, bool *taken,
+		       int64_t timeout_ns, uint64_t deadline_ns,
+		       struct canal_cond *cancel);
 
 /* Park the armed task t until its wake, deadline_ns or a signal of cancel
  * (when not NULL); the winning reason (enum task_wake). */

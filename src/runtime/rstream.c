@@ -438,8 +438,9 @@ static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
 		s->wgot = 0;
 		s->waiting = true;
 	}
+	bool taken = false;
 	r = canal__io_link_run(sqes, n, as_given, res, together ? s : NULL,
-			       timeout_ns, deadline, cancel);
+			       &taken, timeout_ns, deadline, cancel);
 	s->waiting = false;
 	s->wchain = NULL;
 	*got = -EAGAIN;
@@ -455,7 +456,14 @@ static int chain_recv(const struct io_uring_sqe *sqes, unsigned n,
 		if (res[i] < 0)
 			return 0; /* a failed member: no input waited */
 	/* The chain is done; the input, if not here yet, is waited for
-	 * apart (what is kept, or the receive's end, or no armed receive). */
+	 * apart (what is kept, or the receive's end, or no armed receive).
+	 * A signal of cancel that came once the chain had won the wake
+	 * (taken, io.c) ends the call here unless the stream has its answer
+	 * now (then the signal is used up on a call finishing, task.h). */
+	if (taken) {
+		*got = take_now(s, buf, len);
+		return *got == -EAGAIN ? -ECANCELED : 0;
+	}
 	ssize_t in = recv_until(s, buf, len, timeout_ns < 0 ? -1 : 1, deadline,
 				cancel);
 	/* (An -ETIMEDOUT that is the stream's error, its connection's,
