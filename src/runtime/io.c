@@ -582,6 +582,21 @@ uint32_t canal__io_park_cancellable(struct canal__task *t, uint64_t deadline,
 	return why;
 }
 
+uint32_t canal__io_park_kept(struct canal__task *t, uint64_t deadline,
+			     struct canal_cond *cancel, bool *taken)
+{
+	*taken = false;
+	if (!cancel)
+		return canal__task_park(t, deadline);
+	/* Registered with t armed: a signal wins its wake (WAKE_CANCELED)
+	 * or, once another wake was won, takes the registration. */
+	struct canal__cond_waiter kw;
+	canal__cond_register_keep(cancel, &kw, t);
+	uint32_t why = canal__task_park(t, deadline);
+	*taken = canal__cond_unregister_keep(cancel, &kw) && why == WAKE_WOKEN;
+	return why;
+}
+
 /* An operation that io_uring runs in its worker threads, blocked there,
  * is interrupted by an ASYNC_CANCEL (a signal to the worker): it ends
  * with the interrupted call's error, -EINTR or a kernel-internal
@@ -1163,22 +1178,13 @@ int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 	 * wake the chain's last completion had won (the task queued, not run
 	 * yet) was skipped by a signal then, which returned 0 and was lost:
 	 * the receive after it waited on, to its timeout or for ever
-	 * (test_revrs_link_recv_signal). A kept one (cond.h), registered with
-	 * the task armed, can only be taken once another wake was won: the
-	 * caller learns it (*taken) and ends the call -ECANCELED unless it
-	 * ends now anyway (a signal that meets a call finishing is used up on
-	 * it, task.h).
+	 * (test_revrs_link_recv_signal). A kept one (canal__io_park_kept) is
+	 * taken by it: the caller learns it (*taken) and ends the call
+	 * -ECANCELED unless it ends now anyway (a signal that meets a call
+	 * finishing is used up on it, task.h).
 	 */
-	uint32_t why;
-	if (taken && cancel) {
-		struct canal__cond_waiter kw;
-		canal__cond_register_keep(cancel, &kw, t);
-		why = canal__task_park(t, deadline);
-		*taken = canal__cond_unregister_keep(cancel, &kw) &&
-			 why == WAKE_WOKEN;
-	} else {
-		why = canal__io_park_cancellable(t, deadline, cancel);
-	}
+	uint32_t why = taken ? canal__io_park_kept(t, deadline, cancel, taken)
+			     : canal__io_park_cancellable(t, deadline, cancel);
 	/* Whatever woke the task, its wait for input ends here: bytes that
 	 * come from now on are kept by the stream, and the chain's last
 	 * completion, if still to come, wakes the task itself. */

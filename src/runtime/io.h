@@ -201,6 +201,13 @@ int canal__io_link_run(const struct io_uring_sqe *sqes, unsigned n,
 uint32_t canal__io_park_cancellable(struct canal__task *t,
 				    uint64_t deadline_ns,
 				    struct canal_cond *cancel);
+/* canal__io_park_cancellable for a wait that its call may follow with
+ * another (a receive stream's): registered on cancel as a kept waiter
+ * (cond.h), so that a signal that comes once its wake was won (WAKE_WOKEN
+ * returned, the task not run yet) is not skipped but taken: *taken then
+ * says so, and the call ends -ECANCELED rather than wait again. */
+uint32_t canal__io_park_kept(struct canal__task *t, uint64_t deadline_ns,
+			     struct canal_cond *cancel, bool *taken);
 
 /* A completion (loop thread): store res, wake the task. */
 void canal__io_complete(struct canal__io *op, int32_t res);

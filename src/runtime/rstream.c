@@ -294,7 +294,12 @@ EXPORT int canal_io_rstream_open(int fd, struct canal_io_rstream **out)
 
 /* Wait in s (armed, nothing kept) for bytes into buf, until deadline or
  * cancel: the bytes (> 0), 0, the stream's error, -EAGAIN (the receive
- * ended without bytes: -ENOBUFS), -ETIMEDOUT or -ECANCELED. */
+ * ended without bytes: -ENOBUFS, the cap's cancel), -ETIMEDOUT or
+ * -ECANCELED. After -EAGAIN the caller waits again: a signal of cancel
+ * that came once that end had won the task's wake was skipped, lost, and
+ * the next wait went on to its timeout or for ever
+ * (test_revrs_rstream_cap_signal); the kept registration takes it, and
+ * it is -ECANCELED here. */
 static ssize_t wait_input(struct canal_io_rstream *s, void *buf, size_t len,
 			  uint64_t deadline, struct canal_cond *cancel)
 {
@@ -305,7 +310,8 @@ static ssize_t wait_input(struct canal_io_rstream *s, void *buf, size_t len,
 	s->wchain = NULL;
 	canal__task_arm(t);
 	s->waiting = true;
-	uint32_t why = canal__io_park_cancellable(t, deadline, cancel);
+	bool taken;
+	uint32_t why = canal__io_park_kept(t, deadline, cancel, &taken);
 	s->waiting = false;
 	if (s->wgot > 0)
 		return (ssize_t)s->wgot; /* bytes came: they win any race */
@@ -314,7 +320,7 @@ static ssize_t wait_input(struct canal_io_rstream *s, void *buf, size_t len,
 		return r;
 	if (why == WAKE_TIMEDOUT)
 		return -ETIMEDOUT;
-	if (why == WAKE_CANCELED)
+	if (why == WAKE_CANCELED || taken)
 		return -ECANCELED;
 	return -EAGAIN;
 }
