@@ -27,16 +27,7 @@
 
 static int sv[2];
 static struct canal_cond *cond;
-static _Atomic int in_poll, signaller_done;
-static int signalled[ROUNDS];
 static int failures;
-
-static void signaller(void *arg)
-{
-	int round = (int)(intptr_t)arg;
-	signalled[round] = signal_when_ready(&in_poll, cond);
-	atomic_store(&signaller_done, 1);
-}
 
 static void main_task(void *arg)
 {
@@ -50,20 +41,17 @@ static void main_task(void *arg)
 		while (send(sv[0], chunk, sizeof chunk, MSG_DONTWAIT) > 0)
 			;
 		CHECK_EQ(shutdown(sv[1], SHUT_WR), 0); /* sv[0]: RDHUP */
-		atomic_store(&in_poll, 0);
-		atomic_store(&signaller_done, 0);
-		CHECK_EQ(canal_spawn(signaller, (void *)(intptr_t)round), 0);
-		atomic_store(&in_poll, 1);
+		struct ready_round rr;
+		ready_round_start(&rr, cond, true);
+		ready_round_call(&rr);
 		int r = canal_io_poll(sv[0], POLLOUT, 10000000000, cond);
-		atomic_store(&in_poll, 0);
-		while (!atomic_load(&signaller_done))
-			canal_yield();
-		if (r != -ECANCELED || signalled[round] != 1) {
+		ready_round_end(&rr);
+		if (r != -ECANCELED || rr.signalled != 1) {
 			fprintf(stderr,
 				"round %d: poll %d (%s), signal woke %d; "
 				"want -ECANCELED, 1\n",
 				round, r, r < 0 ? strerror(-r) : "events",
-				signalled[round]);
+				rr.signalled);
 			failures++;
 		}
 		close(sv[0]);
@@ -76,11 +64,7 @@ static void main_task(void *arg)
 int main(void)
 {
 	alarm(120);
-	cond = canal_cond_create();
-	CHECK(cond);
-	struct canal_run_options o = {.loops = 1};
-	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
-	canal_cond_destroy(cond);
+	ready_signal_run(&cond, main_task);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revpoll_rdhup_signal");
 }

@@ -28,16 +28,7 @@
 #define ROUNDS 3
 
 static struct canal_cond *cond;
-static _Atomic int in_call, signaller_done;
-static int signalled[ROUNDS];
 static int failures;
-
-static void signaller(void *arg)
-{
-	int round = (int)(intptr_t)arg;
-	signalled[round] = signal_when_ready(&in_call, cond);
-	atomic_store(&signaller_done, 1);
-}
 
 static void main_task(void *arg)
 {
@@ -50,35 +41,30 @@ static void main_task(void *arg)
 			 0);
 		struct canal_io_rstream *s;
 		CHECK_EQ(canal_io_rstream_open(sv[0], &s), 0);
-		atomic_store(&in_call, 0);
 		/* (On epoll the call returns at once: no signaller, which
 		 * would wait for a call that never parks.) */
-		atomic_store(&signaller_done, epoll);
-		if (!epoll)
-			CHECK_EQ(canal_spawn(signaller, (void *)(intptr_t)round),
-				 0);
+		struct ready_round rr;
+		ready_round_start(&rr, cond, !epoll);
 		struct io_uring_sqe q;
 		memset(&q, 0, sizeof(q));
 		io_uring_prep_nop(&q);
 		int32_t res[1] = {-99};
 		char buf[16];
 		ssize_t got = -99;
-		atomic_store(&in_call, 1);
+		ready_round_call(&rr);
 		int r = canal_io_submit_link_recv(&q, 1, res, s, buf,
 						  sizeof(buf), &got,
 						  10000000000, cond);
-		atomic_store(&in_call, 0);
-		while (!atomic_load(&signaller_done))
-			canal_yield();
+		ready_round_end(&rr);
 		if (epoll) {
 			CHECK_EQ(r, -EOPNOTSUPP);
 		} else if (r != -ECANCELED || got != -EAGAIN ||
-			   res[0] != 0 || signalled[round] != 1) {
+			   res[0] != 0 || rr.signalled != 1) {
 			fprintf(stderr,
 				"round %d: link_recv %d, got %zd, res %d, "
 				"signal woke %d; want -ECANCELED, -EAGAIN, 0, "
 				"1\n",
-				round, r, got, res[0], signalled[round]);
+				round, r, got, res[0], rr.signalled);
 			failures++;
 		}
 		CHECK_EQ(canal_io_rstream_close(s), 0);
@@ -92,11 +78,7 @@ static void main_task(void *arg)
 int main(void)
 {
 	alarm(120);
-	cond = canal_cond_create();
-	CHECK(cond);
-	struct canal_run_options o = {.loops = 1};
-	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
-	canal_cond_destroy(cond);
+	ready_signal_run(&cond, main_task);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revrs_link_recv_signal");
 }

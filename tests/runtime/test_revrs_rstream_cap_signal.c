@@ -34,16 +34,7 @@
 #define HELD (CANAL__RS_HOLD_MAX * 4096u)
 
 static struct canal_cond *cond;
-static _Atomic int in_recv, signaller_done;
-static int signalled[ROUNDS];
 static int failures;
-
-static void signaller(void *arg)
-{
-	int round = (int)(intptr_t)arg;
-	signalled[round] = signal_when_ready(&in_recv, cond);
-	atomic_store(&signaller_done, 1);
-}
 
 static void main_task(void *arg)
 {
@@ -69,9 +60,8 @@ static void main_task(void *arg)
 		CHECK_EQ(queued, (int)HELD);
 		struct canal_io_rstream *s;
 		CHECK_EQ(canal_io_rstream_open(a, &s), 0);
-		atomic_store(&in_recv, 0);
-		atomic_store(&signaller_done, 0);
-		CHECK_EQ(canal_spawn(signaller, (void *)(intptr_t)round), 0);
+		struct ready_round rr;
+		ready_round_start(&rr, cond, true);
 		/* The loop polls between yields: its receive keeps the bytes
 		 * and, at 16 buffers, is sent its cancel (capped), whose CQE
 		 * comes at a later poll. */
@@ -83,17 +73,15 @@ static void main_task(void *arg)
 			 (ssize_t)sizeof(big));
 		CHECK(s->armed); /* (the cancel's CQE still to come) */
 		char buf[16];
-		atomic_store(&in_recv, 1);
+		ready_round_call(&rr);
 		ssize_t r = canal_io_rstream_recv(s, buf, sizeof(buf),
 						  10000000000, cond);
-		atomic_store(&in_recv, 0);
-		while (!atomic_load(&signaller_done))
-			canal_yield();
-		if (r != -ECANCELED || signalled[round] != 1) {
+		ready_round_end(&rr);
+		if (r != -ECANCELED || rr.signalled != 1) {
 			fprintf(stderr,
 				"round %d: recv %zd, signal woke %d; want "
 				"-ECANCELED, 1\n",
-				round, r, signalled[round]);
+				round, r, rr.signalled);
 			failures++;
 		}
 		CHECK_EQ(canal_io_rstream_close(s), 0);
@@ -112,11 +100,7 @@ int main(void)
 		return 0;
 	}
 	alarm(120);
-	cond = canal_cond_create();
-	CHECK(cond);
-	struct canal_run_options o = {.loops = 1};
-	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
-	canal_cond_destroy(cond);
+	ready_signal_run(&cond, main_task);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revrs_rstream_cap_signal");
 }

@@ -26,16 +26,7 @@
 
 static struct full_backlog full;
 static struct canal_cond *cond;
-static _Atomic int in_connect, signaller_done;
-static int signalled[ROUNDS];
 static int failures;
-
-static void signaller(void *arg)
-{
-	int round = (int)(intptr_t)arg;
-	signalled[round] = signal_when_ready(&in_connect, cond);
-	atomic_store(&signaller_done, 1);
-}
 
 static void main_task(void *arg)
 {
@@ -43,20 +34,17 @@ static void main_task(void *arg)
 	for (int round = 0; round < ROUNDS; round++) {
 		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		CHECK(s >= 0);
-		atomic_store(&in_connect, 0);
-		atomic_store(&signaller_done, 0);
-		CHECK_EQ(canal_spawn(signaller, (void *)(intptr_t)round), 0);
-		atomic_store(&in_connect, 1);
+		struct ready_round rr;
+		ready_round_start(&rr, cond, true);
+		ready_round_call(&rr);
 		int r = canal_io_connect(s, (struct sockaddr *)&full.addr,
 					 sizeof full.addr, 10000000000, cond);
-		atomic_store(&in_connect, 0);
-		while (!atomic_load(&signaller_done))
-			canal_yield();
-		if (r != -ECANCELED || signalled[round] != 1) {
+		ready_round_end(&rr);
+		if (r != -ECANCELED || rr.signalled != 1) {
 			fprintf(stderr,
 				"round %d: connect %d (%s), signal woke %d; "
 				"want -ECANCELED, 1\n",
-				round, r, strerror(-r), signalled[round]);
+				round, r, strerror(-r), rr.signalled);
 			failures++;
 		}
 		close(s);
@@ -68,11 +56,7 @@ static void main_task(void *arg)
 int main(void)
 {
 	full_backlog_open(&full, "revrt-retry-signal");
-	cond = canal_cond_create();
-	CHECK(cond);
-	struct canal_run_options o = {.loops = 1};
-	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
-	canal_cond_destroy(cond);
+	ready_signal_run(&cond, main_task);
 	full_backlog_close(&full);
 	CHECK_EQ(failures, 0);
 	TEST_DONE("test_revrt_connect_retry_signal");
