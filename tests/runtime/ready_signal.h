@@ -18,6 +18,7 @@
 
 #include <canal/task.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 /* Once *started: let the call's task park (its first wait: a pause of
  * 1 ms, or an operation in flight), run past that pause's deadline, then
@@ -94,6 +95,18 @@ static inline void ready_signal_run(struct canal_cond **cond,
 	struct canal_run_options o = {.loops = 1};
 	CHECK_EQ(canal_run(main_task, NULL, &o), 0);
 	canal_cond_destroy(*cond);
+}
+
+/* A whole main for a test with no set-up of its own: a hang guard of
+ * 120 s, ready_signal_run, then no round failed (*failures). */
+static inline int ready_signal_main(struct canal_cond **cond,
+				    void (*main_task)(void *),
+				    const int *failures, const char *name)
+{
+	alarm(120);
+	ready_signal_run(cond, main_task);
+	CHECK_EQ(*failures, 0);
+	TEST_DONE(name);
 }
 
 #endif

@@ -77,8 +77,5 @@ static void main_task(void *arg)
 
 int main(void)
 {
-	alarm(120);
-	ready_signal_run(&cond, main_task);
-	CHECK_EQ(failures, 0);
-	TEST_DONE("test_revrs_link_recv_signal");
+	return ready_signal_main(&cond, main_task, &failures, "test_revrs_link_recv_signal");
 }

@@ -99,8 +99,6 @@ int main(void)
 		printf("test_revrs_rstream_cap_signal: epoll, no cap\n");
 		return 0;
 	}
-	alarm(120);
-	ready_signal_run(&cond, main_task);
-	CHECK_EQ(failures, 0);
-	TEST_DONE("test_revrs_rstream_cap_signal");
+	return ready_signal_main(&cond, main_task, &failures,
+				 "test_revrs_rstream_cap_signal");
 }
