@@ -41,8 +41,10 @@ static void *sleep_on(void *arg)
 {
 	struct sleeper *s = arg;
 	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
-	const struct canal__wait_cond c = { flag_set, flag_set, s->flag,
-					    CANAL__WAIT_PLAIN, NULL };
+	const struct canal__wait_cond c = { .ready = flag_set,
+					    .probe = flag_set,
+					    .arg = s->flag,
+					    .kind = CANAL__WAIT_PLAIN };
 	int r;
 	do
 		r = canal__wait(s->q, s->shared, &c, s->deadline);
@@ -285,8 +287,10 @@ static bool model_ready(void *arg)
 static void *model_consumer(void *arg)
 {
 	struct model *m = arg;
-	const struct canal__wait_cond c = { model_ready, model_ready, m,
-					    CANAL__WAIT_PLAIN, NULL };
+	const struct canal__wait_cond c = { .ready = model_ready,
+					    .probe = model_ready,
+					    .arg = m,
+					    .kind = CANAL__WAIT_PLAIN };
 	for (;;) {
 		uint32_t n = atomic_load_explicit(&m->items,
 						  memory_order_seq_cst);

@@ -425,6 +425,8 @@ int canal__wait(struct canal_waitq *q, bool shared,
 	}
 	if (spinner)
 		waitq_spin_end(q);
+	if (c->park)
+		return c->park(c->park_arg, deadline);
 park:;
 	uint32_t key = waitq_prepare(q);
 	if (c->ready(c->arg)) {

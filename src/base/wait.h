@@ -450,12 +450,24 @@ struct canal__wait_hook {
 	uint64_t budget_ns;
 };
 
+/*
+ * park(park_arg, deadline), NULL for most waits: phase 4 for a thread (never a
+ * task) is the caller's own, instead of the sleep on q's word. The caller
+ * must keep the protocol's steps itself (register where its notifiers
+ * look, re-check ready, sleep, unregister). It returns what canal__wait
+ * returns (0: try again; -ETIMEDOUT), or CANAL__WAIT_DONE when the park
+ * itself completed the caller's operation (a receiver took a parked
+ * sender's element: channel/handoff.c).
+ */
+#define CANAL__WAIT_DONE 1
 struct canal__wait_cond {
 	bool (*ready)(void *arg);
 	bool (*probe)(void *arg);
 	void *arg;
 	enum canal__wait_kind kind;
 	const struct canal__wait_hook *hook; /* NULL: none */
+	int (*park)(void *park_arg, uint64_t deadline_ns);
+	void *park_arg;
 };
 
 int canal__wait(struct canal_waitq *q, bool shared,

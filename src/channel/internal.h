@@ -154,6 +154,11 @@ struct chan_state {
 	alignas(CANAL_CACHELINE) _Atomic uint64_t head;
 	alignas(CANAL_CACHELINE) struct canal_waitq recv_wq; /* want element */
 	alignas(CANAL_CACHELINE) struct canal_waitq send_wq; /* want slot */
+	/* Thread channels: senders parked with their element in the
+	 * handle's hand-off list (handoff.c); on send_wq's line, which every
+	 * receiver that frees a slot reads already (wake.h). In the padding
+	 * (the layout is unchanged); never read for a shared channel. */
+	_Atomic uint32_t handoffs;
 
 	/* Synchronous channels only. */
 	alignas(CANAL_CACHELINE) _Atomic int64_t demand;
@@ -235,6 +240,11 @@ struct canal_chan {
 	char pad_[CANAL_CACHELINE];
 	struct canal__held_seen held_seen[2];
 	_Atomic uint32_t poll_misses;
+	/* Thread channels: the senders parked with their element, oldest
+	 * first, under ho_lock (handoff.c); chan_state.handoffs counts
+	 * them. */
+	_Atomic uint32_t ho_lock;
+	struct canal__handoff *ho_first, *ho_last;
 };
 
 /* ------------------------------------------------------------------ */
@@ -546,6 +556,10 @@ bool canal__ring_probe_recv(struct canal_chan *ch); /* head published */
  * thread channel's, not a shared one's: select.c). */
 bool canal__ring_recv_idle(struct canal_chan *ch);
 int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline);
+/* The same for a thread sending elt (handoff.h): CANAL__WAIT_DONE when a
+ * receiver moved elt into the ring meanwhile (the send is done). */
+int canal__ring_wait_send_elt(struct canal_chan *ch, const void *elt,
+			      uint64_t deadline);
 int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline);
 
 /* Non-blocking single operations used by select (sendrecv.c). */

@@ -189,8 +189,10 @@ static bool demand_ready(void *arg)
 int canal__sync_take_demand(struct canal_chan *ch, uint64_t deadline,
 			    bool try_only, bool *select)
 {
-	const struct canal__wait_cond c = { demand_ready, demand_ready, ch,
-					    CANAL__WAIT_DEMAND, NULL };
+	const struct canal__wait_cond c = { .ready = demand_ready,
+					    .probe = demand_ready,
+					    .arg = ch,
+					    .kind = CANAL__WAIT_DEMAND };
 	bool counted = false;
 	int token = TOKEN_ANONYMOUS;
 	int ret;
@@ -271,7 +273,10 @@ int canal__sync_wait_ack(struct canal_chan *ch, uint64_t pos,
 			 uint64_t deadline)
 {
 	struct ack_wait a = { ch, pos };
-	const struct canal__wait_cond c = { acked, acked, &a, CANAL__WAIT_ACK, NULL };
+	const struct canal__wait_cond c = { .ready = acked,
+					    .probe = acked,
+					    .arg = &a,
+					    .kind = CANAL__WAIT_ACK };
 
 	while (!acked(&a)) {
 		if (canal__wait(&ch->st->ack_wq, ch->shared, &c, deadline) ==

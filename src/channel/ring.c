@@ -22,6 +22,7 @@
  * reached: a process that only polls must not leave a dead holder's slot
  * wedged (test_revshm_poll_dead).
  */
+#include "handoff.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -631,16 +632,35 @@ bool canal__ring_recv_idle(struct canal_chan *ch)
 
 int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline)
 {
-	const struct canal__wait_cond c = { can_send, probe_send, ch,
-					    CANAL__WAIT_PLAIN, ch->hook };
+	const struct canal__wait_cond c = { .ready = can_send,
+					    .probe = probe_send,
+					    .arg = ch,
+					    .kind = CANAL__WAIT_PLAIN,
+					    .hook = ch->hook };
+	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
+}
+
+int canal__ring_wait_send_elt(struct canal_chan *ch, const void *elt,
+			      uint64_t deadline)
+{
+	struct canal__handoff_arg a = { ch, elt };
+	const struct canal__wait_cond c = { .ready = can_send,
+					    .probe = probe_send,
+					    .arg = ch,
+					    .kind = CANAL__WAIT_PLAIN,
+					    .park = canal__handoff_park,
+					    .park_arg = &a };
 	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
 }
 
 int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline)
 {
 	const struct canal__wait_cond c = {
-		can_recv, can_recv, ch,
-		ch->sync ? CANAL__WAIT_PLAIN : CANAL__WAIT_ELEMENT, ch->hook
+		.ready = can_recv,
+		.probe = can_recv,
+		.arg = ch,
+		.kind = ch->sync ? CANAL__WAIT_PLAIN : CANAL__WAIT_ELEMENT,
+		.hook = ch->hook
 	};
 	return canal__wait(&ch->st->recv_wq, ch->shared, &c, deadline);
 }

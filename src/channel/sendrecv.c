@@ -86,9 +86,18 @@ again:
 				return w;
 			goto again;
 		}
-		if (r == -EAGAIN && !try_only &&
-		    canal__ring_wait_send(ch, deadline) == 0)
-			continue;
+		if (r == -EAGAIN && !try_only) {
+			/* A thread's send of one element parks with it: a
+			 * receiver may move it into the ring (handoff.h). */
+			int w = reserve || !canal__handoff_eligible(ch)
+					? canal__ring_wait_send(ch, deadline)
+					: canal__ring_wait_send_elt(ch, elt,
+								    deadline);
+			if (w == CANAL__WAIT_DONE)
+				return 0;
+			if (w == 0)
+				continue;
+		}
 		if (r == -EAGAIN && !try_only) {
 			/* Timed out: one last attempt. */
 			r = canal__ring_claim_send(ch, 1, &pos, 0, NULL,
@@ -427,6 +436,7 @@ CANAL_EXPORT int canal_close(struct canal_chan *ch)
 	waitq_notify(&ch->st->send_wq, UINT32_MAX, ch->shared);
 	waitq_notify(&ch->st->demand_wq, UINT32_MAX, ch->shared);
 	waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
+	canal__handoff_close(ch);
 	return 0;
 }
 
