@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_handoff.c - a thread channel's sender parked on a full ring hands
- * its element to the receiver that frees the slot (channel/handoff.h).
+ * its element to a receiver that finds the ring empty (channel/handoff.h).
  *
  * The sender runs with a parker that holds it in its wait until the test
  * opens a gate (or, in the close case, until its word changes), so what
@@ -13,7 +13,7 @@
  *  - timeout: the parked sender's deadline passes; its send says
  *    -ETIMEDOUT and e1 is never received (withdrawn exactly once);
  *  - close: a sender parked with its element gets -EPIPE from close, and
- *    only e0 is received;
+ *    only e0 is received (a receive after the close never takes it);
  *  - not for shared channels, nor for reserves: their senders park as
  *    before (nothing is counted in the hand-off list).
  */
@@ -38,13 +38,17 @@ struct gate {
 	_Atomic int expire;	 /* return -ETIMEDOUT now */
 };
 
-static int g_wait(void *self, _Atomic uint32_t *word, uint32_t key,
-		  bool shared, uint64_t deadline_ns)
+/* Hold: sleep until the gate opens (or the test expires the wait),
+ * whatever wakes the words; else until a word differs from its key. */
+static int g_wait_many(void *self, _Atomic uint32_t *const *words,
+		       const uint32_t *keys, const bool *shared, unsigned n,
+		       uint64_t deadline_ns)
 {
 	struct gate *g = self;
 	(void)shared, (void)deadline_ns;
-	if (atomic_load(word) != key)
-		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load(words[i]) != keys[i])
+			return 0;
 	atomic_store(&g->parked, 1);
 	for (;;) {
 		if (atomic_load(&g->expire)) {
@@ -52,8 +56,10 @@ static int g_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 			atomic_store(&g->parked, 0);
 			return -ETIMEDOUT;
 		}
-		if (g->hold ? atomic_load(&g->open) != 0
-			    : atomic_load(word) != key)
+		bool changed = false;
+		for (unsigned i = 0; i < n; i++)
+			changed |= atomic_load(words[i]) != keys[i];
+		if (g->hold ? atomic_load(&g->open) != 0 : changed)
 			break;
 		sched_yield();
 	}
@@ -61,14 +67,11 @@ static int g_wait(void *self, _Atomic uint32_t *word, uint32_t key,
 	return 0;
 }
 
-static int g_wait_many(void *self, _Atomic uint32_t *const *words,
-		       const uint32_t *keys, const bool *shared, unsigned n,
-		       uint64_t deadline_ns)
+static int g_wait(void *self, _Atomic uint32_t *word, uint32_t key,
+		  bool shared, uint64_t deadline_ns)
 {
-	(void)self, (void)words, (void)keys, (void)shared, (void)n,
-		(void)deadline_ns;
-	sched_yield();
-	return 0;
+	_Atomic uint32_t *words[1] = { word };
+	return g_wait_many(self, words, &key, &shared, 1, deadline_ns);
 }
 
 static void g_yield(void *self)

@@ -4,7 +4,6 @@
  * elements into the ring (handoff.h: states, proof, who wakes whom).
  */
 #include "handoff.h"
-#include "wake.h"
 
 #include <errno.h>
 
@@ -12,7 +11,6 @@ enum {
 	HO_PENDING = 0,
 	HO_CLAIMED = 1,
 	HO_DONE = 2,
-	HO_CLOSED = 3,
 };
 
 /* On the parked sender's stack. */
@@ -53,18 +51,6 @@ static void link_last(struct canal_chan *ch, struct canal__handoff *n)
 	atomic_fetch_add_explicit(&ch->st->handoffs, 1, memory_order_seq_cst);
 }
 
-static void link_first(struct canal_chan *ch, struct canal__handoff *n)
-{
-	n->prev = NULL;
-	n->next = ch->ho_first;
-	if (ch->ho_first)
-		ch->ho_first->prev = n;
-	else
-		ch->ho_last = n;
-	ch->ho_first = n;
-	atomic_fetch_add_explicit(&ch->st->handoffs, 1, memory_order_seq_cst);
-}
-
 static void unlink_node(struct canal_chan *ch, struct canal__handoff *n)
 {
 	if (n->prev)
@@ -78,15 +64,6 @@ static void unlink_node(struct canal_chan *ch, struct canal__handoff *n)
 	atomic_fetch_sub_explicit(&ch->st->handoffs, 1, memory_order_relaxed);
 }
 
-/* The last touch of a node by anyone but its sender: the exchange (seq_cst
- * RMW, release for the sender's acquire; canal__wake's contract), then the
- * wake-up of its word. */
-static void settle(struct canal__handoff *n, uint32_t state)
-{
-	atomic_exchange_explicit(&n->state, state, memory_order_seq_cst);
-	canal__wake(&n->state, 1, false);
-}
-
 bool canal__handoff_eligible(const struct canal_chan *ch)
 {
 	return !ch->shared && !ch->sync && !ch->hook &&
@@ -94,8 +71,8 @@ bool canal__handoff_eligible(const struct canal_chan *ch)
 }
 
 /* The sender takes its node back: true if it was still PENDING (now
- * unlinked: the element is the sender's again); false if a receiver holds
- * it (CLAIMED) or settled it. */
+ * unlinked: the element is the sender's again); false if a receiver took
+ * it (CLAIMED or DONE). */
 static bool withdraw(struct canal_chan *ch, struct canal__handoff *n)
 {
 	ho_lock(ch);
@@ -114,106 +91,80 @@ int canal__handoff_park(void *arg, uint64_t deadline)
 	const struct canal__parker *p = canal__parker_get();
 	struct canal__handoff n = { HO_PENDING, a->elt, NULL, NULL };
 	struct canal_waitq *q = &ch->st->send_wq;
+	int ret = 0;
+	bool slept = false;
 
-	/* Counted among the queue's waiters, as any sleeper (the spin
-	 * policy reads the count: wait.h), though it sleeps on its own
-	 * word. */
-	(void)waitq_prepare(q);
+	/* W1 of wait.h on send_wq, then the link (the count is only a hint
+	 * for receivers: no wake-up depends on it). */
+	uint32_t key = waitq_prepare(q);
 	ho_lock(ch);
 	link_last(ch, &n);
 	ho_unlock(ch);
-	int ret = 0;
-	/* W2: room, or closed, seen after the link: take the element back
-	 * and claim the room (or meet the close) ourselves. */
-	bool leave = canal__ring_can_send(ch);
-	for (;;) {
-		if (leave && withdraw(ch, &n))
-			break;
-		uint32_t s = atomic_load_explicit(&n.state,
-						  memory_order_acquire);
-		if (s == HO_DONE) {
-			ret = CANAL__WAIT_DONE;
-			break;
-		}
-		if (s == HO_CLOSED)
-			break; /* the retry's claim says -EPIPE */
-		/* PENDING, or CLAIMED: a receiver is moving the element and
-		 * settles the node within a few instructions; its deadline
-		 * does not apply (the outcome is not ours to choose). */
-		int w = p->ops->wait(p->self, &n.state, s, false,
-				     s == HO_CLAIMED ? CANAL_NO_DEADLINE
-						     : deadline);
-		if (w == -ETIMEDOUT && canal_now_ns() >= deadline) {
-			leave = true;
+	/* W2: room, or closed: no sleep; the node goes back and the caller
+	 * claims (or meets the close) itself. */
+	if (!canal__ring_can_send(ch)) {
+		_Atomic uint32_t *words[2] = { &q->seq, &n.state };
+		const uint32_t keys[2] = { key, HO_PENDING };
+		const bool shared[2] = { false, false };
+		int w = p->ops->wait_many(p->self, words, keys, shared, 2,
+					  deadline);
+		slept = true;
+		if (w == -ETIMEDOUT && canal_now_ns() >= deadline)
 			ret = -ETIMEDOUT;
-		}
 	}
+	if (!withdraw(ch, &n)) {
+		/* A receiver took it: wait for its copy (a few
+		 * instructions; the deadline is not ours to apply any
+		 * more: the element is received). */
+		uint32_t s;
+		while ((s = atomic_load_explicit(&n.state,
+						 memory_order_acquire)) !=
+		       HO_DONE)
+			p->ops->wait(p->self, &n.state, s, false,
+				     CANAL_NO_DEADLINE);
+		ret = CANAL__WAIT_DONE;
+	}
+	/* As canal__wait after a sleep on q: a sender that retries clears a
+	 * chain's mark; one whose send is done passes it on (wait.h). */
+	if (slept)
+		waitq_after_sleep(q, false, ret != CANAL__WAIT_DONE);
 	waitq_finish(q);
 	return ret;
 }
 
-void canal__handoff_serve(struct canal_chan *ch, uint32_t k)
+bool canal__handoff_take(struct canal_chan *ch, void *elt)
 {
-	if (ch->shared)
-		return; /* the count is a shared word: never trusted there */
-	while (k-- &&
-	       atomic_load_explicit(&ch->st->handoffs, memory_order_relaxed)) {
-		ho_lock(ch);
-		struct canal__handoff *n = ch->ho_first;
-		if (!n) {
-			ho_unlock(ch);
-			return;
-		}
+	/* One attempt at the lock: a receive never waits for a list
+	 * holder that was preempted (a try receive returns at once); it
+	 * then polls or waits as without parked senders. */
+	if (atomic_load_explicit(&ch->ho_lock, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&ch->ho_lock, 1, memory_order_acquire))
+		return false;
+	struct canal__handoff *n = ch->ho_first;
+	if (n) {
+		/* Empty and open, read with the node linked (its sender
+		 * blocked): handoff.h, "Order". seq_cst: close's fetch_or
+		 * and the claims are seq_cst RMWs. */
+		uint64_t t = atomic_load_explicit(&ch->st->tail,
+						  memory_order_seq_cst);
+		uint64_t h = atomic_load_explicit(&ch->st->head,
+						  memory_order_seq_cst);
+		if ((t & TAIL_CLOSED) || tail_position(t) != h)
+			n = NULL;
+	}
+	if (n) {
 		unlink_node(ch, n);
 		atomic_store_explicit(&n->state, HO_CLAIMED,
 				      memory_order_relaxed);
-		const void *elt = n->elt;
-		ho_unlock(ch);
-		/* A try claim: it never waits (a slot still held by another
-		 * receiver, or taken by a sender meanwhile, sends the node
-		 * back to the list, whose next serve takes it). */
-		uint64_t pos;
-		long r = canal__ring_claim_send(ch, 1, &pos, 0, NULL, false);
-		if (r > 0) {
-			/* A thread channel's fill cannot fail (no repair). */
-			(void)canal__ring_fill(ch, pos, elt);
-			wake_receivers(ch, pos, 1);
-			settle(n, HO_DONE);
-			continue;
-		}
-		if (r == -EPIPE) {
-			settle(n, HO_CLOSED);
-			return;
-		}
-		/* No room after all (-EAGAIN, -EBUSY): first in line again.
-		 * The state goes back under the lock, before anyone can
-		 * claim it again; the wake-up after (its sender may be
-		 * waiting on CLAIMED to withdraw). */
-		ho_lock(ch);
-		link_first(ch, n);
-		atomic_exchange_explicit(&n->state, HO_PENDING,
-					 memory_order_seq_cst);
-		ho_unlock(ch);
-		canal__wake(&n->state, 1, false);
-		return;
 	}
-}
-
-void canal__handoff_close(struct canal_chan *ch)
-{
-	if (ch->shared)
-		return;
-	for (;;) {
-		ho_lock(ch);
-		struct canal__handoff *n = ch->ho_first;
-		if (n) {
-			unlink_node(ch, n);
-			atomic_store_explicit(&n->state, HO_CLAIMED,
-					      memory_order_relaxed);
-		}
-		ho_unlock(ch);
-		if (!n)
-			return;
-		settle(n, HO_CLOSED);
-	}
+	ho_unlock(ch);
+	if (!n)
+		return false;
+	copy_elt(elt, n->elt, ch->elt_size);
+	/* The last touch of the node: the exchange (seq_cst RMW, release
+	 * for the sender's acquire; canal__wake's contract), then the
+	 * wake-up of its word. */
+	atomic_exchange_explicit(&n->state, HO_DONE, memory_order_seq_cst);
+	canal__wake(&n->state, 1, false);
+	return true;
 }

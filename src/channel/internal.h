@@ -155,9 +155,10 @@ struct chan_state {
 	alignas(CANAL_CACHELINE) struct canal_waitq recv_wq; /* want element */
 	alignas(CANAL_CACHELINE) struct canal_waitq send_wq; /* want slot */
 	/* Thread channels: senders parked with their element in the
-	 * handle's hand-off list (handoff.c); on send_wq's line, which every
-	 * receiver that frees a slot reads already (wake.h). In the padding
-	 * (the layout is unchanged); never read for a shared channel. */
+	 * handle's hand-off list (handoff.h), a hint for receivers that
+	 * find the ring empty (the list is the truth, under its lock). In
+	 * the padding (the layout is unchanged); never read for a shared
+	 * channel. */
 	_Atomic uint32_t handoffs;
 
 	/* Synchronous channels only. */

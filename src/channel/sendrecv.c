@@ -9,6 +9,7 @@
  * stamp, one CAS of an index, a copy, one release store of the stamp and one
  * load of the other side's waiter count (no syscall when nobody sleeps).
  */
+#include "handoff.h"
 #include "internal.h"
 #include "quantum.h"
 #include "wake.h"
@@ -222,6 +223,10 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 	 * returns at once if an element came meanwhile). */
 	bool wait_first = !try_only && !committed && !select && !polls &&
 			  canal__parker_get()->ops->is_task;
+	/* A receive of one element copied out may take a parked sender's
+	 * (handoff.h: buffered thread channels). */
+	bool take_ok = !lend && !select && !ch->sync && !ch->shared &&
+		       !ch->hook;
 
 	for (;;) {
 		if (chan_damaged(ch))
@@ -254,6 +259,13 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 				return t;
 			continue;
 		}
+		/* Empty, and senders parked with their element: take the
+		 * oldest one's rather than wait for it to run (handoff.h). */
+		if (r == -EAGAIN && take_ok &&
+		    atomic_load_explicit(&ch->st->handoffs,
+					 memory_order_relaxed) &&
+		    canal__handoff_take(ch, elt))
+			return 0;
 		if (r == -EAGAIN && polls) {
 			/* Read-only until the slot looks published. */
 			do {
@@ -436,7 +448,6 @@ CANAL_EXPORT int canal_close(struct canal_chan *ch)
 	waitq_notify(&ch->st->send_wq, UINT32_MAX, ch->shared);
 	waitq_notify(&ch->st->demand_wq, UINT32_MAX, ch->shared);
 	waitq_notify(&ch->st->ack_wq, UINT32_MAX, ch->shared);
-	canal__handoff_close(ch);
 	return 0;
 }
 

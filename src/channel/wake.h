@@ -6,7 +6,6 @@
 #ifndef CANAL_CHANNEL_WAKE_H
 #define CANAL_CHANNEL_WAKE_H
 
-#include "handoff.h"
 #include "internal.h"
 
 /*
@@ -60,15 +59,10 @@ static inline void chain_receivers(struct canal_chan *ch, uint64_t next)
 		waitq_chain(&ch->st->recv_wq, ch->shared);
 }
 
-/* After releasing the slots of positions [pos, pos + k). Senders parked
- * with their element first (handoff.h: the seq_cst load of the count is
- * this side's half of its pairing): their elements fill the room. */
+/* After releasing the slots of positions [pos, pos + k). */
 static inline void wake_senders(struct canal_chan *ch, uint64_t pos,
 				uint32_t k)
 {
-	if (unlikely(atomic_load_explicit(&ch->st->handoffs,
-					  memory_order_seq_cst) != 0))
-		canal__handoff_serve(ch, k);
 	if (likely(!waitq_needs_wake(&ch->st->send_wq, ch->shared)))
 		return;
 	uint64_t t = atomic_load_explicit(&ch->st->tail, memory_order_seq_cst);
