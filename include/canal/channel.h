@@ -152,10 +152,11 @@ int canal_chan_is_closed(const struct canal_chan *ch);
  * be received). Capacity 0: a send whose element was already handed over
  * when the channel is closed returns 0 (the element is in the channel and
  * receivers drain it). A thread blocked in canal_send (or a timed send)
- * on a full buffered thread channel sleeps with its element offered: the
- * receiver that frees a slot copies it into the channel and then wakes
- * the sender, whose call returns 0 (so *elt must not change while the
- * call blocks, as for any call that reads it).
+ * on a full buffered thread channel sleeps with its element offered: a
+ * receiver that finds the channel empty before that sender has run again
+ * takes the element from it directly and wakes it, and its call returns 0
+ * (so *elt must not change while the call blocks, as for any call that
+ * reads it).
  */
 int canal_send(struct canal_chan *ch, const void *elt);
 

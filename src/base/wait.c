@@ -427,7 +427,9 @@ int canal__wait(struct canal_waitq *q, bool shared,
 		waitq_spin_end(q);
 	if (c->park)
 		return c->park(c->park_arg, deadline);
-park:;
+park:
+	if (c->pre_park && c->pre_park(c->park_arg))
+		return CANAL__WAIT_DONE;
 	uint32_t key = waitq_prepare(q);
 	if (c->ready(c->arg)) {
 		waitq_finish(q);

@@ -467,6 +467,12 @@ struct canal__wait_cond {
 	enum canal__wait_kind kind;
 	const struct canal__wait_hook *hook; /* NULL: none */
 	int (*park)(void *park_arg, uint64_t deadline_ns);
+	/* pre_park(park_arg), NULL for most waits: called once before phase
+	 * 4 (a thread's sleep, a task's park); true when it completed the
+	 * caller's operation itself (canal__wait then returns
+	 * CANAL__WAIT_DONE without sleeping: a receiver took a parked
+	 * sender's element, channel/handoff.c). */
+	bool (*pre_park)(void *park_arg);
 	void *park_arg;
 };
 

@@ -105,7 +105,7 @@ static ssize_t recv_batch(struct canal_chan *ch, void *elts, size_t max,
 						try_only ? 0 : CANAL_NO_DEADLINE,
 						NULL);
 		if (r == -EAGAIN && !try_only) {
-			canal__ring_wait_recv(ch, CANAL_NO_DEADLINE);
+			canal__ring_wait_recv(ch, NULL, CANAL_NO_DEADLINE);
 			continue;
 		}
 		if (r < 0)

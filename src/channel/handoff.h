@@ -10,10 +10,16 @@
  * busy process). Go's receiver takes a blocked sender's element from its
  * sudog, and flume's from its hook (pull_pending), instead of waiting for
  * the sender to run; so does a canal receiver that finds the ring empty
- * while senders are parked with their element. Only then: a receiver that
- * finds elements in the ring takes them as before, and wakes senders by
- * the transitions of wake.h (a forwarder that is the bottleneck makes no
- * wake-up per element). For buffered thread channels and blocking or
+ * while senders are parked with their element: a try receive at once, a
+ * waiting one when its wait would sleep (after its polls and its wait's
+ * spin phases, wait.h: on a quiet machine the sender a release just woke
+ * usually comes within them, and a take costs a wake-up: taking at the
+ * first look made bounded1_mpsc 438 -> 668 ns a message; beside a busy
+ * process those phases are skipped and the take comes at once). Only
+ * then: a receiver that finds elements in the ring takes them as before,
+ * and wakes senders by the transitions of wake.h (a forwarder that is the
+ * bottleneck makes no wake-up per element: taking on every release made
+ * fwd between threads at 100/100 8.2 -> 46 ms). For buffered thread channels and blocking or
  * timed sends from threads (not tasks, whose parked stacks compaction may
  * give back; not shared channels, whose senders are other processes; not
  * a channel with a progress hook, nor reserves, batches or selects); for

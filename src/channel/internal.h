@@ -561,7 +561,11 @@ int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline);
  * receiver moved elt into the ring meanwhile (the send is done). */
 int canal__ring_wait_send_elt(struct canal_chan *ch, const void *elt,
 			      uint64_t deadline);
-int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline);
+/* take_elt: NULL, or a receive of one element copied out that may take a
+ * parked sender's element before it sleeps (handoff.h; CANAL__WAIT_DONE
+ * when it did). */
+int canal__ring_wait_recv(struct canal_chan *ch, void *take_elt,
+			  uint64_t deadline);
 
 /* Non-blocking single operations used by select (sendrecv.c). */
 int canal__try_send_one(struct canal_chan *ch, const void *elt);

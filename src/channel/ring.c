@@ -653,14 +653,32 @@ int canal__ring_wait_send_elt(struct canal_chan *ch, const void *elt,
 	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
 }
 
-int canal__ring_wait_recv(struct canal_chan *ch, uint64_t deadline)
+/* The receiver's take before it sleeps (handoff.h). */
+struct take_arg {
+	struct canal_chan *ch;
+	void *elt;
+};
+
+static bool take_before_park(void *arg)
 {
+	struct take_arg *a = arg;
+	return atomic_load_explicit(&a->ch->st->handoffs,
+				    memory_order_relaxed) &&
+	       canal__handoff_take(a->ch, a->elt);
+}
+
+int canal__ring_wait_recv(struct canal_chan *ch, void *take_elt,
+			  uint64_t deadline)
+{
+	struct take_arg a = { ch, take_elt };
 	const struct canal__wait_cond c = {
 		.ready = can_recv,
 		.probe = can_recv,
 		.arg = ch,
 		.kind = ch->sync ? CANAL__WAIT_PLAIN : CANAL__WAIT_ELEMENT,
-		.hook = ch->hook
+		.hook = ch->hook,
+		.pre_park = take_elt ? take_before_park : NULL,
+		.park_arg = &a
 	};
 	return canal__wait(&ch->st->recv_wq, ch->shared, &c, deadline);
 }
