@@ -129,6 +129,15 @@ int canal__handoff_park(void *arg, uint64_t deadline)
 	if (slept)
 		waitq_after_sleep(q, false, ret != CANAL__WAIT_DONE);
 	waitq_finish(q);
+	/* A send a receiver finished may have been the one woken to fill
+	 * the room a release made (wake_senders wakes one sender): it will
+	 * not fill it, so while room remains the wake-up goes on to another
+	 * sender asleep on q (a review: the other sender slept beside an
+	 * empty ring, test_handoff_lost_wake). Whether or not this one was
+	 * woken: a spare wake-up only makes a sender re-check. */
+	if (ret == CANAL__WAIT_DONE && canal__ring_can_send(ch) &&
+	    waitq_needs_wake(q, false))
+		waitq_wake(q, 1, false);
 	return ret;
 }
 

@@ -31,7 +31,10 @@
  * (a vectored wait), so every wake-up of the ring's senders (transitions,
  * chains, close) reaches it as before, and it then takes its node back and
  * claims its slot itself. The node only adds a way to finish the send
- * without running: a receiver takes the element.
+ * without running: a receiver takes the element. Such a sender may have
+ * been the one a release woke to fill the room it made: once back, it
+ * passes that wake-up on to another sender while room remains (else that
+ * one sleeps beside an empty ring).
  *
  * Node states (the node's word):
  *   PENDING  linked in the list, the sender asleep or about to be;
