@@ -50,7 +50,7 @@ static ssize_t send_batch(struct canal_chan *ch, const void *elts, size_t n,
 					   try_only ? 0 : CANAL_NO_DEADLINE,
 					   NULL, false);
 		if (r == -EAGAIN && !try_only) {
-			canal__ring_wait_send(ch, CANAL_NO_DEADLINE);
+			canal__ring_wait_send(ch, NULL, CANAL_NO_DEADLINE);
 			continue;
 		}
 		if (r < 0)

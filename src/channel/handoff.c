@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * handoff.c - senders parked with their element; receivers that move those
- * elements into the ring (handoff.h: states, proof, who wakes whom).
+ * handoff.c - senders parked with their element; receivers that find the
+ * ring empty take those elements (handoff.h: states, proof, who wakes
+ * whom).
  */
 #include "handoff.h"
 
@@ -37,8 +38,8 @@ static void ho_unlock(struct canal_chan *ch)
 	atomic_store_explicit(&ch->ho_lock, 0, memory_order_release);
 }
 
-/* Under ho_lock. The count is seq_cst: the sender's "link" of the
- * pairing in handoff.h. */
+/* Under ho_lock. The count is a hint for receivers (no wake-up depends on
+ * it: handoff.h); the list under the lock is the truth. */
 static void link_last(struct canal_chan *ch, struct canal__handoff *n)
 {
 	n->next = NULL;
@@ -48,7 +49,7 @@ static void link_last(struct canal_chan *ch, struct canal__handoff *n)
 	else
 		ch->ho_first = n;
 	ch->ho_last = n;
-	atomic_fetch_add_explicit(&ch->st->handoffs, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&ch->st->handoffs, 1, memory_order_relaxed);
 }
 
 static void unlink_node(struct canal_chan *ch, struct canal__handoff *n)
@@ -94,8 +95,7 @@ int canal__handoff_park(void *arg, uint64_t deadline)
 	int ret = 0;
 	bool slept = false;
 
-	/* W1 of wait.h on send_wq, then the link (the count is only a hint
-	 * for receivers: no wake-up depends on it). */
+	/* W1 of wait.h on send_wq, then the link. */
 	uint32_t key = waitq_prepare(q);
 	ho_lock(ch);
 	link_last(ch, &n);
@@ -143,10 +143,12 @@ int canal__handoff_park(void *arg, uint64_t deadline)
 
 bool canal__handoff_take(struct canal_chan *ch, void *elt)
 {
-	/* One attempt at the lock: a receive never waits for a list
-	 * holder that was preempted (a try receive returns at once); it
-	 * then polls or waits as without parked senders. */
-	if (atomic_load_explicit(&ch->ho_lock, memory_order_relaxed) ||
+	/* The count first (nobody parked: one load). Then one attempt at
+	 * the lock: a receive never waits for a list holder that was
+	 * preempted (a try receive returns at once); it then polls or waits
+	 * as without parked senders. */
+	if (!atomic_load_explicit(&ch->st->handoffs, memory_order_relaxed) ||
+	    atomic_load_explicit(&ch->ho_lock, memory_order_relaxed) ||
 	    atomic_exchange_explicit(&ch->ho_lock, 1, memory_order_acquire))
 		return false;
 	struct canal__handoff *n = ch->ho_first;

@@ -556,11 +556,11 @@ bool canal__ring_probe_recv(struct canal_chan *ch); /* head published */
 /* A try receive would say -EAGAIN at its first look (relaxed loads; a
  * thread channel's, not a shared one's: select.c). */
 bool canal__ring_recv_idle(struct canal_chan *ch);
-int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline);
-/* The same for a thread sending elt (handoff.h): CANAL__WAIT_DONE when a
- * receiver moved elt into the ring meanwhile (the send is done). */
-int canal__ring_wait_send_elt(struct canal_chan *ch, const void *elt,
-			      uint64_t deadline);
+/* elt: NULL, or the one element a send copies, which a thread parks with
+ * where it may (handoff.h; CANAL__WAIT_DONE when a receiver took it: the
+ * send is done). */
+int canal__ring_wait_send(struct canal_chan *ch, const void *elt,
+			  uint64_t deadline);
 /* take_elt: NULL, or a receive of one element copied out that may take a
  * parked sender's element before it sleeps (handoff.h; CANAL__WAIT_DONE
  * when it did). */

@@ -630,26 +630,20 @@ bool canal__ring_recv_idle(struct canal_chan *ch)
 				     memory_order_relaxed);
 }
 
-int canal__ring_wait_send(struct canal_chan *ch, uint64_t deadline)
-{
-	const struct canal__wait_cond c = { .ready = can_send,
-					    .probe = probe_send,
-					    .arg = ch,
-					    .kind = CANAL__WAIT_PLAIN,
-					    .hook = ch->hook };
-	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
-}
-
-int canal__ring_wait_send_elt(struct canal_chan *ch, const void *elt,
-			      uint64_t deadline)
+int canal__ring_wait_send(struct canal_chan *ch, const void *elt,
+			  uint64_t deadline)
 {
 	struct canal__handoff_arg a = { ch, elt };
-	const struct canal__wait_cond c = { .ready = can_send,
-					    .probe = probe_send,
-					    .arg = ch,
-					    .kind = CANAL__WAIT_PLAIN,
-					    .park = canal__handoff_park,
-					    .park_arg = &a };
+	const bool park = elt && canal__handoff_eligible(ch);
+	const struct canal__wait_cond c = {
+		.ready = can_send,
+		.probe = probe_send,
+		.arg = ch,
+		.kind = CANAL__WAIT_PLAIN,
+		.hook = ch->hook,
+		.park = park ? canal__handoff_park : NULL,
+		.park_arg = &a
+	};
 	return canal__wait(&ch->st->send_wq, ch->shared, &c, deadline);
 }
 
@@ -662,9 +656,7 @@ struct take_arg {
 static bool take_before_park(void *arg)
 {
 	struct take_arg *a = arg;
-	return atomic_load_explicit(&a->ch->st->handoffs,
-				    memory_order_relaxed) &&
-	       canal__handoff_take(a->ch, a->elt);
+	return canal__handoff_take(a->ch, a->elt);
 }
 
 int canal__ring_wait_recv(struct canal_chan *ch, void *take_elt,

@@ -57,7 +57,7 @@ again:
 			return -EBADMSG;
 		if (wait_first) {
 			wait_first = false;
-			if (canal__ring_wait_send(ch, deadline) == 0)
+			if (canal__ring_wait_send(ch, NULL, deadline) == 0)
 				continue;
 		}
 		r = canal__ring_claim_send(ch, 1, &pos, try_only ? 0 : deadline,
@@ -88,12 +88,10 @@ again:
 			goto again;
 		}
 		if (r == -EAGAIN && !try_only) {
-			/* A thread's send of one element parks with it: a
-			 * receiver may move it into the ring (handoff.h). */
-			int w = reserve || !canal__handoff_eligible(ch)
-					? canal__ring_wait_send(ch, deadline)
-					: canal__ring_wait_send_elt(ch, elt,
-								    deadline);
+			/* A send of one element may park with it: a
+			 * receiver may take it (handoff.h). */
+			int w = canal__ring_wait_send(ch, reserve ? NULL : elt,
+						      deadline);
 			if (w == CANAL__WAIT_DONE)
 				return 0;
 			if (w == 0)
@@ -270,8 +268,6 @@ static int recv_ring(struct canal_chan *ch, void *elt, struct canal_slot *lend,
 		 * within them on a quiet machine: an early take costs a
 		 * wake-up, bounded1_mpsc 438 -> 668 ns a message). */
 		if (r == -EAGAIN && try_only && take_ok &&
-		    atomic_load_explicit(&ch->st->handoffs,
-					 memory_order_relaxed) &&
 		    canal__handoff_take(ch, elt))
 			return 0;
 		if (r == -EAGAIN && polls) {
